@@ -1,0 +1,85 @@
+/**
+ * The project's error vocabulary. Every error that can reach a client is an AppError with a stable
+ * snake_case `code` (listed in the README), an OpenAI-style `type`, an HTTP `status` for the REST
+ * edge, and the offending field in `param` when there is one. Each edge translates AppError in one
+ * place: REST in server/error-middleware.ts, realtime sockets as `error` events.
+ */
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'rate_limit_error'
+  | 'server_error';
+
+export interface AppErrorOptions {
+  status?: number;
+  type?: ErrorType;
+  param?: string | null;
+  retryable?: boolean;
+  cause?: unknown;
+  /** Extra HTTP response headers (e.g. Retry-After). */
+  headers?: Record<string, string>;
+}
+
+export class AppError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly param: string | null;
+  readonly retryable: boolean;
+  readonly headers: Record<string, string>;
+
+  constructor(code: string, message: string, options: AppErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = options.status ?? 400;
+    this.type = options.type ?? typeForStatus(this.status);
+    this.param = options.param ?? null;
+    this.retryable = options.retryable ?? (this.status === 429 || this.status >= 500);
+    this.headers = options.headers ?? {};
+  }
+
+  /** Whether the message may be shown to a client: 4xx messages are written for clients, 5xx are not. */
+  get expose(): boolean {
+    return this.status < 500 || this.status === 503;
+  }
+
+  toBody(): ErrorBody {
+    return {
+      error: {
+        message: this.expose ? this.message : 'The server had an error while processing your request.',
+        type: this.type,
+        code: this.code,
+        param: this.param,
+      },
+    };
+  }
+}
+
+export interface ErrorBody {
+  error: { message: string; type: ErrorType; code: string; param: string | null };
+}
+
+function typeForStatus(status: number): ErrorType {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
+/** 400 for a field that is missing, of the wrong type, or out of range. */
+export function invalidParam(param: string, message: string, code = 'invalid_value'): AppError {
+  return new AppError(code, message, { status: 400, param });
+}
+
+export function notFound(what: string, id: string, param: string | null = null): AppError {
+  return new AppError(`${what}_not_found`, `No ${what.replace(/_/g, ' ')} found with id '${id}'.`, {
+    status: 404,
+    param,
+  });
+}

@@ -1,0 +1,132 @@
+/**
+ * Versioned schema migrations for the SQLite store. Append only: a released migration is never
+ * edited; a change is a new entry. Each runs in a transaction with its version recorded in
+ * schema_migrations, so a crash mid-way leaves the previous version intact.
+ */
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        created_at_us INTEGER NOT NULL,
+        revoked_at_us INTEGER,
+        last_used_at_us INTEGER
+      );
+      CREATE INDEX api_keys_user ON api_keys(user_id);
+
+      CREATE TABLE ephemeral_keys (
+        hash TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        session_json TEXT NOT NULL,
+        created_at_us INTEGER NOT NULL,
+        expires_at_us INTEGER NOT NULL
+      );
+      CREATE INDEX ephemeral_keys_expiry ON ephemeral_keys(expires_at_us);
+
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        model TEXT NOT NULL,
+        voice TEXT NOT NULL,
+        face TEXT,
+        driving TEXT,
+        instructions TEXT NOT NULL,
+        video INTEGER NOT NULL,
+        target_fps INTEGER,
+        upsample_factor REAL,
+        tts_source TEXT,
+        video_codec TEXT,
+        status TEXT NOT NULL CHECK (status IN ('pending','active','ended','failed','cancelled')),
+        end_reason TEXT,
+        created_at_us INTEGER NOT NULL,
+        started_at_us INTEGER,
+        ended_at_us INTEGER,
+        duration_seconds REAL,
+        deadline_us INTEGER,
+        last_seen_us INTEGER,
+        current_transcript TEXT NOT NULL DEFAULT '',
+        audio_seconds_out REAL NOT NULL DEFAULT 0,
+        frames_out INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX sessions_user_created ON sessions(user_id, created_at_us);
+      CREATE INDEX sessions_status ON sessions(status);
+
+      CREATE TABLE chat_turns (
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at_us INTEGER NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      );
+
+      CREATE TABLE usage_records (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL UNIQUE REFERENCES sessions(id),
+        model TEXT NOT NULL,
+        voice TEXT NOT NULL,
+        face TEXT,
+        driving TEXT,
+        status TEXT NOT NULL,
+        end_reason TEXT,
+        started_at_us INTEGER NOT NULL,
+        ended_at_us INTEGER NOT NULL,
+        duration_seconds REAL NOT NULL,
+        audio_seconds_out REAL NOT NULL,
+        frames_out INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        created_at_us INTEGER NOT NULL
+      );
+      CREATE INDEX usage_user_started ON usage_records(user_id, started_at_us);
+
+      CREATE TABLE webhook_outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id TEXT NOT NULL UNIQUE,
+        usage_id TEXT NOT NULL REFERENCES usage_records(id),
+        payload TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at_us INTEGER NOT NULL,
+        last_error TEXT,
+        delivered_at_us INTEGER,
+        dead_at_us INTEGER,
+        created_at_us INTEGER NOT NULL
+      );
+      CREATE INDEX webhook_outbox_due ON webhook_outbox(next_attempt_at_us)
+        WHERE delivered_at_us IS NULL AND dead_at_us IS NULL;
+
+      CREATE TABLE assets (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('face','voice','driving')),
+        name TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        description TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        storage_path TEXT NOT NULL,
+        metadata_json TEXT NOT NULL,
+        created_at_us INTEGER NOT NULL
+      );
+      CREATE INDEX assets_user_kind ON assets(user_id, kind, created_at_us);
+    `,
+  },
+];

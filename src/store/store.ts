@@ -1,0 +1,209 @@
+/**
+ * The persistence seam. Everything a user expects to survive a restart goes through Store: API
+ * keys, ephemeral keys, sessions and their chat, usage records, the webhook outbox and custom
+ * assets. Methods are async so that a networked implementation (Postgres, for fleet mode) can fill
+ * the same interface; the SQLite implementation answers synchronously underneath.
+ *
+ * Times are integer microseconds since the Unix epoch (core/clock.ts).
+ */
+
+export type SessionStatus = 'pending' | 'active' | 'ended' | 'failed' | 'cancelled';
+export const TERMINAL_STATUSES: readonly SessionStatus[] = ['ended', 'failed', 'cancelled'];
+
+/** Which door a session came in by; decides its event dialect and who ends it. */
+export type SessionOrigin = 'rest' | 'legacy' | 'realtime' | 'call';
+
+export type VideoCodec = 'h264' | 'vp8';
+
+export interface SessionRecord {
+  id: string;
+  userId: string;
+  origin: SessionOrigin;
+  model: string;
+  voice: string;
+  face: string | null;
+  driving: string | null;
+  instructions: string;
+  /** Legacy form's `video` flag; the current form always produces video. */
+  video: boolean;
+  targetFps: number | null;
+  upsampleFactor: number | null;
+  ttsSource: string | null;
+  videoCodec: VideoCodec | null;
+  status: SessionStatus;
+  /** Why the session left `active`/`pending` (client_request, max_duration, server_restart, ...). */
+  endReason: string | null;
+  createdAtUs: number;
+  startedAtUs: number | null;
+  endedAtUs: number | null;
+  durationSeconds: number | null;
+  /** When the session must end at the latest (started + MAX_SESSION_SECONDS). */
+  deadlineUs: number | null;
+  /** Last heartbeat while live: a session found live after a crash is billed up to here. */
+  lastSeenUs: number | null;
+  currentTranscript: string;
+}
+
+export interface ChatTurn {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+export interface UsageCounters {
+  audioSecondsOut: number;
+  framesOut: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface UsageRecord extends UsageCounters {
+  id: string;
+  userId: string;
+  sessionId: string;
+  model: string;
+  voice: string;
+  face: string | null;
+  driving: string | null;
+  status: SessionStatus;
+  endReason: string | null;
+  startedAtUs: number;
+  endedAtUs: number;
+  durationSeconds: number;
+  createdAtUs: number;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  userId: string;
+  name: string;
+  /** The first characters of the key, for recognising it in listings. */
+  prefix: string;
+  hash: string;
+  createdAtUs: number;
+  revokedAtUs: number | null;
+  lastUsedAtUs: number | null;
+}
+
+export interface EphemeralKeyRecord {
+  hash: string;
+  userId: string;
+  /** The effective realtime session config the key is bound to (JSON object). */
+  session: Record<string, unknown>;
+  createdAtUs: number;
+  expiresAtUs: number;
+}
+
+export type AssetKind = 'face' | 'voice' | 'driving';
+
+export interface AssetRecord {
+  id: string;
+  userId: string;
+  kind: AssetKind;
+  name: string;
+  filename: string;
+  description: string;
+  contentType: string;
+  bytes: number;
+  sha256: string;
+  /** Path of the stored file, relative to the data directory. */
+  storagePath: string;
+  /** What validation learned (dimensions, duration, sample rate, frames, ...). */
+  metadata: Record<string, unknown>;
+  createdAtUs: number;
+}
+
+export interface OutboxEntry {
+  id: number;
+  eventId: string;
+  usageId: string;
+  payload: string;
+  attempts: number;
+  nextAttemptAtUs: number;
+  lastError: string | null;
+  deliveredAtUs: number | null;
+  deadAtUs: number | null;
+  createdAtUs: number;
+}
+
+export interface SessionEnd {
+  status: Extract<SessionStatus, 'ended' | 'failed' | 'cancelled'>;
+  endReason: string;
+  endedAtUs: number;
+}
+
+export interface SessionListQuery {
+  userId: string;
+  status?: SessionStatus;
+  limit: number;
+  /** Return sessions created strictly before this session (cursor pagination, newest first). */
+  before?: string;
+}
+
+export interface Store {
+  /** Applies pending migrations; returns the schema version now in force. */
+  migrate(): Promise<number>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  // API keys
+  insertApiKey(key: ApiKeyRecord): Promise<void>;
+  findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null>;
+  listApiKeys(userId?: string): Promise<ApiKeyRecord[]>;
+  /** Revokes by id or prefix; returns the keys revoked now. */
+  revokeApiKey(idOrPrefix: string, atUs: number): Promise<ApiKeyRecord[]>;
+  touchApiKey(id: string, atUs: number): Promise<void>;
+  countApiKeys(): Promise<number>;
+
+  // Ephemeral keys
+  insertEphemeralKey(key: EphemeralKeyRecord): Promise<void>;
+  findEphemeralKey(hash: string): Promise<EphemeralKeyRecord | null>;
+  deleteExpiredEphemeralKeys(nowUs: number): Promise<number>;
+
+  // Sessions
+  insertSession(session: SessionRecord): Promise<void>;
+  getSession(id: string): Promise<SessionRecord | null>;
+  listSessions(query: SessionListQuery): Promise<SessionRecord[]>;
+  listSessionsByStatus(statuses: SessionStatus[]): Promise<SessionRecord[]>;
+  countSessionsByStatus(): Promise<Record<SessionStatus, number>>;
+  /** pending -> active; false when the session was not pending. */
+  markSessionStarted(id: string, startedAtUs: number, deadlineUs: number): Promise<boolean>;
+  /** Records that these live sessions were still running at `atUs` (crash recovery bills up to here). */
+  heartbeatSessions(ids: string[], atUs: number): Promise<void>;
+  /**
+   * Moves a live (pending or active) session to a terminal status and, when it had started, writes
+   * its usage record and webhook outbox entry in the same transaction. Returns the ended session, or
+   * null when it was already terminal (so ending twice is harmless).
+   */
+  endSession(id: string, end: SessionEnd, usage: UsageDraft | null, outbox: OutboxDraft | null): Promise<SessionRecord | null>;
+  setCurrentTranscript(id: string, text: string): Promise<void>;
+  appendChatTurn(id: string, turn: ChatTurn, atUs: number): Promise<void>;
+  listChatTurns(id: string): Promise<ChatTurn[]>;
+  addUsageCounters(sessionId: string, delta: Partial<UsageCounters>): Promise<void>;
+  getUsageCounters(sessionId: string): Promise<UsageCounters>;
+
+  // Usage
+  listUsage(userId: string, fromUs: number, toUs: number, limit: number): Promise<UsageRecord[]>;
+  getUsageForSession(sessionId: string): Promise<UsageRecord | null>;
+
+  // Webhook outbox
+  dueOutboxEntries(nowUs: number, limit: number): Promise<OutboxEntry[]>;
+  markOutboxDelivered(id: number, atUs: number): Promise<void>;
+  markOutboxFailed(id: number, error: string, nextAttemptAtUs: number | null, atUs: number): Promise<void>;
+  countOutbox(): Promise<{ pending: number; delivered: number; dead: number }>;
+  nextOutboxAttemptUs(): Promise<number | null>;
+
+  // Assets
+  insertAsset(asset: AssetRecord): Promise<void>;
+  getAsset(id: string): Promise<AssetRecord | null>;
+  listAssets(userId: string, kind: AssetKind): Promise<AssetRecord[]>;
+  deleteAsset(id: string): Promise<boolean>;
+}
+
+/** Usage record fields that the store completes from the session and its counters. */
+export type UsageDraft = Pick<UsageRecord, 'id' | 'createdAtUs'>;
+/** The webhook outbox entry to enqueue with the usage record; payload built by the caller from the record. */
+export interface OutboxDraft {
+  eventId: string;
+  buildPayload(usage: UsageRecord): string;
+  nextAttemptAtUs: number;
+}
