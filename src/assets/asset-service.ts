@@ -1,0 +1,272 @@
+/**
+ * Assets: the standard catalog plus each user's uploads (faces, voices, driving motions).
+ *
+ * An upload is checked in this order, each failure a clear client error: the declared content type
+ * is one this kind accepts, or generic (415 otherwise); the bytes are of an accepted kind by their
+ * magic numbers (415); the size is within MAX_UPLOAD_BYTES (413, enforced while streaming, before
+ * this module); the file really decodes: images by libvips (sharp), audio by the WAV reader or mpg123,
+ * motions by the pickle reader (400 invalid_file). Only then is the file written (temp file, then
+ * rename) and the record inserted; a failed insert removes the file.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import sharp from 'sharp';
+import type { Clock } from '../core/clock.js';
+import { AppError, notFound } from '../core/errors.js';
+import { isUuid, newAssetId } from '../core/ids.js';
+import type { AssetKind, AssetRecord, Store } from '../store/store.js';
+import { AudioFileError, decodeAudio, sniffAudio } from './audio-file.js';
+import { KIND_DIRS, type StandardAssets } from './catalog.js';
+import { MotionTemplateError, parseMotionTemplate } from './motion-template.js';
+
+export interface AssetResolver {
+  /** Throws 400 `unknown_<kind>` naming `param` unless `id` is a standard id or an asset `userId` owns. */
+  require(kind: AssetKind, id: string, userId: string, param: string): Promise<void>;
+}
+
+export interface UploadInput {
+  kind: AssetKind;
+  userId: string;
+  data: Buffer;
+  /** As declared by the client (multipart part type or request Content-Type); may be generic. */
+  contentType: string | null;
+  filename: string | null;
+  name: string | null;
+  description: string | null;
+}
+
+/** The entry shape of GET /v1/faces etc. (spec 2.5), plus `type` so callers can tell them apart. */
+export interface AssetEntry {
+  id: string;
+  filename: string;
+  description: string;
+}
+
+const ACCEPTED_TYPES: Record<AssetKind, string[]> = {
+  face: ['image/jpeg', 'image/png', 'image/webp'],
+  voice: ['audio/wav', 'audio/x-wav', 'audio/wave', 'audio/vnd.wave', 'audio/mpeg', 'audio/mp3'],
+  driving: ['application/x-pickle', 'application/python-pickle', 'application/vnd.python.pickle'],
+};
+const GENERIC_TYPES = ['application/octet-stream', 'binary/octet-stream'];
+const EXTENSIONS: Record<string, string> = {
+  jpeg: '.jpg',
+  png: '.png',
+  webp: '.webp',
+  wav: '.wav',
+  mp3: '.mp3',
+  pickle: '.pkl',
+};
+const MIME_OF: Record<string, string> = {
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+  wav: 'audio/wav',
+  mp3: 'audio/mpeg',
+  pickle: 'application/x-pickle',
+};
+/** Faces smaller than this cannot give a usable 512x512 render; larger ones are pointlessly costly. */
+const FACE_MIN_PX = 64;
+const FACE_MAX_PX = 8192;
+/** A voice sample long enough to estimate pitch and rate, short enough to analyse quickly. */
+const VOICE_MIN_S = 1;
+const VOICE_MAX_S = 600;
+/** Below this RMS (-60 dBFS) a sample is silence: there is no voice to analyse. */
+const VOICE_SILENCE_RMS = 0.001;
+const MAX_NAME_CHARS = 200;
+
+export class AssetService implements AssetResolver {
+  constructor(
+    private readonly store: Store,
+    readonly standard: StandardAssets,
+    private readonly dataDir: string,
+    private readonly clock: Clock,
+  ) {}
+
+  async require(kind: AssetKind, id: string, userId: string, param: string): Promise<void> {
+    if (this.standard.find(kind, id)) return;
+    if (isUuid(id)) {
+      const asset = await this.store.getAsset(id.toLowerCase());
+      if (asset && asset.kind === kind && asset.userId === userId) return;
+    }
+    const ids = this.standard.entries(kind).map((e) => e.id).join(', ');
+    throw new AppError(
+      `unknown_${kind}`,
+      `Unknown ${kind} '${id}'. Use a standard id (${ids}) or the UUID of a ${kind} you uploaded.`,
+      { status: 400, param },
+    );
+  }
+
+  /** Standard entries, then the caller's own uploads when the caller is known. */
+  async list(kind: AssetKind, userId: string | null): Promise<AssetEntry[]> {
+    const standard = this.standard.entries(kind).map(({ id, filename, description }) => ({ id, filename, description }));
+    if (userId === null) return standard;
+    const own = await this.store.listAssets(userId, kind);
+    return [...standard, ...own.map(({ id, filename, description }) => ({ id, filename, description }))];
+  }
+
+  async get(kind: AssetKind, id: string, userId: string): Promise<AssetRecord> {
+    const asset = isUuid(id) ? await this.store.getAsset(id.toLowerCase()) : null;
+    if (!asset || asset.kind !== kind || asset.userId !== userId) throw notFound(kind, id);
+    return asset;
+  }
+
+  async delete(kind: AssetKind, id: string, userId: string): Promise<AssetRecord> {
+    if (this.standard.find(kind, id)) {
+      throw new AppError('standard_asset_immutable', `'${id}' is a standard ${kind} and cannot be deleted.`, {
+        status: 400,
+        param: 'id',
+      });
+    }
+    const asset = await this.get(kind, id, userId);
+    await this.store.deleteAsset(asset.id);
+    await fs.rm(path.join(this.dataDir, asset.storagePath), { force: true });
+    return asset;
+  }
+
+  async upload(input: UploadInput): Promise<AssetRecord> {
+    const { kind } = input;
+    const declared = input.contentType?.split(';')[0]?.trim().toLowerCase() || null;
+    if (declared && !GENERIC_TYPES.includes(declared) && !ACCEPTED_TYPES[kind].includes(declared)) {
+      throw unsupported(kind, `Content type '${declared}' is not accepted for a ${kind}.`);
+    }
+    if (input.data.length === 0) throw new AppError('empty_file', 'The uploaded file is empty.', { param: 'file' });
+    const sniffed = sniff(kind, input.data);
+    if (!sniffed) throw unsupported(kind, `The file is not a ${kind === 'face' ? 'JPEG, PNG or WebP image' : kind === 'voice' ? 'WAV or MP3 file' : 'pickle (.pkl) file'}.`);
+    const metadata = await this.inspect(kind, input.data);
+
+    const id = newAssetId();
+    const ext = EXTENSIONS[sniffed] ?? '';
+    const storagePath = path.join('assets', KIND_DIRS[kind], `${id}${ext}`);
+    const absolute = path.join(this.dataDir, storagePath);
+    await fs.mkdir(path.dirname(absolute), { recursive: true });
+    const tmp = `${absolute}.tmp`;
+    await fs.writeFile(tmp, input.data);
+    await fs.rename(tmp, absolute);
+
+    const filename = safeFilename(input.filename) ?? `${id}${ext}`;
+    const record: AssetRecord = {
+      id,
+      userId: input.userId,
+      kind,
+      name: clip(input.name) ?? path.parse(filename).name,
+      filename,
+      description: clip(input.description) ?? '',
+      contentType: MIME_OF[sniffed] ?? 'application/octet-stream',
+      bytes: input.data.length,
+      sha256: createHash('sha256').update(input.data).digest('hex'),
+      storagePath,
+      metadata,
+      createdAtUs: this.clock.nowUs(),
+    };
+    try {
+      await this.store.insertAsset(record);
+    } catch (err) {
+      await fs.rm(absolute, { force: true });
+      throw err;
+    }
+    return record;
+  }
+
+  private async inspect(kind: AssetKind, data: Buffer): Promise<Record<string, unknown>> {
+    try {
+      if (kind === 'face') return await inspectImage(data);
+      if (kind === 'voice') return await inspectVoice(data);
+      const motion = parseMotionTemplate(data);
+      return {
+        n_frames: motion.nFrames,
+        output_fps: motion.outputFps,
+        duration_seconds: round3(motion.nFrames / motion.outputFps),
+      };
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      if (err instanceof AudioFileError || err instanceof MotionTemplateError) throw invalidFile(err.message, err);
+      throw invalidFile(`The file could not be decoded: ${(err as Error).message}`, err);
+    }
+  }
+}
+
+async function inspectImage(data: Buffer): Promise<Record<string, unknown>> {
+  let info: { width: number; height: number; channels: number };
+  try {
+    // A full decode, not just the header. failOn 'warning': libjpeg reports corrupt entropy data
+    // only as a warning, and a damaged face photo must be refused at upload, not at render time.
+    ({ info } = await sharp(data, { failOn: 'warning' }).rotate().raw().toBuffer({ resolveWithObject: true }));
+  } catch (err) {
+    throw invalidFile(`The image could not be decoded: ${(err as Error).message}`, err);
+  }
+  if (info.width < FACE_MIN_PX || info.height < FACE_MIN_PX || info.width > FACE_MAX_PX || info.height > FACE_MAX_PX) {
+    throw new AppError(
+      'invalid_image_size',
+      `Face images must be ${FACE_MIN_PX} to ${FACE_MAX_PX} pixels on each side; this one is ${info.width}x${info.height}.`,
+      { status: 400, param: 'file' },
+    );
+  }
+  return { width: info.width, height: info.height, channels: info.channels };
+}
+
+async function inspectVoice(data: Buffer): Promise<Record<string, unknown>> {
+  const audio = await decodeAudio(data);
+  if (audio.durationSeconds < VOICE_MIN_S || audio.durationSeconds > VOICE_MAX_S) {
+    throw new AppError(
+      'invalid_audio_duration',
+      `Voice samples must last ${VOICE_MIN_S} to ${VOICE_MAX_S} seconds; this one lasts ${round3(audio.durationSeconds)} s.`,
+      { status: 400, param: 'file' },
+    );
+  }
+  let energy = 0;
+  for (const s of audio.samples) energy += s * s;
+  const rms = Math.sqrt(energy / Math.max(1, audio.samples.length));
+  if (rms < VOICE_SILENCE_RMS) {
+    throw new AppError('silent_audio', 'The voice sample is silent; upload a recording of the voice speaking.', {
+      status: 400,
+      param: 'file',
+    });
+  }
+  return {
+    format: audio.format,
+    sample_rate: audio.sampleRate,
+    channels: audio.channels,
+    bits_per_sample: audio.bitsPerSample,
+    duration_seconds: round3(audio.durationSeconds),
+    rms_dbfs: round3(20 * Math.log10(rms)),
+  };
+}
+
+function sniff(kind: AssetKind, data: Buffer): string | null {
+  if (kind === 'face') {
+    if (data[0] === 0xff && data[1] === 0xd8 && data[2] === 0xff) return 'jpeg';
+    if (data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
+    if (data.subarray(0, 4).toString('latin1') === 'RIFF' && data.subarray(8, 12).toString('latin1') === 'WEBP') return 'webp';
+    return null;
+  }
+  if (kind === 'voice') return sniffAudio(data);
+  // Pickle protocol 2+ starts with PROTO (0x80) and the protocol number; protocol 0/1 files start
+  // with an opcode such as '(' (MARK), '}' (EMPTY_DICT) or ']' (EMPTY_LIST).
+  if (data[0] === 0x80 && (data[1] ?? 0) >= 2 && (data[1] ?? 0) <= 5) return 'pickle';
+  if (data[0] !== undefined && '(}]'.includes(String.fromCharCode(data[0]))) return 'pickle';
+  return null;
+}
+
+function unsupported(kind: AssetKind, message: string): AppError {
+  return new AppError('unsupported_media_type', `${message} Accepted: ${ACCEPTED_TYPES[kind].join(', ')}.`, {
+    status: 415,
+    param: 'file',
+  });
+}
+
+function invalidFile(message: string, cause: unknown): AppError {
+  return new AppError('invalid_file', message, { status: 400, param: 'file', cause });
+}
+
+function safeFilename(name: string | null): string | null {
+  if (!name) return null;
+  const base = path.basename(name.replace(/\\/g, '/')).replace(/[^\w.\- ]/g, '_').slice(0, MAX_NAME_CHARS);
+  return base === '' || base === '.' || base === '..' ? null : base;
+}
+
+function clip(text: string | null): string | null {
+  return text === null || text.trim() === '' ? null : text.trim().slice(0, MAX_NAME_CHARS);
+}
+
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
