@@ -1,0 +1,115 @@
+/**
+ * The realtime session object (OpenAI Realtime GA `realtime.session`, plus the flat rtAV fields
+ * `voice`, `face`, `driving`), built from a client's partial config with every default filled.
+ * Used for the `session` of a client secret (and the key is bound to it) and, later, for
+ * session.created / session.updated.
+ *
+ * Voices: the flat `voice` names one of our voices (standard id or uploaded UUID). OpenAI voice
+ * names (alloy ... cedar) sent by OpenAI SDKs in audio.output.voice are kept there as given and
+ * speak with our `default` voice, so those clients work unchanged.
+ */
+import { AppError, invalidParam } from '../core/errors.js';
+import { DEFAULT_INSTRUCTIONS, DEFAULT_VOICE } from '../sessions/session-config.js';
+
+export const OPENAI_VOICES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'sage', 'shimmer', 'verse', 'marin', 'cedar'];
+const OUTPUT_MODALITIES = ['text', 'audio', 'image'];
+
+export interface RealtimeSessionObject {
+  type: 'realtime';
+  object: 'realtime.session';
+  model: string;
+  output_modalities: string[];
+  instructions: string;
+  voice: string;
+  face: string | null;
+  driving: string | null;
+  audio: {
+    input: { format: { type: string; rate?: number }; transcription: unknown; noise_reduction: unknown; turn_detection: unknown };
+    output: { format: { type: string; rate?: number }; voice: string; speed: number };
+  };
+  tools: unknown[];
+  tool_choice: unknown;
+  max_output_tokens: number | 'inf';
+  tracing: unknown;
+  prompt: unknown;
+  include: unknown;
+  [key: string]: unknown;
+}
+
+const PCM_24K = { type: 'audio/pcm', rate: 24000 };
+export const DEFAULT_TURN_DETECTION = {
+  type: 'server_vad',
+  threshold: 0.5,
+  prefix_padding_ms: 300,
+  silence_duration_ms: 500,
+  idle_timeout_ms: null,
+  create_response: true,
+  interrupt_response: true,
+};
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+function stringAt(obj: Obj, key: string, param: string): string | null {
+  const v = obj[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string' || v.trim() === '') throw invalidParam(param, `'${param}' must be a non-empty string.`, 'invalid_type');
+  return v;
+}
+
+export function effectiveRealtimeSession(input: Obj, defaultModel: string): RealtimeSessionObject {
+  const audio = isObj(input.audio) ? input.audio : {};
+  const audioIn = isObj(audio.input) ? audio.input : {};
+  const audioOut = isObj(audio.output) ? audio.output : {};
+  const nestedVoice = stringAt(audioOut, 'voice', 'session.audio.output.voice');
+  const flatVoice = stringAt(input, 'voice', 'session.voice');
+  const voice = flatVoice ?? (nestedVoice !== null && !OPENAI_VOICES.includes(nestedVoice) ? nestedVoice : DEFAULT_VOICE);
+
+  const modalitiesRaw = input.output_modalities ?? input.modalities;
+  let modalities = ['audio'];
+  if (modalitiesRaw !== undefined) {
+    if (!Array.isArray(modalitiesRaw) || modalitiesRaw.some((m) => typeof m !== 'string' || !OUTPUT_MODALITIES.includes(m))) {
+      throw invalidParam('session.output_modalities', `'output_modalities' must be a list of ${OUTPUT_MODALITIES.join(', ')}.`);
+    }
+    modalities = modalitiesRaw as string[];
+  }
+  const speed = audioOut.speed ?? 1;
+  if (typeof speed !== 'number' || speed < 0.25 || speed > 1.5) {
+    throw invalidParam('session.audio.output.speed', "'speed' must be a number from 0.25 to 1.5.");
+  }
+  const maxTokens = input.max_output_tokens ?? 'inf';
+  if (maxTokens !== 'inf' && !(typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= 4096)) {
+    throw new AppError('invalid_value', "'max_output_tokens' must be an integer from 1 to 4096 or 'inf'.", {
+      param: 'session.max_output_tokens',
+    });
+  }
+  return {
+    type: 'realtime',
+    object: 'realtime.session',
+    model: stringAt(input, 'model', 'session.model') ?? defaultModel,
+    output_modalities: modalities,
+    instructions: typeof input.instructions === 'string' ? input.instructions : DEFAULT_INSTRUCTIONS,
+    voice,
+    face: stringAt(input, 'face', 'session.face'),
+    driving: stringAt(input, 'driving', 'session.driving'),
+    audio: {
+      input: {
+        format: isObj(audioIn.format) ? (audioIn.format as { type: string }) : PCM_24K,
+        transcription: audioIn.transcription ?? null,
+        noise_reduction: audioIn.noise_reduction ?? null,
+        turn_detection: audioIn.turn_detection === undefined ? DEFAULT_TURN_DETECTION : audioIn.turn_detection,
+      },
+      output: {
+        format: isObj(audioOut.format) ? (audioOut.format as { type: string }) : PCM_24K,
+        voice: nestedVoice ?? voice,
+        speed,
+      },
+    },
+    tools: Array.isArray(input.tools) ? input.tools : [],
+    tool_choice: input.tool_choice ?? 'auto',
+    max_output_tokens: maxTokens as number | 'inf',
+    tracing: input.tracing ?? null,
+    prompt: input.prompt ?? null,
+    include: input.include ?? null,
+  };
+}

@@ -1,0 +1,256 @@
+/**
+ * Session lifecycle: the one place that moves a session between states, holds and frees its worker
+ * slot, enforces the maximum duration, and writes usage when a session ends.
+ *
+ *   create(start: true)   -> active     (REST, legacy REST, WebSocket ?model=; slot taken at once)
+ *   create(start: false)  -> pending    (WebRTC call: slot reserved at offer time)
+ *   pending -> active     start(): the media connection is up
+ *   pending -> cancelled  end() before start (client gave up), or not started within pendingTimeoutMs
+ *   pending -> failed     fail() before start (media could not start)
+ *   active  -> ended      end(): DELETE, POST /sessions/{id}/end, socket/call closed, max duration
+ *   active  -> failed     fail(): media or worker error; server shutdown; found live after a crash
+ *   terminal -> terminal  end()/fail() again: no change, the session is returned as it is
+ *
+ * A session leaving `active` gets a usage record (and a webhook outbox entry) in the same store
+ * transaction that ends it, so usage can never be lost or doubled. Every live session is
+ * heartbeated; after a crash, recover() closes it as failed, billed up to its last heartbeat.
+ */
+import { EventEmitter } from 'node:events';
+import type { Clock } from '../core/clock.js';
+import { AppError, notFound } from '../core/errors.js';
+import { newEventId, newSessionId, newUsageId } from '../core/ids.js';
+import type { Logger } from '../core/log.js';
+import type { AssetResolver } from '../assets/asset-service.js';
+import type { OutboxDraft, SessionEnd, SessionOrigin, SessionRecord, Store, UsageRecord } from '../store/store.js';
+import type { SessionConfig } from './session-config.js';
+import type { WorkerPool } from './worker-pool.js';
+
+/** Retry-After for a full pool: sessions typically last minutes, so a short, polite wait. */
+const RETRY_AFTER_S = 5;
+/** How often live sessions are heartbeated; crash recovery under-bills by at most this. */
+export const HEARTBEAT_INTERVAL_MS = 10_000;
+/** A WebRTC call must connect within this long after its offer is answered. */
+export const PENDING_START_TIMEOUT_MS = 30_000;
+
+export interface SessionServiceOptions {
+  maxSessionSeconds: number;
+  pendingTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+  /** Builds the webhook body for a usage record; null when no webhook is configured. */
+  webhookPayload: ((eventId: string, usage: UsageRecord) => string) | null;
+}
+
+export interface SessionEvents {
+  started: [SessionRecord];
+  ended: [SessionRecord];
+}
+
+/** Names of the request fields that carry assets, for error messages (older form says face_id). */
+export interface AssetParamNames {
+  face: string;
+  voice: string;
+  driving: string;
+}
+
+export const CURRENT_ASSET_PARAMS: AssetParamNames = { face: 'face', voice: 'voice', driving: 'driving' };
+
+export class SessionService extends EventEmitter<SessionEvents> {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly pendingTimeoutMs: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly pool: WorkerPool,
+    private readonly assets: AssetResolver,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly options: SessionServiceOptions,
+  ) {
+    super();
+    this.pendingTimeoutMs = options.pendingTimeoutMs ?? PENDING_START_TIMEOUT_MS;
+    const interval = options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS;
+    this.heartbeat = setInterval(() => void this.beat(), interval).unref();
+  }
+
+  async create(
+    userId: string,
+    config: SessionConfig,
+    origin: SessionOrigin,
+    opts: { start: boolean; params?: AssetParamNames },
+  ): Promise<SessionRecord> {
+    const params = opts.params ?? CURRENT_ASSET_PARAMS;
+    // Assets first: a bad request must not take (even briefly) a slot someone else could win.
+    await this.assets.require('voice', config.voice, userId, params.voice);
+    if (config.face !== null) await this.assets.require('face', config.face, userId, params.face);
+    if (config.driving !== null) await this.assets.require('driving', config.driving, userId, params.driving);
+
+    const id = newSessionId();
+    const lease = this.pool.tryAcquire(id);
+    if (!lease) {
+      throw new AppError('no_worker_available', 'All workers are busy. Retry later.', {
+        status: 503,
+        headers: { 'Retry-After': String(RETRY_AFTER_S) },
+      });
+    }
+    const now = this.clock.nowUs();
+    const record: SessionRecord = {
+      id,
+      userId,
+      origin,
+      ...config,
+      status: opts.start ? 'active' : 'pending',
+      endReason: null,
+      createdAtUs: now,
+      startedAtUs: opts.start ? now : null,
+      endedAtUs: null,
+      durationSeconds: null,
+      deadlineUs: opts.start ? now + this.options.maxSessionSeconds * 1_000_000 : null,
+      lastSeenUs: now,
+      currentTranscript: '',
+    };
+    try {
+      await this.store.insertSession(record);
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
+    this.log.info('session created', { sessionId: id, userId, origin, status: record.status, workerId: lease.workerId });
+    if (opts.start) {
+      this.armDeadline(record);
+      this.emit('started', record);
+    } else {
+      this.arm(id, this.pendingTimeoutMs, () => this.end(id, 'cancelled', 'start_timeout'));
+    }
+    return record;
+  }
+
+  /** The session if `userId` owns it; 404 otherwise (other users' sessions do not exist for you). */
+  async get(userId: string, id: string): Promise<SessionRecord> {
+    const session = await this.store.getSession(id);
+    if (!session || session.userId !== userId) throw notFound('session', id);
+    return session;
+  }
+
+  async list(userId: string, query: { status?: SessionRecord['status']; limit: number; before?: string }) {
+    return this.store.listSessions({ userId, ...query });
+  }
+
+  async start(id: string): Promise<SessionRecord> {
+    const now = this.clock.nowUs();
+    const started = await this.store.markSessionStarted(id, now, now + this.options.maxSessionSeconds * 1_000_000);
+    const session = await this.store.getSession(id);
+    if (!session) throw notFound('session', id);
+    if (!started) {
+      throw new AppError('invalid_session_state', `Session ${id} is ${session.status}, not pending.`, { status: 409 });
+    }
+    this.disarm(id);
+    this.armDeadline(session);
+    this.log.info('session started', { sessionId: id });
+    this.emit('started', session);
+    return session;
+  }
+
+  /**
+   * Ends a session at a client's or the system's request: active -> ended, pending -> cancelled.
+   * `status` forces a terminal status (fail() uses it). Already-terminal sessions come back unchanged.
+   */
+  async end(id: string, status: 'ended' | 'cancelled' | 'failed' | null, reason: string): Promise<SessionRecord> {
+    const current = await this.store.getSession(id);
+    if (!current) throw notFound('session', id);
+    if (current.status !== 'pending' && current.status !== 'active') return current;
+    const endStatus = status ?? (current.status === 'pending' ? 'cancelled' : 'ended');
+    return this.finish(current, { status: endStatus, endReason: reason, endedAtUs: this.clock.nowUs() });
+  }
+
+  /** Ends a session for its owner: DELETE /v1/sessions/{id} and POST /sessions/{id}/end. Idempotent. */
+  async endForUser(userId: string, id: string): Promise<SessionRecord> {
+    await this.get(userId, id);
+    return this.end(id, null, 'client_request');
+  }
+
+  async fail(id: string, reason: string): Promise<SessionRecord> {
+    return this.end(id, 'failed', reason);
+  }
+
+  /**
+   * Start-up recovery: sessions still live in the store belonged to a process that stopped without
+   * ending them. Each is closed as failed at its last heartbeat, with usage recorded.
+   */
+  async recover(): Promise<number> {
+    const live = await this.store.listSessionsByStatus(['pending', 'active']);
+    for (const session of live) {
+      const endedAtUs = Math.max(session.startedAtUs ?? session.createdAtUs, session.lastSeenUs ?? session.createdAtUs);
+      await this.finish(session, { status: 'failed', endReason: 'server_restart', endedAtUs });
+    }
+    if (live.length > 0) this.log.warn('closed sessions left live by a previous process', { count: live.length });
+    return live.length;
+  }
+
+  /** Graceful shutdown: live sessions fail now (reason server_shutdown) so their usage is exact. */
+  async shutdown(): Promise<void> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+    const live = await this.store.listSessionsByStatus(['pending', 'active']);
+    for (const session of live) {
+      if (this.pool.leaseOf(session.id)) await this.end(session.id, 'failed', 'server_shutdown');
+    }
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  private async finish(session: SessionRecord, end: SessionEnd): Promise<SessionRecord> {
+    const createdAtUs = this.clock.nowUs();
+    const payload = this.options.webhookPayload;
+    const eventId = newEventId();
+    const outbox: OutboxDraft | null = payload
+      ? { eventId, buildPayload: (usage) => payload(eventId, usage), nextAttemptAtUs: createdAtUs }
+      : null;
+    const ended = await this.store.endSession(session.id, end, { id: newUsageId(), createdAtUs }, outbox);
+    this.disarm(session.id);
+    this.pool.leaseOf(session.id)?.release();
+    if (!ended) return (await this.store.getSession(session.id)) ?? session; // lost a race: someone ended it first
+    this.log.info('session ended', {
+      sessionId: ended.id,
+      status: ended.status,
+      endReason: ended.endReason,
+      durationSeconds: ended.durationSeconds,
+    });
+    this.emit('ended', ended);
+    return ended;
+  }
+
+  private armDeadline(session: SessionRecord): void {
+    if (session.deadlineUs === null) return;
+    const delayMs = Math.max(0, (session.deadlineUs - this.clock.nowUs()) / 1000);
+    this.arm(session.id, delayMs, () => this.end(session.id, 'ended', 'max_duration'));
+  }
+
+  private arm(id: string, delayMs: number, action: () => Promise<unknown>): void {
+    this.disarm(id);
+    const timer = setTimeout(() => {
+      this.timers.delete(id);
+      action().catch((err: unknown) => this.log.error('session timer failed', { sessionId: id, err }));
+    }, delayMs);
+    timer.unref();
+    this.timers.set(id, timer);
+  }
+
+  private disarm(id: string): void {
+    const timer = this.timers.get(id);
+    if (timer) clearTimeout(timer);
+    this.timers.delete(id);
+  }
+
+  private async beat(): Promise<void> {
+    // Every live session has exactly one timer armed (start timeout or deadline), so the timer keys
+    // are the live sessions of this process.
+    const ids = [...this.timers.keys()];
+    if (ids.length === 0) return;
+    try {
+      await this.store.heartbeatSessions(ids, this.clock.nowUs());
+    } catch (err) {
+      this.log.error('session heartbeat failed', { err });
+    }
+  }
+}
