@@ -1,0 +1,61 @@
+/**
+ * Prometheus metrics on a registry of this server's own (several servers in one test process must
+ * not share counters). Gauges that mirror the store are read at scrape time, so they are never stale.
+ */
+import client from 'prom-client';
+import type { Store } from '../store/store.js';
+import type { WorkerPool } from '../sessions/worker-pool.js';
+
+export interface HttpMetrics {
+  observe(method: string, route: string, status: number, seconds: number): void;
+}
+
+export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: boolean) {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+
+  new client.Gauge({
+    name: 'avatar_sessions',
+    help: 'Sessions in the store by status.',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      const counts = await store.countSessionsByStatus();
+      for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+    },
+  });
+  new client.Gauge({
+    name: 'avatar_worker_slots',
+    help: 'Worker slots by state (used, free).',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const used = pool.used();
+      this.set({ state: 'used' }, used);
+      this.set({ state: 'free' }, pool.capacity - used);
+    },
+  });
+  if (webhookEnabled) {
+    new client.Gauge({
+      name: 'avatar_webhook_outbox',
+      help: 'Webhook outbox entries by state (pending, delivered, dead).',
+      labelNames: ['state'],
+      registers: [registry],
+      async collect() {
+        const counts = await store.countOutbox();
+        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+      },
+    });
+  }
+  const latency = new client.Histogram({
+    name: 'avatar_http_request_duration_seconds',
+    help: 'HTTP request latency by method, route template and status.',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const http: HttpMetrics = {
+    observe: (method, route, status, seconds) => latency.observe({ method, route, status: String(status) }, seconds),
+  };
+  return { registry, http };
+}

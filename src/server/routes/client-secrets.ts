@@ -1,0 +1,64 @@
+/**
+ * POST /v1/realtime/client_secrets (spec 4.4): mints an ephemeral key bound to the caller and to
+ * the session config given. The response is a superset that rtAV clients (`client_secret` string,
+ * `expires_in` seconds) and OpenAI SDKs (`value`, `expires_at`, `session`) both accept.
+ */
+import { unixSeconds } from '../../core/clock.js';
+import { AppError, invalidParam } from '../../core/errors.js';
+import { requireObject } from '../../sessions/session-config.js';
+import { effectiveRealtimeSession } from '../../realtime/session-object.js';
+import type { AppRouter } from '../context.js';
+import { principalOf } from '../middleware.js';
+import type { Services } from '../services.js';
+import type { RouteGuards } from './guards.js';
+
+export const CLIENT_SECRET_TTL_RANGE_S = { min: 1, max: 7200 } as const;
+
+export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuards): void {
+  router.post('/v1/realtime/client_secrets', ...g.authed, g.json, async (ctx) => {
+    const { userId } = principalOf(ctx);
+    const body = ctx.state.body === undefined ? {} : requireObject(ctx.state.body);
+    const ttl = parseExpiresAfter(body.expires_after, s.config.ephemeralKeyTtlSeconds);
+    const requested = body.session === undefined ? { type: 'realtime' } : body.session;
+    if (requested === null || typeof requested !== 'object' || Array.isArray(requested)) {
+      throw invalidParam('session', "'session' must be an object.", 'invalid_type');
+    }
+    const sessionIn = requested as Record<string, unknown>;
+    if (sessionIn.type !== undefined && sessionIn.type !== 'realtime') {
+      throw invalidParam('session.type', "Only session.type 'realtime' is supported.");
+    }
+    const session = effectiveRealtimeSession(sessionIn, s.config.defaultModel);
+    for (const kind of ['voice', 'face', 'driving'] as const) {
+      const id = session[kind];
+      if (id !== null) await s.assets.require(kind, id, userId, `session.${kind}`);
+    }
+    const { key, expiresAtUs } = await s.keys.createEphemeralKey(userId, session, ttl);
+    const expiresAt = unixSeconds(expiresAtUs);
+    ctx.body = {
+      value: key,
+      expires_at: expiresAt,
+      session: { ...session, expires_at: expiresAt },
+      client_secret: key,
+      expires_in: ttl,
+    };
+  });
+}
+
+function parseExpiresAfter(raw: unknown, fallbackS: number): number {
+  if (raw === undefined || raw === null) return fallbackS;
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw invalidParam('expires_after', "'expires_after' must be an object with 'seconds'.", 'invalid_type');
+  }
+  const { anchor, seconds } = raw as Record<string, unknown>;
+  if (anchor !== undefined && anchor !== 'created_at') {
+    throw invalidParam('expires_after.anchor', "'expires_after.anchor' must be 'created_at'.");
+  }
+  if (seconds === undefined) return fallbackS;
+  const { min, max } = CLIENT_SECRET_TTL_RANGE_S;
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < min || seconds > max) {
+    throw new AppError('invalid_value', `'expires_after.seconds' must be an integer from ${min} to ${max}.`, {
+      param: 'expires_after.seconds',
+    });
+  }
+  return seconds;
+}

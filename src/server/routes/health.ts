@@ -1,0 +1,40 @@
+/** Liveness, readiness, Prometheus metrics and the OpenAPI document. */
+import type client from 'prom-client';
+import type { AppRouter } from '../context.js';
+import { openApiDocument } from '../openapi.js';
+import type { Services } from '../services.js';
+
+export function healthRoutes(router: AppRouter, s: Services, registry: client.Registry): void {
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+
+  router.get('/readyz', async (ctx) => {
+    const checks: Record<string, string> = {};
+    try {
+      await s.store.ping();
+      checks.store = 'ok';
+    } catch (err) {
+      checks.store = `error: ${(err as Error).message}`;
+    }
+    const missing = s.assets.standard.missing();
+    checks.assets = missing.length === 0 ? 'ok' : `missing: ${missing.join(', ')} (run npm run setup:assets)`;
+    checks.accepting = s.isAccepting() ? 'ok' : 'shutting down';
+    const ready = Object.values(checks).every((v) => v === 'ok');
+    ctx.status = ready ? 200 : 503;
+    ctx.body = {
+      status: ready ? 'ready' : 'not_ready',
+      checks,
+      workers: { capacity: s.pool.capacity, used: s.pool.used() },
+    };
+  });
+
+  router.get('/metrics', async (ctx) => {
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  });
+
+  router.get('/v1/openapi.json', (ctx) => {
+    ctx.body = openApiDocument(`${ctx.protocol}://${ctx.host}`);
+  });
+}

@@ -1,0 +1,117 @@
+/**
+ * Composition root of one server process: opens the store (migrating it), recovers sessions a
+ * previous process left live, creates the first API key on an empty store, builds the services
+ * and the HTTP server, and tears all of it down in order on close():
+ *   stop accepting -> end live sessions (failed, server_shutdown) -> stop webhook -> close HTTP -> close store
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../config.js';
+import { type Clock, systemClock } from '../core/clock.js';
+import { Logger } from '../core/log.js';
+import { KeyService } from '../auth/keys.js';
+import { AssetService } from '../assets/asset-service.js';
+import { StandardAssets } from '../assets/catalog.js';
+import { SessionService } from '../sessions/session-service.js';
+import { LocalWorkerPool } from '../sessions/worker-pool.js';
+import { openStore } from '../store/sqlite-store.js';
+import type { Store } from '../store/store.js';
+import { WebhookDispatcher, webhookBody } from '../usage/webhook.js';
+import { createApp } from './app.js';
+import { RateLimiter } from './middleware.js';
+import type { Services } from './services.js';
+
+/** Ephemeral keys past their expiry are deleted this often. */
+const EPHEMERAL_SWEEP_INTERVAL_MS = 60_000;
+
+export interface ServerOptions {
+  clock?: Clock;
+  log?: Logger;
+  /** Called once with the API key created on first start with an empty store. */
+  onBootstrapKey?: (key: string, userId: string) => void;
+  /** Shorter pending-start timeout for tests. */
+  pendingTimeoutMs?: number;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  http: http.Server;
+  services: Services;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? new Logger(config.logLevel, { service: 'avatar-server' });
+  const store: Store = openStore(config.databaseUrl);
+  const schemaVersion = await store.migrate();
+  log.info('store ready', { databaseUrl: config.databaseUrl, schemaVersion });
+
+  const keys = new KeyService(store, clock);
+  if ((await store.countApiKeys()) === 0) {
+    const { key, record } = await keys.createApiKey(config.bootstrapUserId, 'bootstrap');
+    log.info('created the first API key on an empty store', { keyId: record.id, userId: record.userId, prefix: record.prefix });
+    options.onBootstrapKey?.(key, record.userId);
+  }
+
+  const standard = StandardAssets.load(config.modelsDir);
+  const missing = standard.missing();
+  if (missing.length > 0) log.warn('standard asset files missing; run npm run setup:assets', { missing });
+
+  const pool = new LocalWorkerPool(config.workerCapacity);
+  const assets = new AssetService(store, standard, config.dataDir, clock);
+  const webhook = config.webhook ? new WebhookDispatcher(store, config.webhook, clock, log.child({ module: 'webhook' })) : null;
+  const sessions = new SessionService(store, pool, assets, clock, log.child({ module: 'sessions' }), {
+    maxSessionSeconds: config.maxSessionSeconds,
+    pendingTimeoutMs: options.pendingTimeoutMs,
+    webhookPayload: webhook ? webhookBody : null,
+  });
+  if (webhook) sessions.on('ended', () => webhook.poke());
+  await sessions.recover();
+  webhook?.start();
+
+  let accepting = false;
+  const services: Services = {
+    config,
+    clock,
+    log,
+    store,
+    keys,
+    assets,
+    sessions,
+    pool,
+    webhook,
+    rateLimiter: config.rateLimitPerMinute > 0 ? new RateLimiter(config.rateLimitPerMinute, config.rateLimitBurst) : null,
+    isAccepting: () => accepting,
+  };
+  const { app } = createApp(services);
+  const server = http.createServer(app.callback());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const sweep = setInterval(() => {
+    keys.sweepExpired().catch((err: unknown) => log.error('ephemeral key sweep failed', { err }));
+  }, EPHEMERAL_SWEEP_INTERVAL_MS).unref();
+  accepting = true;
+  const port = (server.address() as AddressInfo).port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  log.info('listening', { url, workerCapacity: config.workerCapacity });
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      accepting = false;
+      clearInterval(sweep);
+      await sessions.shutdown();
+      await webhook?.stop();
+      server.closeIdleConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await store.close();
+      log.info('stopped');
+    })());
+
+  return { url, port, http: server, services, close };
+}

@@ -1,0 +1,27 @@
+/** What route handlers are given: the services of one server, built in server.ts. */
+import type { Config } from '../config.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/log.js';
+import type { KeyService } from '../auth/keys.js';
+import type { AssetService } from '../assets/asset-service.js';
+import type { SessionService } from '../sessions/session-service.js';
+import type { WorkerPool } from '../sessions/worker-pool.js';
+import type { Store } from '../store/store.js';
+import type { WebhookDispatcher } from '../usage/webhook.js';
+import type { RateLimiter } from './middleware.js';
+
+export interface Services {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  store: Store;
+  keys: KeyService;
+  assets: AssetService;
+  sessions: SessionService;
+  pool: WorkerPool;
+  rateLimiter: RateLimiter | null;
+  /** Null when no WEBHOOK_URL is configured. */
+  webhook: WebhookDispatcher | null;
+  /** False while starting and once shutting down: /readyz answers 503. */
+  isAccepting(): boolean;
+}

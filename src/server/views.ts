@@ -1,0 +1,68 @@
+/**
+ * Wire shapes of REST responses. The session object is exactly spec 2.1 (current form); the older
+ * form adds `session_id`, `video` and `face_id` the way its clients read them.
+ */
+import { formatNullableTimestamp, formatTimestamp } from '../core/clock.js';
+import type { ApiKeyRecord, AssetRecord, ChatTurn, SessionRecord } from '../store/store.js';
+
+export function sessionView(s: SessionRecord) {
+  return {
+    id: s.id,
+    user_id: s.userId,
+    voice: s.voice,
+    model: s.model,
+    instructions: s.instructions,
+    status: s.status,
+    created_at: formatTimestamp(s.createdAtUs),
+    started_at: formatNullableTimestamp(s.startedAtUs),
+    ended_at: formatNullableTimestamp(s.endedAtUs),
+    duration_seconds: s.durationSeconds,
+  };
+}
+
+export function legacySessionView(s: SessionRecord) {
+  return {
+    session_id: s.id,
+    ...sessionView(s),
+    video: s.video,
+    face_id: s.face,
+  };
+}
+
+export function chatView(s: SessionRecord, turns: ChatTurn[]) {
+  return {
+    session_id: s.id,
+    instructions: s.instructions,
+    turns: turns.map(({ role, content }) => ({ role, content })),
+    current_transcript: s.currentTranscript,
+  };
+}
+
+export function assetView(a: AssetRecord) {
+  const idField = a.kind === 'driving' ? 'driving_id' : `${a.kind}_id`;
+  return {
+    id: a.id,
+    [idField]: a.id,
+    object: a.kind,
+    name: a.name,
+    filename: a.filename,
+    description: a.description,
+    content_type: a.contentType,
+    bytes: a.bytes,
+    sha256: a.sha256,
+    metadata: a.metadata,
+    created_at: formatTimestamp(a.createdAtUs),
+  };
+}
+
+export function apiKeyView(k: ApiKeyRecord) {
+  return {
+    id: k.id,
+    user_id: k.userId,
+    name: k.name,
+    prefix: k.prefix,
+    created_at: formatTimestamp(k.createdAtUs),
+    revoked_at: formatNullableTimestamp(k.revokedAtUs),
+    last_used_at: formatNullableTimestamp(k.lastUsedAtUs),
+  };
+}
