@@ -1,0 +1,59 @@
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { CONFIG_VARS, ConfigError, loadConfig } from '../../src/config.js';
+
+test('loadConfig applies every documented default', () => {
+  const config = loadConfig({}, '/srv/app');
+  assert.is(config.host, '127.0.0.1');
+  assert.is(config.port, 8000);
+  assert.is(config.dataDir, '/srv/app/data');
+  assert.is(config.databaseUrl, 'sqlite:/srv/app/data/avatar.db');
+  assert.is(config.workerCapacity, 4);
+  assert.is(config.maxSessionSeconds, 3600);
+  assert.is(config.defaultModel, 'gpt-5.2');
+  assert.is(config.ephemeralKeyTtlSeconds, 60);
+  assert.is(config.rateLimitPerMinute, 600);
+  assert.is(config.webhook, null);
+  assert.is(path.basename(config.modelsDir), 'models');
+});
+
+test('every variable loadConfig reads is documented in CONFIG_VARS', async () => {
+  const fs = await import('node:fs');
+  const source = fs.readFileSync(path.resolve(import.meta.dirname, '../../src/config.ts'), 'utf8');
+  const read = new Set([...source.matchAll(/(?:raw|int)\('([A-Z_]+)'/g), ...source.matchAll(/env\.([A-Z_]+)/g)].map((m) => m[1]));
+  const documented = new Set(CONFIG_VARS.map((v) => v.name));
+  for (const name of read) assert.ok(documented.has(name!), `${name} is read but not documented`);
+});
+
+test('bad values stop start-up with a message naming the variable', () => {
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: 'http' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ WORKER_CAPACITY: '0' }, 'WORKER_CAPACITY'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ DATABASE_URL: 'postgres://x' }, 'DATABASE_URL'],
+    [{ WEBHOOK_URL: 'ftp://x' }, 'WEBHOOK_URL'],
+    [{ WEBHOOK_URL: 'http://127.0.0.1:9/x' }, 'WEBHOOK_SECRET'],
+    [{ EPHEMERAL_KEY_TTL_SECONDS: '9000' }, 'EPHEMERAL_KEY_TTL_SECONDS'],
+    [{ BOOTSTRAP_USER_ID: 'a b' }, 'BOOTSTRAP_USER_ID'],
+  ];
+  for (const [env, variable] of cases) {
+    try {
+      loadConfig(env, '/tmp');
+      assert.unreachable(`${JSON.stringify(env)} must be rejected`);
+    } catch (err) {
+      assert.instance(err, ConfigError);
+      assert.is((err as ConfigError).variable, variable);
+      assert.ok((err as Error).message.startsWith(`${variable}: `));
+    }
+  }
+});
+
+test('a webhook needs URL and secret together', () => {
+  const config = loadConfig({ WEBHOOK_URL: 'https://example.test/hook', WEBHOOK_SECRET: 's'.repeat(16) }, '/tmp');
+  assert.is(config.webhook?.url, 'https://example.test/hook');
+  assert.is(config.webhook?.maxAttempts, 25);
+});
+
+test.run();

@@ -1,0 +1,48 @@
+/**
+ * Runs the real server entry point (src/main.ts) as a child process, reads its JSON log lines and
+ * the one-time key banner, and waits for events on them instead of sleeping.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { REPO_ROOT } from './server.js';
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  /** The key printed on first start, or null when the store already had keys. */
+  bootstrapKey: string | null;
+  stdout: () => string;
+  exited: Promise<number | null>;
+}
+
+const START_TIMEOUT_MS = 30_000;
+
+export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/main.ts')], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}\n${err}`)), START_TIMEOUT_MS);
+    const check = () => {
+      const m = /"msg":"listening"[^\n]*?"url":"([^"]+)"/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${out}\n${err}`));
+    });
+  });
+  const banner = /^\s+(avs_[0-9A-Za-z]{40})$/m.exec(out);
+  return { child, url, bootstrapKey: banner ? banner[1]! : null, stdout: () => out + err, exited };
+}
