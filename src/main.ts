@@ -24,6 +24,7 @@ async function main(): Promise<void> {
       );
     },
   });
+  process.stdout.write(`avatar server listening on ${server.url}\n`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

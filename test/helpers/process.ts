@@ -31,7 +31,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}\n${err}`)), START_TIMEOUT_MS);
     const check = () => {
-      const m = /"msg":"listening"[^\n]*?"url":"([^"]+)"/.exec(out);
+      const m = /^avatar server listening on (\S+)$/m.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]!);
