@@ -256,6 +256,21 @@ export function openApiDocument(serverUrl: string): Record<string, unknown> {
   };
 }
 
+/** Spec 2.1: the session object, the same for create, get and end. */
+const SESSION_PROPERTIES: Record<string, Schema> = {
+  id: { type: 'string' },
+  user_id: { type: 'string' },
+  voice: { type: 'string' },
+  model: { type: 'string' },
+  instructions: { type: 'string' },
+  status: STATUS,
+  created_at: TIMESTAMP,
+  started_at: NULLABLE_TIMESTAMP,
+  ended_at: NULLABLE_TIMESTAMP,
+  duration_seconds: nullable('number'),
+};
+const SESSION_FIELDS = Object.keys(SESSION_PROPERTIES);
+
 const SCHEMAS: Record<string, Schema> = {
   Error: {
     type: 'object',
@@ -327,38 +342,14 @@ const SCHEMAS: Record<string, Schema> = {
   Session: {
     type: 'object',
     additionalProperties: false,
-    required: ['id', 'user_id', 'voice', 'model', 'instructions', 'status', 'created_at', 'started_at', 'ended_at', 'duration_seconds'],
-    properties: {
-      id: { type: 'string' },
-      user_id: { type: 'string' },
-      voice: { type: 'string' },
-      model: { type: 'string' },
-      instructions: { type: 'string' },
-      status: STATUS,
-      created_at: TIMESTAMP,
-      started_at: NULLABLE_TIMESTAMP,
-      ended_at: NULLABLE_TIMESTAMP,
-      duration_seconds: nullable('number'),
-    },
+    required: SESSION_FIELDS,
+    properties: SESSION_PROPERTIES,
   },
   LegacySession: {
     type: 'object',
-    required: ['session_id', 'id', 'user_id', 'voice', 'model', 'status', 'video', 'face_id', 'created_at', 'ended_at', 'duration_seconds'],
-    properties: {
-      session_id: { type: 'string' },
-      id: { type: 'string' },
-      user_id: { type: 'string' },
-      voice: { type: 'string' },
-      model: { type: 'string' },
-      instructions: { type: 'string' },
-      status: STATUS,
-      video: { type: 'boolean' },
-      face_id: nullable('string'),
-      created_at: TIMESTAMP,
-      started_at: NULLABLE_TIMESTAMP,
-      ended_at: NULLABLE_TIMESTAMP,
-      duration_seconds: nullable('number'),
-    },
+    additionalProperties: false,
+    required: ['session_id', ...SESSION_FIELDS, 'video', 'face_id'],
+    properties: { session_id: { type: 'string' }, ...SESSION_PROPERTIES, video: { type: 'boolean' }, face_id: nullable('string') },
   },
   SessionList: {
     type: 'object',

@@ -12,7 +12,7 @@
  * Unknown fields are ignored, so clients that send more than we know keep working.
  */
 import { AppError, invalidParam } from '../core/errors.js';
-import type { VideoCodec } from '../store/store.js';
+import type { SessionRecord, VideoCodec } from '../store/store.js';
 
 export const DEFAULT_INSTRUCTIONS = 'You are a helpful assistant.';
 export const DEFAULT_VOICE = 'default';
@@ -23,18 +23,11 @@ const MAX_INSTRUCTIONS_CHARS = 100_000;
 export const TARGET_FPS_RANGE = { min: 1, max: 60 } as const;
 export const UPSAMPLE_FACTOR_RANGE = { min: 1, max: 4 } as const;
 
-export interface SessionConfig {
-  model: string;
-  voice: string;
-  face: string | null;
-  driving: string | null;
-  instructions: string;
-  video: boolean;
-  targetFps: number | null;
-  upsampleFactor: number | null;
-  ttsSource: string | null;
-  videoCodec: VideoCodec | null;
-}
+/** What a creation request decides about a session: the configurable part of SessionRecord. */
+export type SessionConfig = Pick<
+  SessionRecord,
+  'model' | 'voice' | 'face' | 'driving' | 'instructions' | 'video' | 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec'
+>;
 
 type Body = Record<string, unknown>;
 

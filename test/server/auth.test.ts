@@ -102,6 +102,8 @@ Auth('an ephemeral key is refused on REST routes and after it expires', async ({
   assertError(await t.request('POST', '/v1/sessions', { key: ek }), 401, 'ephemeral_key_not_allowed');
   assertError(await t.request('GET', '/v1/usage', { key: ek }), 401, 'ephemeral_key_not_allowed');
   assertError(await t.request('POST', '/v1/realtime/client_secrets', { key: ek, json: {} }), 401, 'ephemeral_key_not_allowed');
+  // A browser holding only an ephemeral key can still read the public asset lists.
+  assert.is((await t.request('GET', '/v1/faces', { key: ek })).status, 200);
 
   const { keys } = t.server.services;
   clock.advanceMs(9_000);

@@ -9,7 +9,7 @@ type Middleware = Koa.Middleware<AppState, AppContext>;
 export interface RouteGuards {
   /** API key required (ephemeral keys refused), then the per-key rate limit. */
   authed: Middleware[];
-  /** A key is optional; when given it must be valid and identifies the caller. */
+  /** A key (API or ephemeral) is optional; when given it must be valid and identifies the caller. */
   optionalAuth: Middleware[];
   /** API key or ephemeral key: realtime calls and connections only. */
   realtime: Middleware[];
@@ -20,7 +20,7 @@ export function routeGuards(s: Services): RouteGuards {
   const limit = rateLimitMiddleware(s.rateLimiter);
   return {
     authed: [authMiddleware(s.keys), limit],
-    optionalAuth: [authMiddleware(s.keys, { optional: true }), limit],
+    optionalAuth: [authMiddleware(s.keys, { optional: true, ephemeral: true }), limit],
     realtime: [authMiddleware(s.keys, { ephemeral: true }), limit],
     json: jsonBodyMiddleware(s.config.maxJsonBytes),
   };
