@@ -5,7 +5,8 @@
  * is one this kind accepts, or generic (415 otherwise); the bytes are of an accepted kind by their
  * magic numbers (415); the size is within MAX_UPLOAD_BYTES (413, enforced while streaming, before
  * this module); the file really decodes: images by libvips (sharp), audio by the WAV reader or mpg123,
- * motions by the pickle reader (400 invalid_file). Only then is the file written (temp file, then
+ * motions by the pickle reader (400 invalid_file); a face photo must show one usable, frontal face
+ * (422, from face registration, whose landmarks are cached for the renderer). Only then is the file written (temp file, then
  * rename) and the record inserted; a failed insert removes the file.
  */
 import { createHash } from 'node:crypto';
@@ -19,6 +20,11 @@ import type { AssetKind, AssetRecord, Store } from '../store/store.js';
 import { AudioFileError, decodeAudio, sniffAudio } from './audio-file.js';
 import { KIND_DIRS, type StandardAssets } from './catalog.js';
 import { MotionTemplateError, parseMotionTemplate } from './motion-template.js';
+
+/** Finds the face in a photo (src/media/face-registration.ts); throws a 422 AppError when there is no usable face. */
+export interface FaceRegistrar {
+  register(image: Buffer): Promise<{ box: number[]; pose: { pitchDeg: number; yawDeg: number; rollDeg: number }; landmarks: unknown[]; faces: number }>;
+}
 
 export interface AssetResolver {
   /** Throws 400 `unknown_<kind>` naming `param` unless `id` is a standard id or an asset `userId` owns. */
@@ -81,6 +87,8 @@ export class AssetService implements AssetResolver {
     readonly standard: StandardAssets,
     private readonly dataDir: string,
     private readonly clock: Clock,
+    /** Face photos are registered (landmarks, pose) at upload; one without a usable face is a 422. */
+    private readonly faces: FaceRegistrar,
   ) {}
 
   async require(kind: AssetKind, id: string, userId: string, param: string): Promise<void> {
@@ -170,7 +178,17 @@ export class AssetService implements AssetResolver {
 
   private async inspect(kind: AssetKind, data: Buffer): Promise<Record<string, unknown>> {
     try {
-      if (kind === 'face') return await inspectImage(data);
+      if (kind === 'face') {
+        const image = await inspectImage(data);
+        const face = await this.faces.register(data);
+        return {
+          ...image,
+          face_box: face.box.map((v) => Math.round(v)),
+          face_pose: face.pose,
+          landmarks: face.landmarks.length,
+          faces_found: face.faces,
+        };
+      }
       if (kind === 'voice') return await inspectVoice(data);
       const motion = parseMotionTemplate(data);
       return {

@@ -5,12 +5,14 @@
  *   stop accepting -> end live sessions (failed, server_shutdown) -> stop webhook -> close HTTP -> close store
  */
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import { Logger } from '../core/log.js';
 import { KeyService } from '../auth/keys.js';
 import { AssetService } from '../assets/asset-service.js';
+import { FaceRegistry } from '../media/face-registration.js';
 import { StandardAssets } from '../assets/catalog.js';
 import { SessionService } from '../sessions/session-service.js';
 import { LocalWorkerPool } from '../sessions/worker-pool.js';
@@ -60,7 +62,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   if (missing.length > 0) log.warn('standard asset files missing; run npm run setup:assets', { missing });
 
   const pool = new LocalWorkerPool(config.workerCapacity);
-  const assets = new AssetService(store, standard, config.dataDir, clock);
+  const faces = new FaceRegistry(path.join(config.dataDir, 'faces-cache'));
+  const assets = new AssetService(store, standard, config.dataDir, clock, faces);
   const webhook = config.webhook ? new WebhookDispatcher(store, config.webhook, clock, log.child({ module: 'webhook' })) : null;
   const sessions = new SessionService(store, pool, assets, clock, log.child({ module: 'sessions' }), {
     maxSessionSeconds: config.maxSessionSeconds,
@@ -109,6 +112,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await webhook?.stop();
       server.closeIdleConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await faces.close();
       await store.close();
       log.info('stopped');
     })());

@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { encodeWav16 } from '../../src/assets/audio-file.js';
 import { encodeMotionTemplate, generateStandardMotion } from '../../src/assets/motion-template.js';
 import { assertError } from '../helpers/assert-error.js';
+import { PORTRAIT_JPG, plainPng, portraitJpeg, portraitPng } from '../helpers/images.js';
 import { REPO_ROOT, startTestServer, type TestResponse, type TestServer } from '../helpers/server.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -18,28 +19,10 @@ const STANDARD_IDS = {
   voices: ['default', 'alice', 'anthony'],
   driving: ['default', 'idle', 'AgreeYesTotaly'],
 } as const;
-const DEFAULT_FACE_JPG = fs.readFileSync(path.join(REPO_ROOT, 'models/assets/faces/default.jpg'));
+const DEFAULT_FACE_JPG = PORTRAIT_JPG;
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 // ── Test files ──────────────────────────────────────────────────────────────
-
-/** A PNG with some structure (a gradient), so it does not compress to nothing. */
-async function pngImage(width = 256, height = 256): Promise<Buffer> {
-  const raw = Buffer.alloc(width * height * 3);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      const at = (y * width + x) * 3;
-      raw[at] = (x * 255) / width;
-      raw[at + 1] = (y * 255) / height;
-      raw[at + 2] = ((x ^ y) * 7) & 0xff;
-    }
-  }
-  return sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
-}
-
-async function plainPng(width: number, height: number): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 150, b: 120 } } }).png().toBuffer();
-}
 
 /** `seconds` of a 220 Hz tone with two harmonics, -1..1. */
 function tone(seconds: number, sampleRate: number, amplitude = 0.4): Float32Array {
@@ -92,7 +75,7 @@ async function uploadForm(t: TestServer, urlPath: string, body: FormData, key?: 
 
 /** Uploads a valid asset of each kind and returns the ids. */
 async function uploadOneOfEach(t: TestServer, key?: string): Promise<{ face: string; voice: string; driving: string }> {
-  const face = await uploadRaw(t, '/v1/faces', await pngImage(), 'image/png', key);
+  const face = await uploadRaw(t, '/v1/faces', await portraitPng(), 'image/png', key);
   const voice = await uploadRaw(t, '/v1/voices', toneWav(), 'audio/wav', key);
   const driving = await uploadRaw(t, '/v1/driving', motionPkl(), 'application/octet-stream', key);
   for (const res of [face, voice, driving]) assert.is(res.status, 201, res.text);
@@ -178,7 +161,7 @@ Assets('an invalid key on a public list is a 401', async ({ t }) => {
 // ── Face uploads ────────────────────────────────────────────────────────────
 
 Assets('POST /v1/faces with a multipart form stores the image and returns 201 with the asset view', async ({ t }) => {
-  const png = await pngImage(256, 256);
+  const png = await portraitPng();
   const res = await uploadForm(t, '/v1/faces', form(png, 'image/png', 'me.png', { name: 'Me', description: 'My face' }));
   assert.is(res.status, 201, res.text);
   assert.equal(Object.keys(res.body).sort(), ASSET_FIELDS('face_id'));
@@ -191,8 +174,8 @@ Assets('POST /v1/faces with a multipart form stores the image and returns 201 wi
   assert.is(res.body.content_type, 'image/png');
   assert.is(res.body.bytes, png.length);
   assert.is(res.body.sha256, sha256(png));
-  assert.is(res.body.metadata.width, 256);
-  assert.is(res.body.metadata.height, 256);
+  assert.is(res.body.metadata.width, 384);
+  assert.is(res.body.metadata.height, 384);
   assert.match(res.body.created_at, TIMESTAMP_RE);
 
   const file = await storedFile(t, res.body.id);
@@ -218,7 +201,7 @@ Assets('POST /faces (older form) with a multipart form returns 201 with the asse
 });
 
 Assets('POST /faces and POST /v1/faces accept the raw image as the body with ?name=', async ({ t }) => {
-  const png = await pngImage(300, 200);
+  const png = await portraitPng(480, 400);
   const res = await t.request('POST', '/faces?name=Raw%20face&description=sent%20raw', {
     body: new Uint8Array(png),
     headers: { 'content-type': 'image/png' },
@@ -229,8 +212,8 @@ Assets('POST /faces and POST /v1/faces accept the raw image as the body with ?na
   assert.is(res.body.object, 'face');
   assert.is(res.body.name, 'Raw face');
   assert.is(res.body.description, 'sent raw');
-  assert.is(res.body.metadata.width, 300);
-  assert.is(res.body.metadata.height, 200);
+  assert.is(res.body.metadata.width, 480);
+  assert.is(res.body.metadata.height, 400);
   assert.is(res.body.bytes, png.length);
   assert.is(res.body.sha256, sha256(png));
 
@@ -243,7 +226,7 @@ Assets('POST /faces and POST /v1/faces accept the raw image as the body with ?na
 });
 
 Assets('an uploaded face id works as face in POST /v1/sessions and as face_id in POST /sessions', async ({ t }) => {
-  const upload = await uploadRaw(t, '/v1/faces', await pngImage(), 'image/png');
+  const upload = await uploadRaw(t, '/v1/faces', await portraitPng(), 'image/png');
   const id = upload.body.id as string;
 
   const current = await t.request('POST', '/v1/sessions', { json: { face: id } });
@@ -256,7 +239,7 @@ Assets('an uploaded face id works as face in POST /v1/sessions and as face_id in
 });
 
 Assets("another user cannot use, read or delete someone's face", async ({ t }) => {
-  const upload = await uploadRaw(t, '/v1/faces', await pngImage(), 'image/png');
+  const upload = await uploadRaw(t, '/v1/faces', await portraitPng(), 'image/png');
   const id = upload.body.id as string;
   const other = await t.keyFor('mallory');
 
@@ -277,7 +260,7 @@ Assets("another user cannot use, read or delete someone's face", async ({ t }) =
 });
 
 Assets('an asset id of one kind is not found under another kind', async ({ t }) => {
-  const upload = await uploadRaw(t, '/v1/faces', await pngImage(), 'image/png');
+  const upload = await uploadRaw(t, '/v1/faces', await portraitPng(), 'image/png');
   assertError(await t.request('GET', `/v1/voices/${upload.body.id}`), 404, 'voice_not_found');
   assertError(await t.request('POST', '/v1/sessions', { json: { voice: upload.body.id } }), 400, 'unknown_voice', 'voice');
 });
@@ -289,7 +272,7 @@ Assets('a text file declared text/plain is a 415 unsupported_media_type', async 
   assertError(await uploadForm(t, '/v1/faces', form(text, 'text/plain', 'notes.txt')), 415, 'unsupported_media_type', 'file');
   assertError(await uploadRaw(t, '/v1/faces', text, 'text/plain'), 415, 'unsupported_media_type', 'file');
   // Even a real image is refused when declared as text: the declared type is checked first.
-  assertError(await uploadRaw(t, '/faces', await pngImage(), 'text/plain'), 415, 'unsupported_media_type', 'file');
+  assertError(await uploadRaw(t, '/faces', await portraitPng(), 'text/plain'), 415, 'unsupported_media_type', 'file');
   await assertNothingStored(t);
 });
 
@@ -309,7 +292,7 @@ Assets('a PNG header followed by garbage, or a truncated PNG, is a 400 invalid_f
   const garbage = Buffer.concat([PNG_SIGNATURE, Buffer.alloc(2000, 0x5a)]);
   assertError(await uploadRaw(t, '/v1/faces', garbage, 'image/png'), 400, 'invalid_file', 'file');
 
-  const png = await pngImage(512, 512);
+  const png = await portraitPng();
   const truncated = png.subarray(0, Math.floor(png.length / 2));
   assertError(await uploadRaw(t, '/v1/faces', truncated, 'image/png'), 400, 'invalid_file', 'file');
 
@@ -333,8 +316,25 @@ Assets('a 16x16 image is a 400 invalid_image_size', async ({ t }) => {
   assertError(res, 400, 'invalid_image_size', 'file');
   assert.match(res.body.error.message, /16x16/);
   assertError(await uploadRaw(t, '/v1/faces', await plainPng(300, 20), 'image/png'), 400, 'invalid_image_size', 'file');
-  const ok = await uploadRaw(t, '/v1/faces', await plainPng(64, 64), 'image/png');
-  assert.is(ok.status, 201, `64x64 is the smallest accepted size: ${ok.text}`);
+  const tiny = await uploadRaw(t, '/v1/faces', await portraitPng(64), 'image/png');
+  assert.is(tiny.status, 422, `64x64 passes the size check but holds no usable face: ${tiny.text}`);
+  const ok = await uploadRaw(t, '/v1/faces', await portraitPng(384), 'image/png');
+  assert.is(ok.status, 201, ok.text);
+});
+
+Assets('a photo without a usable face is a 422 naming the file, and nothing is stored', async ({ t }) => {
+  const res = await uploadRaw(t, '/v1/faces', await plainPng(256, 256), 'image/png');
+  assertError(res, 422, 'no_face_detected', 'file');
+  assert.match(res.body.error.message, /face/i);
+  await assertNothingStored(t);
+});
+
+Assets('an uploaded face carries what registration found: box, pose and 478 landmarks', async ({ t }) => {
+  const res = await uploadRaw(t, '/v1/faces', PORTRAIT_JPG, 'image/jpeg');
+  assert.is(res.status, 201, res.text);
+  assert.is(res.body.metadata.landmarks, 478);
+  assert.is(res.body.metadata.face_box.length, 4);
+  assert.type(res.body.metadata.face_pose.yawDeg, 'number');
 });
 
 Assets('an empty file is a 400 empty_file', async ({ t }) => {
@@ -350,7 +350,7 @@ Assets('a multipart form without a file part is a 400 missing_file', async ({ t 
 });
 
 Assets('uploads need an API key', async ({ t }) => {
-  assertError(await t.request('POST', '/v1/faces', { key: null, body: new Uint8Array(await pngImage()), headers: { 'content-type': 'image/png' } }), 401, 'missing_api_key');
+  assertError(await t.request('POST', '/v1/faces', { key: null, body: new Uint8Array(await portraitPng()), headers: { 'content-type': 'image/png' } }), 401, 'missing_api_key');
   await assertNothingStored(t);
 });
 
@@ -420,7 +420,7 @@ Assets('a WAV with a broken fmt chunk is a 400 invalid_file', async ({ t }) => {
 });
 
 Assets('an image sent to /voices is a 415', async ({ t }) => {
-  const png = await pngImage();
+  const png = await portraitPng();
   assertError(await uploadRaw(t, '/voices', png, 'image/png'), 415, 'unsupported_media_type', 'file');
   assertError(await uploadRaw(t, '/v1/voices', png, 'application/octet-stream'), 415, 'unsupported_media_type', 'file');
   await assertNothingStored(t);
@@ -499,7 +499,7 @@ Assets('an uploaded driving id works as driving in a session', async ({ t }) => 
 // ── Delete ──────────────────────────────────────────────────────────────────
 
 Assets('DELETE /v1/faces/{id} removes the record and the file, and the id stops working', async ({ t }) => {
-  const upload = await uploadRaw(t, '/v1/faces', await pngImage(), 'image/png');
+  const upload = await uploadRaw(t, '/v1/faces', await portraitPng(), 'image/png');
   const id = upload.body.id as string;
   const file = await storedFile(t, id);
   assert.ok(fs.existsSync(file));
@@ -592,7 +592,7 @@ async function noisyPng(minBytes: number): Promise<Buffer> {
 async function assertStillServing(t: TestServer): Promise<void> {
   const list = await t.request('GET', '/v1/faces');
   assert.is(list.status, 200, list.text);
-  const small = await uploadRaw(t, '/v1/faces', await plainPng(128, 128), 'image/png');
+  const small = await uploadRaw(t, '/v1/faces', await portraitJpeg(352, 80), 'image/jpeg');
   assert.is(small.status, 201, `a small upload after a 413 still works: ${small.text}`);
 }
 
@@ -620,11 +620,11 @@ Limits('a raw upload far over MAX_UPLOAD_BYTES is a 413 request_too_large, and t
 });
 
 Limits('an upload within MAX_UPLOAD_BYTES is accepted', async ({ t }) => {
-  const png = await noisyPng(LIMIT - 20000);
-  assert.ok(png.length <= LIMIT);
-  const res = await uploadRaw(t, '/v1/faces', png, 'image/png');
+  const jpeg = await portraitJpeg(352, 95);
+  assert.ok(jpeg.length <= LIMIT && jpeg.length > LIMIT / 2, `fixture size ${jpeg.length}`);
+  const res = await uploadRaw(t, '/v1/faces', jpeg, 'image/jpeg');
   assert.is(res.status, 201, res.text);
-  assert.is(res.body.bytes, png.length);
+  assert.is(res.body.bytes, jpeg.length);
 });
 
 Limits.run();

@@ -4,6 +4,7 @@ import sharp from 'sharp';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createApp } from '../../src/server/app.js';
+import { portraitPng } from '../helpers/images.js';
 import { assertError } from '../helpers/assert-error.js';
 import { startTestServer, type TestResponse, type TestServer } from '../helpers/server.js';
 
@@ -80,7 +81,7 @@ function conforms(ctx: Ctx, res: TestResponse, method: string, template: string,
 }
 
 async function png(): Promise<Uint8Array> {
-  return new Uint8Array(await sharp({ create: { width: 128, height: 128, channels: 3, background: '#a0b0c0' } }).png().toBuffer());
+  return new Uint8Array(await portraitPng());
 }
 
 /** Every `$ref` string anywhere in a value. */

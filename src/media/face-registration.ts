@@ -1,0 +1,520 @@
+/**
+ * Face registration: finds the face in a portrait photo once and records where it is, so the
+ * renderer can rig it. Uses @vladmandic/human (BlazeFace detector, FaceMesh and Iris models, all
+ * shipped inside the npm package) on the TensorFlow.js WebAssembly backend, fully offline.
+ *
+ * Invariants:
+ * - Landmarks use MediaPipe FaceMesh indexing (468 mesh points, then 468-472 the iris of the eye
+ *   around points 33/133 — the subject's right eye — and 473-477 the other iris; each block starts
+ *   with the iris centre). Human 3.3 emits the two iris blocks the other way round; they are put in
+ *   MediaPipe order here by geometry, not by trusting the library's order.
+ * - All coordinates are in the ORIGINAL image's pixels after EXIF rotation (x right, y down; z is
+ *   relative depth in the same pixel scale as x, smaller = nearer the camera), rounded to 0.01 px.
+ * - One model load per process: the Human instance is created on the first detection by any
+ *   registry and kept for the life of the process (Human caches models in module scope, so it
+ *   cannot be unloaded and reloaded safely). Detections are serialized through one queue.
+ * - A result is cached as `<cacheDir>/<sha256 of the image bytes>.json` (written to a temporary
+ *   file, then renamed), so the same bytes never run the model twice; the usability rules are
+ *   re-applied to cached results, so tightening a rule takes effect without clearing the cache.
+ * - Nothing is downloaded: model files are read from node_modules through a fetch shim installed
+ *   only while the models load, and the wasm binaries come from @tensorflow/tfjs-backend-wasm.
+ *
+ * It does not: track faces over video, recognise identities, estimate age/emotion, or judge image
+ * quality beyond the rules in checkUsable(). Detection runs on the calling thread (about 60-100 ms
+ * of wasm work per photo that blocks the event loop), which is acceptable for a one-off upload
+ * step but not for per-frame use.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import sharp from 'sharp';
+import type { Config, FaceResult, Human } from '@vladmandic/human';
+import { AppError } from '../core/errors.js';
+
+export interface FacePose {
+  /** Nodding; as Human reports it, converted to degrees. */
+  pitchDeg: number;
+  /** Turning left/right; as Human reports it, converted to degrees. */
+  yawDeg: number;
+  /** Tilt in the image plane; positive = head rotated clockwise as seen in the image. */
+  rollDeg: number;
+}
+
+export interface FaceLandmarks {
+  /** Size of the source image after EXIF rotation, pixels. */
+  width: number;
+  height: number;
+  /** 478 x [x, y, z] in source-image pixels (z: relative depth, same scale as x). */
+  landmarks: [number, number, number][];
+  /** Tight bounding box of the landmarks: x, y, w, h in pixels. */
+  box: [number, number, number, number];
+  pose: FacePose;
+  /** Face confidence 0..1 from the mesh model (Human's `face.score`). */
+  score: number;
+  /** How many faces were found; the largest one is the one described here. */
+  faces: number;
+  /** Library and models that produced the result, e.g. 'human@3.3.6 facemesh+iris'. */
+  model: string;
+}
+
+export const LANDMARK_COUNT = 478;
+
+/** A few MediaPipe FaceMesh indices the rest of the code refers to by name. */
+export const LANDMARK = {
+  noseTip: 1,
+  foreheadTop: 10,
+  chin: 152,
+  rightEyeOuter: 33,
+  rightEyeInner: 133,
+  leftEyeInner: 362,
+  leftEyeOuter: 263,
+  mouthRight: 61,
+  mouthLeft: 291,
+  upperLipTop: 0,
+  lowerLipBottom: 17,
+  rightIrisCentre: 468,
+  leftIrisCentre: 473,
+} as const;
+
+/** Below this mesh confidence the region is probably not a face (real portraits score 0.9-1.0). */
+export const MIN_FACE_SCORE = 0.5;
+/** The face must fill this much of the image height: smaller faces give the renderer too few pixels
+ * to animate and usually mean a group or full-body shot. */
+export const MIN_FACE_HEIGHT_FRACTION = 0.15;
+/** Absolute floor on the face height, pixels: below this the mouth and eyes are a few pixels wide. */
+export const MIN_FACE_HEIGHT_PX = 64;
+/** A frontal 2D rig distorts visibly beyond these head angles (the far cheek is hidden). */
+export const MAX_YAW_DEG = 35;
+export const MAX_PITCH_DEG = 30;
+
+/** Longest side of the image the detector sees, pixels. Human truncates landmark coordinates to
+ * whole pixels of its input, so small photos are upscaled (512 -> 1024 halves that error) and big
+ * ones downscaled (the mesh model only sees a 192 px crop of the face anyway). */
+const DETECT_LONG_SIDE_PX = 1024;
+/** FaceMesh input size, pixels: Human returns z in units of this crop, not of the image. */
+const FACEMESH_INPUT_PX = 192;
+/** Detector candidates kept before our own score rule; low so that a weak face is reported as
+ * "not confident" rather than as "no face". */
+const DETECTOR_MIN_CONFIDENCE = 0.2;
+/** Faces considered per photo; the largest is registered. */
+const MAX_FACES = 10;
+/** Outputs are rounded to 1/100 pixel or degree: far below the models' own accuracy. */
+const ROUND_PER_UNIT = 100;
+
+const RAD_TO_DEG = 180 / Math.PI;
+
+export class FaceRegistry {
+  private readonly cacheDir: string;
+  private readonly inflight = new Map<string, Promise<FaceLandmarks>>();
+  private closed = false;
+  private runs = 0;
+
+  constructor(cacheDir: string) {
+    if (typeof cacheDir !== 'string' || cacheDir.length === 0) throw new TypeError('cacheDir must be a non-empty path');
+    this.cacheDir = cacheDir;
+  }
+
+  /** How many times this registry ran the face models (cache hits do not count). */
+  get modelRuns(): number {
+    return this.runs;
+  }
+
+  /**
+   * Registers the face in `image` (JPEG, PNG, WebP... anything sharp decodes). Resolves with the
+   * landmarks in source pixels; rejects with a 422 AppError (param 'file') when the photo has no
+   * usable face, or a 400 `invalid_file` when it does not decode.
+   */
+  async register(image: Buffer): Promise<FaceLandmarks> {
+    if (!Buffer.isBuffer(image)) throw new TypeError('image must be a Buffer');
+    if (this.closed) throw new Error('FaceRegistry is closed');
+    const key = createHash('sha256').update(image).digest('hex');
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.registerOnce(key, image).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Waits for registrations in progress; the shared model stays loaded (see module comment). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.inflight.values()]);
+  }
+
+  /** Cache first; otherwise decode, run the models, apply the rules, and cache the result.
+   * Refusals are not cached: a refused photo is rarely sent twice, and the rules may change. */
+  private async registerOnce(key: string, image: Buffer): Promise<FaceLandmarks> {
+    const file = path.join(this.cacheDir, `${key}.json`);
+    const cached = await readCached(file);
+    if (cached) {
+      throwIfUnusable(cached);
+      return cached;
+    }
+    const decoded = await decode(image);
+    this.runs++;
+    const faces = await detectFaces(decoded);
+    const result = toLandmarks(faces, decoded);
+    throwIfUnusable(result);
+    await writeAtomic(file, JSON.stringify(result));
+    return result;
+  }
+}
+
+/**
+ * The usability rules, as a pure function: returns the error to report, or null when the face is
+ * good enough for a frontal rig. `width`/`height` are the source image's size in pixels.
+ */
+export function checkUsable(
+  result: Pick<FaceLandmarks, 'box' | 'pose' | 'score'>,
+  width: number,
+  height: number,
+): AppError | null {
+  if (result.score < MIN_FACE_SCORE) {
+    return unusable(
+      'no_usable_face',
+      `Found something face-like, but not clearly a face (confidence ${result.score.toFixed(2)}, at least ${MIN_FACE_SCORE} needed). ` +
+        'Upload a sharp, well-lit photo of one person facing the camera, with the face uncovered (no sunglasses, mask or hands over it).',
+    );
+  }
+  const faceHeightPx = result.box[3];
+  const minHeightPx = Math.max(MIN_FACE_HEIGHT_PX, MIN_FACE_HEIGHT_FRACTION * height);
+  if (faceHeightPx < minHeightPx) {
+    return unusable(
+      'face_too_small',
+      `The face is too small: ${Math.round(faceHeightPx)} px tall, ${Math.round((100 * faceHeightPx) / height)}% of the ${width}x${height} photo ` +
+        `(at least ${MIN_FACE_HEIGHT_PX} px and ${Math.round(100 * MIN_FACE_HEIGHT_FRACTION)}% of the height are needed). ` +
+        'Upload a head-and-shoulders portrait, or crop the photo around the face.',
+    );
+  }
+  const { yawDeg, pitchDeg } = result.pose;
+  if (Math.abs(yawDeg) > MAX_YAW_DEG || Math.abs(pitchDeg) > MAX_PITCH_DEG) {
+    return unusable(
+      'face_not_frontal',
+      `The head is turned too far for the avatar (yaw ${Math.round(yawDeg)}°, at most ±${MAX_YAW_DEG}°; ` +
+        `pitch ${Math.round(pitchDeg)}°, at most ±${MAX_PITCH_DEG}°). Upload a photo in which the person looks straight at the camera.`,
+    );
+  }
+  return null;
+}
+
+function throwIfUnusable(result: FaceLandmarks): void {
+  const problem = checkUsable(result, result.width, result.height);
+  if (problem) throw problem;
+}
+
+function unusable(code: string, message: string): AppError {
+  return new AppError(code, message, { status: 422, param: 'file' });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Image decoding and the mapping between detector pixels and source pixels.
+
+interface DecodedImage {
+  /** Source size after EXIF rotation. */
+  width: number;
+  height: number;
+  /** RGB, 3 bytes per pixel, `decodedWidth` x `decodedHeight`. */
+  rgb: Buffer;
+  decodedWidth: number;
+  decodedHeight: number;
+  /** The size the detector sees (the decoded pixels are upscaled to it on the tensor). */
+  detectWidth: number;
+  detectHeight: number;
+}
+
+/** Decodes to RGB. Big photos are shrunk by sharp (JPEG shrink-on-load makes that cheap); small
+ * ones are decoded as they are and upscaled later on the tensor, which costs a few ms where a
+ * libvips upscale costs 25-50 ms. */
+async function decode(image: Buffer): Promise<DecodedImage> {
+  try {
+    const meta = await sharp(image).metadata();
+    const width = meta.autoOrient.width;
+    const height = meta.autoOrient.height;
+    const scale = DETECT_LONG_SIDE_PX / Math.max(width, height);
+    const detectWidth = Math.max(1, Math.round(width * scale));
+    const detectHeight = Math.max(1, Math.round(height * scale));
+    let pipeline = sharp(image).autoOrient();
+    if (scale < 1) pipeline = pipeline.resize(detectWidth, detectHeight, { fit: 'fill', kernel: 'lanczos3' });
+    const { data, info } = await pipeline.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+    const decodedWidth = scale < 1 ? detectWidth : width;
+    const decodedHeight = scale < 1 ? detectHeight : height;
+    if (info.channels !== 3 || info.width !== decodedWidth || info.height !== decodedHeight) {
+      throw new Error(`unexpected decode result ${info.width}x${info.height}x${info.channels}`);
+    }
+    return { width, height, rgb: data, decodedWidth, decodedHeight, detectWidth, detectHeight };
+  } catch (err) {
+    throw new AppError('invalid_file', `The image could not be decoded: ${(err as Error).message}`, {
+      status: 400,
+      param: 'file',
+      cause: err,
+    });
+  }
+}
+
+function toLandmarks(faces: FaceResult[], image: DecodedImage): FaceLandmarks {
+  const withMesh = faces.filter((f) => f.mesh.length >= LANDMARK_COUNT);
+  const face = largest(withMesh);
+  if (!face) {
+    throw unusable(
+      'no_face_detected',
+      'No face was found in the photo. Upload a well-lit, front-facing head-and-shoulders portrait of one person.',
+    );
+  }
+  // Detector pixels -> source pixels, per axis (the resize rounds each side separately).
+  const sx = image.width / image.detectWidth;
+  const sy = image.height / image.detectHeight;
+  // Human truncates every coordinate toward zero; +0.5 moves x and y back to the cell centre.
+  // z comes in FaceMesh crop units: one crop pixel is cropSide/192 detector pixels.
+  const cropSidePx = Math.max(face.size[0], face.size[1]);
+  const sz = (cropSidePx / FACEMESH_INPUT_PX) * sx;
+  const points: [number, number, number][] = face.mesh.slice(0, LANDMARK_COUNT).map((p) => {
+    const x = p[0];
+    const y = p[1];
+    const z = p[2] ?? 0;
+    return [(x + (x < 0 ? -0.5 : 0.5)) * sx, (y + (y < 0 ? -0.5 : 0.5)) * sy, z * sz];
+  });
+  putIrisesInMediaPipeOrder(points);
+  const angle = face.rotation?.angle ?? { pitch: 0, yaw: 0, roll: 0 };
+  return {
+    width: image.width,
+    height: image.height,
+    landmarks: points.map(([x, y, z]) => [round(x), round(y), round(z)]),
+    box: boundingBox(points).map(round) as [number, number, number, number],
+    pose: {
+      pitchDeg: round(angle.pitch * RAD_TO_DEG),
+      yawDeg: round(angle.yaw * RAD_TO_DEG),
+      rollDeg: round(angle.roll * RAD_TO_DEG),
+    },
+    score: round(face.score),
+    faces: withMesh.length,
+    model: modelId(),
+  };
+}
+
+function largest(faces: FaceResult[]): FaceResult | undefined {
+  let best: FaceResult | undefined;
+  for (const f of faces) if (!best || f.box[2] * f.box[3] > best.box[2] * best.box[3]) best = f;
+  return best;
+}
+
+/** Swaps the two 5-point iris blocks when 468 sits nearer the left eye (263/362) than the right. */
+function putIrisesInMediaPipeOrder(points: [number, number, number][]): void {
+  const at = (i: number): [number, number, number] => points[i] as [number, number, number];
+  const mid = (a: number, b: number): [number, number] => [(at(a)[0] + at(b)[0]) / 2, (at(a)[1] + at(b)[1]) / 2];
+  const dist = (p: [number, number, number], q: [number, number]) => Math.hypot(p[0] - q[0], p[1] - q[1]);
+  const rightEye = mid(LANDMARK.rightEyeOuter, LANDMARK.rightEyeInner);
+  const leftEye = mid(LANDMARK.leftEyeOuter, LANDMARK.leftEyeInner);
+  const first = at(LANDMARK.rightIrisCentre);
+  if (dist(first, rightEye) <= dist(first, leftEye)) return;
+  const firstBlock = points.slice(468, 473);
+  const secondBlock = points.slice(473, 478);
+  points.splice(468, 10, ...secondBlock, ...firstBlock);
+}
+
+function boundingBox(points: [number, number, number][]): [number, number, number, number] {
+  let minX = Infinity;
+  let minY = Infinity;
+  let maxX = -Infinity;
+  let maxY = -Infinity;
+  for (const [x, y] of points) {
+    minX = Math.min(minX, x);
+    minY = Math.min(minY, y);
+    maxX = Math.max(maxX, x);
+    maxY = Math.max(maxY, y);
+  }
+  return [minX, minY, maxX - minX, maxY - minY];
+}
+
+function round(v: number): number {
+  const r = Math.round(v * ROUND_PER_UNIT) / ROUND_PER_UNIT;
+  return r === 0 ? 0 : r; // no -0 in the JSON
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cache.
+
+async function readCached(file: string): Promise<FaceLandmarks | null> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const value = JSON.parse(text) as FaceLandmarks;
+    // A result from another model version, or a damaged file, is recomputed and overwritten.
+    if (value.model !== modelId() || !Array.isArray(value.landmarks) || value.landmarks.length !== LANDMARK_COUNT) return null;
+    return value;
+  } catch {
+    // Unparseable cache entries are safe to ignore: the entry is recomputed and replaced.
+    return null;
+  }
+}
+
+async function writeAtomic(file: string, text: string): Promise<void> {
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await fs.writeFile(tmp, text);
+    await fs.rename(tmp, file);
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared Human instance: loaded lazily, once per process, from files inside node_modules.
+
+const require = createRequire(import.meta.url);
+
+interface HumanPackage {
+  root: string;
+  version: string;
+}
+
+let humanPackage: HumanPackage | null = null;
+
+/** Human's `exports` map hides package.json and the node-wasm build, so resolve the main entry
+ * (dist/human.node.js) and build paths from the package root. */
+function locateHuman(): HumanPackage {
+  if (!humanPackage) {
+    const root = path.resolve(path.dirname(require.resolve('@vladmandic/human')), '..');
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string; version: string };
+    if (pkg.name !== '@vladmandic/human') throw new Error(`unexpected package at ${root}: ${pkg.name}`);
+    humanPackage = { root, version: pkg.version };
+  }
+  return humanPackage;
+}
+
+function modelId(): string {
+  return `human@${locateHuman().version} facemesh+iris`;
+}
+
+const HUMAN_CONFIG: Partial<Config> = {
+  backend: 'wasm',
+  debug: false,
+  async: false,
+  warmup: 'none',
+  // Every photo is independent: no reuse of boxes or results from a previous call.
+  cacheSensitivity: 0,
+  filter: { enabled: false },
+  face: {
+    enabled: true,
+    detector: {
+      rotation: false,
+      maxDetected: MAX_FACES,
+      minConfidence: DETECTOR_MIN_CONFIDENCE,
+      skipFrames: 0,
+      skipTime: 0,
+      return: false,
+    },
+    mesh: { enabled: true },
+    iris: { enabled: true },
+    attention: { enabled: false },
+    emotion: { enabled: false },
+    description: { enabled: false },
+    antispoof: { enabled: false },
+    liveness: { enabled: false },
+    gear: { enabled: false },
+  },
+  body: { enabled: false },
+  hand: { enabled: false },
+  object: { enabled: false },
+  gesture: { enabled: false },
+  segmentation: { enabled: false },
+};
+
+let humanPromise: Promise<Human> | null = null;
+let queue: Promise<unknown> = Promise.resolve();
+
+/** Runs the face models on a decoded image at its detector size; calls are serialized
+ * process-wide. */
+function detectFaces(image: DecodedImage): Promise<FaceResult[]> {
+  const run = async (): Promise<FaceResult[]> => {
+    const human = await loadHuman();
+    const { tf } = human;
+    const pixels = new Uint8Array(image.rgb.buffer, image.rgb.byteOffset, image.rgb.byteLength);
+    const decoded = tf.tensor3d(pixels, [image.decodedHeight, image.decodedWidth, 3], 'int32');
+    // Half-pixel centres: detector pixel centre (i + 0.5) maps to source (i + 0.5) / scale, so
+    // continuous coordinates scale by the plain ratio, which is what toLandmarks() assumes.
+    const input =
+      image.decodedWidth === image.detectWidth && image.decodedHeight === image.detectHeight
+        ? decoded
+        : tf.image.resizeBilinear(decoded, [image.detectHeight, image.detectWidth], false, true);
+    try {
+      const result = await human.detect(input);
+      if (result.error) throw new Error(`face detection failed: ${result.error}`);
+      return result.face;
+    } finally {
+      tf.dispose([decoded, input]);
+    }
+  };
+  const next = queue.then(run, run);
+  queue = next.catch(() => undefined);
+  return next;
+}
+
+function loadHuman(): Promise<Human> {
+  if (!humanPromise) {
+    humanPromise = createHuman();
+    // A failed load is retried by the next call rather than cached forever.
+    humanPromise.catch(() => {
+      humanPromise = null;
+    });
+  }
+  return humanPromise;
+}
+
+async function createHuman(): Promise<Human> {
+  const { root } = locateHuman();
+  const { Human: HumanClass } = require(path.join(root, 'dist/human.node-wasm.js')) as {
+    Human: new (config: Partial<Config>) => Human;
+  };
+  const wasmDir = path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm'));
+  const human = new HumanClass({
+    ...HUMAN_CONFIG,
+    // A local directory: the wasm backend then reads the .wasm files with fs, not fetch.
+    wasmPath: wasmDir + path.sep,
+    wasmPlatformFetch: false,
+    modelBasePath: pathToFileURL(path.join(root, 'models') + path.sep).href,
+  });
+  await withFileFetch(() => human.load());
+  const loaded = human.models.loaded();
+  for (const name of ['blazeface', 'facemesh', 'iris']) {
+    if (!loaded.includes(name)) throw new Error(`face model '${name}' did not load (loaded: ${loaded.join(', ') || 'none'})`);
+  }
+  return human;
+}
+
+/**
+ * Node's fetch cannot read file:// URLs and tfjs loads models with fetch, so while `fn` runs,
+ * file:// URLs and absolute paths are served from disk; everything else goes to the real fetch.
+ * The original is restored afterwards (unless someone else replaced fetch in the meantime).
+ */
+async function withFileFetch<T>(fn: () => Promise<T>): Promise<T> {
+  const realFetch = globalThis.fetch;
+  const shim: typeof fetch = async (input, init) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    if (url.startsWith('file://') || path.isAbsolute(url)) {
+      const file = url.startsWith('file://') ? fileURLToPath(url) : url;
+      try {
+        return new Response(await fs.readFile(file), { status: 200 });
+      } catch (err) {
+        return new Response(String((err as Error).message), { status: 404, statusText: 'Not Found' });
+      }
+    }
+    return realFetch(input, init);
+  };
+  globalThis.fetch = shim;
+  try {
+    return await fn();
+  } finally {
+    if (globalThis.fetch === shim) globalThis.fetch = realFetch;
+  }
+}
