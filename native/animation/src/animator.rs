@@ -1,0 +1,291 @@
+//! The one object the media session asks, once per video frame, for the face at time `t`.
+//!
+//! - Mouth: from the viseme track where phoneme timings were pushed for that span (the audio, if
+//!   any, still scales the opening by `AUDIO_MODULATION`), otherwise from the audio analysis.
+//!   Idle (nothing queued) means closed.
+//! - Pose: the driving motion at `t`, looping, with a little more amplitude while speaking
+//!   (`SPEAKING_GAIN`, eased in and out). `set_motion` cross-fades from the current pose to the
+//!   new motion, which starts at its first frame, over at least `MOTION_CROSSFADE_NS` and long
+//!   enough that no 40 ms step exceeds `MAX_FADE_STEP_DEG` (or the motions' own speed).
+//! - Eyes: the motion's eye data where it has some, procedural blinks (`Blinker`) otherwise.
+//!
+//! Invariants: `face_at` is meant to be called with non-decreasing `t` (the session clock); it
+//! does not allocate in the steady state. `interrupt(t)` drops every queued phoneme and sample,
+//! and also any pushed later that starts before `t`: from the first frame at or after `t` the
+//! mouth is closed, while the head keeps moving as before (no pose jump).
+//!
+//! It does not own a clock, render, or resample audio; a change of sample rate starts a new
+//! audio analysis (levels are learnt again).
+
+use crate::audio::AudioLips;
+use crate::blink::Blinker;
+use crate::motion::{DrivingMotion, MotionFrame};
+use crate::timeline::ns_to_samples;
+use crate::track::{VisemeEvent, VisemeTrack};
+use face_render::{FaceState, MouthShape};
+
+/// Shortest motion cross-fade: 300 ms, long enough to read as a deliberate change of posture,
+/// short enough to follow a change of mood in the conversation.
+pub const MOTION_CROSSFADE_NS: u64 = 300_000_000;
+/// Longest motion cross-fade: 4 s, enough to swing 40° (one clamp limit to the other) within
+/// `MAX_FADE_STEP_DEG` per frame (a smoothstep's steepest slope is 1.5x its average: 1.5 * 40° /
+/// 0.9° * 40 ms = 2.7 s) with room for the motions' own movement.
+pub const MAX_MOTION_CROSSFADE_NS: u64 = 4_000_000_000;
+/// Largest step a cross-fade may make per 40 ms frame: 0.9°, under the 1° at which a head turn
+/// reads as a jump, unless one of the two motions itself moves faster (then that speed). The fade
+/// is lengthened until its blend stays within this. Translation and scale count 1 % of face
+/// width, or 1 % of size, as 1°.
+pub const MAX_FADE_STEP_DEG: f32 = 0.9;
+/// The fade is probed over 4 s (its longest) in 40 ms steps, one 25 fps frame.
+const FADE_PROBE_STEPS: u64 = 100;
+const FADE_PROBE_STEP_NS: u64 = 40_000_000;
+
+/// Extra head-motion amplitude while speaking: +20 % around the motion's mean pose, subtle but
+/// visibly more animated than listening.
+pub const SPEAKING_GAIN: f32 = 0.2;
+/// The speaking gain eases in over ~400 ms and out over ~800 ms (time constants), so that pauses
+/// between sentences do not make the head pump.
+const SPEAKING_ATTACK_TAU_NS: f32 = 400_000_000.0;
+const SPEAKING_RELEASE_TAU_NS: f32 = 800_000_000.0;
+/// `is_speaking` keeps reporting speech this long after the last voiced audio: 300 ms, bridging
+/// the pauses between words and short ones between phrases.
+pub const SPEAKING_HANGOVER_NS: u64 = 300_000_000;
+/// How much the audio level scales a viseme-driven opening: ±15 % (0.85 at a quiet moment, 1.15 at
+/// the loudest), so stressed syllables open a little more without disturbing the visemes.
+pub const AUDIO_MODULATION: f32 = 0.15;
+/// Openness the audio analysis gives at its adaptive peak (see `audio`).
+const AUDIO_OPEN_AT_PEAK: f32 = 0.8;
+
+/// One driving motion on the session timeline, fading in from `fade_from_ns`.
+#[derive(Clone, Debug)]
+struct Layer {
+    motion: DrivingMotion,
+    /// Session time of the motion's first frame.
+    origin_ns: u64,
+    fade_from_ns: u64,
+    fade_ns: u64,
+    /// Mean pose of the motion (the centre of the speaking gain).
+    mean: MotionFrame,
+}
+
+impl Layer {
+    fn new(motion: DrivingMotion, at_ns: u64, fade_ns: u64) -> Layer {
+        let n = motion.frames().len() as f32;
+        let mut mean = MotionFrame { scale: 0.0, ..MotionFrame::REST };
+        for f in motion.frames() {
+            mean.pitch_deg += f.pitch_deg / n;
+            mean.yaw_deg += f.yaw_deg / n;
+            mean.roll_deg += f.roll_deg / n;
+            mean.tx += f.tx / n;
+            mean.ty += f.ty / n;
+            mean.scale += f.scale / n;
+        }
+        Layer { motion, origin_ns: at_ns, fade_from_ns: at_ns, fade_ns, mean }
+    }
+
+    /// Weight of this layer over the ones below it at `t_ns`: smoothstep 0 -> 1.
+    fn weight(&self, t_ns: u64) -> f32 {
+        if self.fade_ns == 0 || t_ns >= self.fade_from_ns + self.fade_ns {
+            return 1.0;
+        }
+        let x = t_ns.saturating_sub(self.fade_from_ns) as f32 / self.fade_ns as f32;
+        x * x * (3.0 - 2.0 * x)
+    }
+
+    /// The motion at `t_ns`, eyes resolved (blinks where the motion has none), with the speaking
+    /// gain applied around the mean pose.
+    fn frame(&self, t_ns: u64, blinker: &Blinker, gain: f32) -> MotionFrame {
+        let f = self.motion.sample(t_ns.saturating_sub(self.origin_ns));
+        let m = &self.mean;
+        let g = |v: f32, c: f32| c + (v - c) * gain;
+        MotionFrame {
+            pitch_deg: g(f.pitch_deg, m.pitch_deg),
+            yaw_deg: g(f.yaw_deg, m.yaw_deg),
+            roll_deg: g(f.roll_deg, m.roll_deg),
+            tx: g(f.tx, m.tx),
+            ty: g(f.ty, m.ty),
+            scale: g(f.scale, m.scale),
+            eye_open: Some(f.eye_open.unwrap_or_else(|| blinker.eye_open_at(t_ns))),
+        }
+    }
+}
+
+/// Largest difference between two frames in degree-equivalents (see `MAX_FADE_STEP_DEG`).
+fn pose_distance_deg(a: &MotionFrame, b: &MotionFrame) -> f32 {
+    let angles = (a.pitch_deg - b.pitch_deg).abs().max((a.yaw_deg - b.yaw_deg).abs()).max((a.roll_deg - b.roll_deg).abs());
+    let other = (a.tx - b.tx).abs().max((a.ty - b.ty).abs()).max((a.scale - b.scale).abs()) * 100.0;
+    angles.max(other)
+}
+
+/// Per-frame face animation; see the module comment.
+#[derive(Clone, Debug)]
+pub struct Animator {
+    /// Bottom layer first; every layer but the first is (or was) fading in.
+    layers: Vec<Layer>,
+    pending_motion: Option<DrivingMotion>,
+    blinker: Blinker,
+    track: VisemeTrack,
+    lips: Option<AudioLips>,
+    /// Speech before this time (the latest interrupt) is dropped on push.
+    speech_floor_ns: u64,
+    /// Speaking gain envelope 0..1 and the time it was last advanced to.
+    activity: f32,
+    last_t_ns: Option<u64>,
+}
+
+impl Animator {
+    /// An idle face driven by `motion` from session time 0; `seed` fixes the blink pattern.
+    pub fn new(motion: DrivingMotion, seed: u64) -> Animator {
+        Animator {
+            layers: vec![Layer::new(motion, 0, 0)],
+            pending_motion: None,
+            blinker: Blinker::new(seed),
+            track: VisemeTrack::new(),
+            lips: None,
+            speech_floor_ns: 0,
+            activity: 0.0,
+            last_t_ns: None,
+        }
+    }
+
+    /// Switches the driving motion from the next frame on, cross-fading the pose (see the module
+    /// comment). The new motion starts at its first frame.
+    pub fn set_motion(&mut self, m: DrivingMotion) {
+        self.pending_motion = Some(m);
+    }
+
+    /// Queues speech audio (mono PCM16) whose first sample is at `pts_ns`. Samples before the
+    /// latest interrupt are dropped.
+    pub fn push_audio(&mut self, pts_ns: u64, sample_rate_hz: u32, samples: &[i16]) {
+        if sample_rate_hz == 0 || samples.is_empty() {
+            return;
+        }
+        let (mut pts_ns, mut samples) = (pts_ns, samples);
+        if pts_ns < self.speech_floor_ns {
+            let skip = ns_to_samples(self.speech_floor_ns - pts_ns, sample_rate_hz) as usize;
+            if skip >= samples.len() {
+                return;
+            }
+            samples = &samples[skip..];
+            pts_ns = self.speech_floor_ns;
+        }
+        if self.lips.as_ref().is_none_or(|l| l.sample_rate_hz() != sample_rate_hz) {
+            self.lips = Some(AudioLips::new(sample_rate_hz));
+        }
+        if let Some(lips) = self.lips.as_mut() {
+            lips.push(pts_ns, samples);
+        }
+    }
+
+    /// Queues phoneme timings: for the span they cover they drive the mouth instead of the audio
+    /// analysis. Events (or their parts) before the latest interrupt are dropped.
+    pub fn push_visemes(&mut self, events: &[VisemeEvent]) {
+        let floor = self.speech_floor_ns;
+        let kept: Vec<VisemeEvent> = events
+            .iter()
+            .filter(|e| e.end_ns > floor)
+            .map(|e| VisemeEvent { start_ns: e.start_ns.max(floor), ..*e })
+            .collect();
+        self.track.push(&kept);
+    }
+
+    /// Drops all queued speech: the mouth is closed from the first frame at or after `t_ns`
+    /// (normally the next frame's pts) until new speech is pushed; speech pushed later that
+    /// starts before `t_ns` is clipped to it. The head keeps its motion. (The audio analysis is
+    /// dropped whole, so a frame queried before `t_ns` after this call is closed too.)
+    pub fn interrupt(&mut self, t_ns: u64) {
+        self.track.discard_from(t_ns);
+        if let Some(lips) = self.lips.as_mut() {
+            lips.clear();
+        }
+        self.speech_floor_ns = self.speech_floor_ns.max(t_ns);
+    }
+
+    /// Whether speech (phonemes, or voiced audio within the last `SPEAKING_HANGOVER_NS`) is
+    /// playing at `t_ns`.
+    pub fn is_speaking(&self, t_ns: u64) -> bool {
+        self.track.is_active(t_ns)
+            || self.lips.as_ref().is_some_and(|l| l.is_voiced_near(t_ns, SPEAKING_HANGOVER_NS, 0))
+    }
+
+    /// The face at `t_ns`.
+    pub fn face_at(&mut self, t_ns: u64) -> FaceState {
+        if let Some(m) = self.pending_motion.take() {
+            self.start_crossfade(m, t_ns);
+        }
+        let mouth = self.mouth_at(t_ns);
+
+        // Speaking gain envelope, advanced by the time since the last frame.
+        let dt = self.last_t_ns.map_or(0, |last| t_ns.saturating_sub(last)) as f32;
+        self.last_t_ns = Some(t_ns);
+        let target = if self.is_speaking(t_ns) { 1.0 } else { 0.0 };
+        let tau = if target > self.activity { SPEAKING_ATTACK_TAU_NS } else { SPEAKING_RELEASE_TAU_NS };
+        self.activity += (target - self.activity) * (1.0 - (-dt / tau).exp());
+        let gain = 1.0 + SPEAKING_GAIN * self.activity;
+
+        let frame = self.motion_frame(t_ns, gain);
+        let eyes = frame.eye_open.unwrap_or([1.0, 1.0]);
+        FaceState { pose: frame.pose(), mouth, eye_open: [eyes[0].clamp(0.0, 1.0), eyes[1].clamp(0.0, 1.0)] }
+    }
+
+    fn mouth_at(&mut self, t_ns: u64) -> MouthShape {
+        let audio = self.lips.as_mut().map(|l| l.shape_at(t_ns));
+        if !self.track.covers(t_ns) {
+            return audio.unwrap_or(MouthShape::CLOSED);
+        }
+        let mut m = self.track.shape_at(t_ns);
+        let has_audio = self.lips.as_ref().is_some_and(|l| l.is_voiced_near(t_ns, SPEAKING_HANGOVER_NS, SPEAKING_HANGOVER_NS));
+        if let (Some(a), true) = (audio, has_audio) {
+            let level = (a.open / AUDIO_OPEN_AT_PEAK).clamp(0.0, 1.0);
+            m.open = (m.open * (1.0 - AUDIO_MODULATION + 2.0 * AUDIO_MODULATION * level)).clamp(0.0, 1.0);
+        }
+        m
+    }
+
+    /// Composite of the motion layers at `t_ns`; drops layers hidden by a finished fade.
+    fn motion_frame(&mut self, t_ns: u64, gain: f32) -> MotionFrame {
+        if let Some(top) = self.layers.iter().rposition(|l| l.weight(t_ns) >= 1.0) {
+            self.layers.drain(..top);
+        }
+        self.motion_frame_at(t_ns, gain)
+    }
+
+    /// Adds `m` as a new top layer fading in from `t_ns`, choosing the shortest fade (from
+    /// `MOTION_CROSSFADE_NS`, growing by 10 %) whose blend, probed every 40 ms, never
+    /// steps further than the faster of the two inputs or `MAX_FADE_STEP_DEG`. Probing the actual
+    /// blend rather than the distance also covers a switch during an unfinished fade.
+    fn start_crossfade(&mut self, m: DrivingMotion, t_ns: u64) {
+        let gain = 1.0 + SPEAKING_GAIN * self.activity;
+        let incoming = Layer::new(m, t_ns, 0);
+        let n = FADE_PROBE_STEPS as usize + 1;
+        let mut old = [MotionFrame::REST; FADE_PROBE_STEPS as usize + 1];
+        let mut new = old;
+        for j in 0..n {
+            let t = t_ns + j as u64 * FADE_PROBE_STEP_NS;
+            old[j] = self.motion_frame_at(t, gain);
+            new[j] = incoming.frame(t, &self.blinker, gain);
+        }
+        let own_step = |v: &[MotionFrame]| v.windows(2).map(|w| pose_distance_deg(&w[0], &w[1])).fold(0.0f32, f32::max);
+        let limit = own_step(&old).max(own_step(&new)).max(MAX_FADE_STEP_DEG);
+        let mut fade_ns = MOTION_CROSSFADE_NS;
+        while fade_ns < MAX_MOTION_CROSSFADE_NS {
+            let probe = Layer { fade_ns, ..incoming.clone() };
+            let blend = |j: usize| old[j].lerp(&new[j], probe.weight(t_ns + j as u64 * FADE_PROBE_STEP_NS));
+            let worst = (1..n).map(|j| pose_distance_deg(&blend(j - 1), &blend(j))).fold(0.0f32, f32::max);
+            if worst <= limit {
+                break;
+            }
+            fade_ns = (fade_ns + fade_ns / 10).min(MAX_MOTION_CROSSFADE_NS);
+        }
+        self.layers.push(Layer { fade_ns, ..incoming });
+    }
+
+    /// `motion_frame` without pruning (for probing the future).
+    fn motion_frame_at(&self, t_ns: u64, gain: f32) -> MotionFrame {
+        let mut frame = self.layers[0].frame(t_ns, &self.blinker, gain);
+        for layer in &self.layers[1..] {
+            frame = frame.lerp(&layer.frame(t_ns, &self.blinker, gain), layer.weight(t_ns));
+        }
+        frame
+    }
+}
