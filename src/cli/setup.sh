@@ -8,6 +8,12 @@ cd "$(dirname "$0")/../.."
 # Build tools for better-sqlite3 (compiled here: its prebuilt-binary host is unreachable offline),
 # and the offline voices the standard voice samples are spoken with.
 APT_PACKAGES=(build-essential python3 flite espeak-ng)
+# GStreamer for the native media addon: headers and pkg-config to build it; at run time base
+# (videoconvert, audioresample, opus), good (vp8enc, rtpvp8pay, jpegenc), ugly (x264enc) and bad
+# (h264parse, and openh264dec that the tests decode H.264 with); the tools for gst-launch-1.0.
+APT_PACKAGES+=(pkg-config libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly
+  gstreamer1.0-plugins-bad gstreamer1.0-tools)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -39,6 +45,42 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     exit 1
   }
   echo "$want" >"$stamp"
+fi
+
+# The native media addon (native/media-node): built only when its inputs changed since the last
+# build here. The generated index.js/index.d.ts are committed and left alone (this build writes
+# them under target/, and test/media/native-binding.test.ts checks the committed ones for drift;
+# `npm run build:native` is what rewrites them); only the .node binary is copied into place.
+[ -d "${HOME:-}/.cargo/bin" ] && PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found. The media addon is Rust: install a toolchain (rustup, stable) and run again." >&2
+  exit 1
+fi
+native_out="$PWD/target/media-node-build"
+native_stamp=target/.media-node-inputs-sha256
+native_inputs() {
+  rustc --version
+  node --version
+  local f
+  for f in Cargo.lock Cargo.toml native/media-node/package.json src/cli/napi-cli.sh; do
+    if [ -f "$f" ]; then sha256sum "$f"; fi
+  done
+  find native $([ -d pipelines ] && echo pipelines) -type f \
+    \( -name '*.rs' -o -name Cargo.toml -o -path 'pipelines/*' \) -not -path '*/target/*' -print0 |
+    sort -z | xargs -0 -r sha256sum
+}
+native_want="$(native_inputs | sha256sum | cut -d' ' -f1)"
+if ! ls native/media-node/*.node >/dev/null 2>&1 || [ ! -f "$native_stamp" ] || [ "$(cat "$native_stamp")" != "$native_want" ]; then
+  echo "setup: building the native media addon (release; a first build takes several minutes)"
+  started=$SECONDS
+  if ! npm run --silent build:native -- --output-dir "$native_out" >/tmp/avatar-native-build.log 2>&1; then
+    tail -60 /tmp/avatar-native-build.log
+    echo "setup: the native media addon failed to build (full log: /tmp/avatar-native-build.log)" >&2
+    exit 1
+  fi
+  cp "$native_out"/*.node native/media-node/
+  mkdir -p target && echo "$native_want" >"$native_stamp"
+  echo "setup: native media addon built in $((SECONDS - started)) s"
 fi
 
 node --import tsx src/cli/setup-assets.ts

@@ -83,3 +83,19 @@ export function notFound(what: string, id: string, param: string | null = null):
     param,
   });
 }
+
+/**
+ * An error from the native media addon (native/media-node), rewrapped by src/media/ with the
+ * addon's own `code`. The binding's: INVALID_ARGUMENT (400), SESSION_CLOSED (409), RIG_ERROR,
+ * MOTION_ERROR, NATIVE_PANIC, NATIVE_UNAVAILABLE (addon not built), ABORTED; media-core's:
+ * INVALID_STATE (409), ENCODER_UNAVAILABLE, PIPELINE_NOT_FOUND, PIPELINE_INVALID,
+ * PIPELINE_START_FAILED, DRAIN_TIMEOUT, SESSION_FAILED, RENDERER_FAILED, THREAD_FAILED,
+ * GST_INIT_FAILED (500 unless noted). The native error is the `cause`.
+ */
+export class NativeError extends AppError {
+  constructor(code: string, message: string, options: AppErrorOptions = {}) {
+    const status = code === 'INVALID_ARGUMENT' ? 400 : code === 'SESSION_CLOSED' || code === 'INVALID_STATE' ? 409 : 500;
+    super(code, message, { status, ...options });
+    this.name = 'NativeError';
+  }
+}

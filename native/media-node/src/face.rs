@@ -1,0 +1,168 @@
+//! Face photos and driving motions in from JavaScript: `FaceInput` → `face_render::FaceRig`,
+//! `MotionInput` → `animation::motion::DrivingMotion`, plus `createFaceRig`, which builds a rig
+//! on the libuv thread pool so a face change never stalls the event loop.
+//!
+//! Input bytes are copied out of the JS buffers on the JS thread before any work starts: a
+//! buffer JavaScript still owns can be mutated or detached (transferred) while a worker thread
+//! reads it.
+
+use std::sync::Arc;
+
+use animation::motion::DrivingMotion;
+use face_render::{FaceRig as Rig, RgbImage};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::convert::{to_positive_f32, to_u32};
+use crate::error::{guard, invalid_argument, js_error, rejection, ErrorCode, JsResult};
+
+/// MediaPipe face mesh with irises: 468 + 10 points (face-render also takes the 468 without).
+pub const LANDMARK_COUNT: usize = 478;
+/// Numbers per driving-motion frame: pitch, yaw, roll (degrees), tx, ty (fraction of face
+/// width), scale, eyeL, eyeR (0 closed .. 1 open; below 0 = no eye data for that frame).
+pub const MOTION_VALUES_PER_FRAME: usize = 8;
+
+/// A face photo and its landmarks.
+#[napi(object, object_to_js = false)]
+pub struct FaceInput {
+    pub width: f64,
+    pub height: f64,
+    /// Packed RGB8, row-major, no padding: width * height * 3 bytes.
+    pub rgb: Buffer,
+    /// 478 landmarks (MediaPipe face mesh + irises; 468 without irises also works) as x, y, z
+    /// triples, x and y in pixels of this photo.
+    pub landmarks: Float32Array,
+}
+
+/// A driving motion: `frames` holds 8 numbers per frame (pitch, yaw, roll in degrees; tx, ty as
+/// fractions of the face width; scale; eyeL, eyeR openness 0..1, below 0 when absent).
+#[napi(object, object_to_js = false)]
+pub struct MotionInput {
+    pub fps: f64,
+    pub frames: Float32Array,
+}
+
+/// The owned, checked copy of a `FaceInput`, ready to build a rig on any thread.
+pub struct FaceData {
+    image: RgbImage,
+    landmarks: Vec<[f32; 3]>,
+}
+
+impl FaceData {
+    pub fn from_input(face: &FaceInput, field: &str) -> Result<FaceData, ErrorCode> {
+        let width = to_u32(&format!("{field}.width"), face.width)?;
+        let height = to_u32(&format!("{field}.height"), face.height)?;
+        if width == 0 || height == 0 {
+            return Err(invalid_argument(format!(
+                "{field}: width and height must be above 0"
+            )));
+        }
+        let expected = width as usize * height as usize * 3;
+        if face.rgb.len() != expected {
+            return Err(invalid_argument(format!(
+                "{field}.rgb must hold width * height * 3 = {expected} bytes (packed RGB8), got {}",
+                face.rgb.len()
+            )));
+        }
+        // Count and values are face-render's to judge (478, or 468 without irises): RIG_ERROR.
+        let values: &[f32] = &face.landmarks;
+        if !values.len().is_multiple_of(3) {
+            return Err(invalid_argument(format!(
+                "{field}.landmarks must hold x, y, z triples ({LANDMARK_COUNT} * 3 numbers), got {} numbers",
+                values.len()
+            )));
+        }
+        let landmarks = values.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect();
+        let image = RgbImage {
+            width,
+            height,
+            data: face.rgb.to_vec(),
+        };
+        Ok(FaceData { image, landmarks })
+    }
+
+    /// The heavy part: may run off the JS thread.
+    pub fn build(self) -> Result<Arc<Rig>, ErrorCode> {
+        Rig::new(self.image, &self.landmarks)
+            .map(Arc::new)
+            .map_err(|e| js_error(ErrorCode::RIG_ERROR, format!("face rig: {e}")))
+    }
+}
+
+pub fn motion_from_input(motion: &MotionInput, field: &str) -> Result<DrivingMotion, ErrorCode> {
+    let fps = to_positive_f32(&format!("{field}.fps"), motion.fps)?;
+    let values: &[f32] = &motion.frames;
+    if values.is_empty() || !values.len().is_multiple_of(MOTION_VALUES_PER_FRAME) {
+        return Err(invalid_argument(format!(
+            "{field}.frames must hold a whole, non-zero number of frames of {MOTION_VALUES_PER_FRAME} numbers, got {} numbers",
+            values.len()
+        )));
+    }
+    DrivingMotion::from_flat(fps, values)
+        .map_err(|e| js_error(ErrorCode::MOTION_ERROR, format!("{field}: {e}")))
+}
+
+/// A face rig built ahead of time by `createFaceRig`; pass it to `setFace` to switch faces
+/// without blocking the event loop. Opaque; holds no JavaScript memory.
+#[napi]
+pub struct FaceRig {
+    pub(crate) rig: Arc<Rig>,
+}
+
+#[napi]
+impl FaceRig {
+    /// Not constructible from JavaScript: use `createFaceRig`.
+    #[napi(constructor)]
+    pub fn new() -> Result<Self, ErrorCode> {
+        Err(js_error(
+            ErrorCode::INVALID_ARGUMENT,
+            "FaceRig is created by createFaceRig(face)",
+        ))
+    }
+}
+
+pub struct BuildFaceRig {
+    /// The checked input, or why it was refused (reported as the promise's rejection, so a
+    /// bad argument rejects like every other failure instead of throwing synchronously).
+    face: Option<JsResult<FaceData>>,
+}
+
+/// `compute` reports failures as `Ok(Err(..))` so `resolve`, on the JS thread, can reject with
+/// their own code (a task's compute error only carries a napi `Status`).
+impl Task for BuildFaceRig {
+    type Output = JsResult<Arc<Rig>>;
+    type JsValue = FaceRig;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        let face = self.face.take();
+        Ok(guard("createFaceRig()", move || match face {
+            Some(face) => face?.build(),
+            None => Err(js_error(
+                ErrorCode::NATIVE_PANIC,
+                "createFaceRig(): task ran twice",
+            )),
+        }))
+    }
+
+    fn resolve(&mut self, env: Env, output: Self::Output) -> Result<Self::JsValue> {
+        match output {
+            Ok(rig) => Ok(FaceRig { rig }),
+            Err(err) => Err(rejection(&env, err)),
+        }
+    }
+}
+
+/// Builds a face rig on the libuv thread pool, for `MediaSession.setFace`. Rejects with
+/// `INVALID_ARGUMENT` or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
+#[napi(ts_return_type = "Promise<FaceRig>")]
+pub fn create_face_rig(face: FaceInput, signal: Option<AbortSignal>) -> AsyncTask<BuildFaceRig> {
+    // Copying the input is the only work done on the JS thread.
+    let checked = guard("createFaceRig()", || FaceData::from_input(&face, "face"));
+    let task = BuildFaceRig {
+        face: Some(checked),
+    };
+    match signal {
+        Some(signal) => AsyncTask::with_signal(task, signal),
+        None => AsyncTask::new(task),
+    }
+}
