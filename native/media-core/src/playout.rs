@@ -59,20 +59,14 @@ pub struct InterruptResult {
     pub dropped_ns: u64,
 }
 
-/// A chunk the animator has not seen yet: input samples at their own rate, placed at `pts_ns`.
-pub(crate) struct NewAudio {
-    pub pts_ns: u64,
-    pub rate_hz: u32,
-    pub samples: Vec<i16>,
-    pub visemes: Vec<VisemeEvent>,
-}
-
 /// What the render thread gets for one tick.
 pub(crate) struct Tick {
     pub samples: Vec<i16>,
     /// Apply `animator.interrupt(t)` before anything else.
     pub interrupt_at: Option<u64>,
-    pub new_audio: Vec<NewAudio>,
+    /// Viseme timings pushed since the last tick, in session time. (The audio itself reaches the
+    /// animator through `samples`, tick by tick, as it is played.)
+    pub new_visemes: Vec<VisemeEvent>,
 }
 
 /// A run of input samples at one rate, placed at a session sample index.
@@ -110,7 +104,8 @@ pub(crate) struct Playout {
     /// Start of the utterance being played.
     speaking_since: Option<u64>,
     stream: Option<Stream>,
-    pending: Vec<NewAudio>,
+    /// Viseme timings not yet handed to the render thread (session time).
+    pending: Vec<VisemeEvent>,
     pending_interrupt: Option<u64>,
 }
 
@@ -176,20 +171,11 @@ impl Playout {
         }
         if end_ns > start_ns {
             self.add_span(Span { start_ns, end_ns });
-            let visemes = visemes
-                .iter()
-                .map(|v| VisemeEvent {
-                    start_ns: v.start_ns + start_ns,
-                    end_ns: v.end_ns + start_ns,
-                    viseme: v.viseme,
-                })
-                .collect();
-            self.pending.push(NewAudio {
-                pts_ns: start_ns,
-                rate_hz,
-                samples: samples.to_vec(),
-                visemes,
-            });
+            self.pending.extend(visemes.iter().map(|v| VisemeEvent {
+                start_ns: v.start_ns + start_ns,
+                end_ns: v.end_ns + start_ns,
+                viseme: v.viseme,
+            }));
         }
         Ok(PushResult {
             start_pts_ns: start_ns,
@@ -263,7 +249,7 @@ impl Playout {
         Tick {
             samples,
             interrupt_at: self.pending_interrupt.take(),
-            new_audio: std::mem::take(&mut self.pending),
+            new_visemes: std::mem::take(&mut self.pending),
         }
     }
 
@@ -338,7 +324,7 @@ mod tests {
             let t = p.take(i * 960, (i + 1) * 960, &mut |e| events.push(e));
             ticks.push(t);
         }
-        assert_eq!(ticks[0].new_audio.len(), 2);
+        assert!(ticks[0].new_visemes.is_empty());
         assert!(ticks[0].samples.iter().all(|&s| s == 1000));
         assert!(ticks[3].samples[..720].iter().all(|&s| s == 1000));
         assert!(ticks[3].samples[720..].iter().all(|&s| s == 0));

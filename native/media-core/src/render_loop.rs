@@ -302,13 +302,14 @@ impl RenderLoop {
         if let Some(t) = tick.interrupt_at {
             self.animator.interrupt(t);
         }
-        for chunk in &tick.new_audio {
-            self.animator
-                .push_audio(chunk.pts_ns, chunk.rate_hz, &chunk.samples);
-            if !chunk.visemes.is_empty() {
-                self.animator.push_visemes(&chunk.visemes);
-            }
+        if !tick.new_visemes.is_empty() {
+            self.animator.push_visemes(&tick.new_visemes);
         }
+        // The animator hears the audio as it is played, one tick at a time, so its analysis
+        // costs the same small amount every frame. Handing it whole utterances at push time
+        // cost ~1 ms per second of speech on a single frame, which made frames late when
+        // several sessions queued speech at once.
+        self.animator.push_audio(pts, SESSION_RATE_HZ, &tick.samples);
         let face = self.animator.face_at(pts);
         self.renderer.render(&face, &mut self.rgb);
         let mouth = self.renderer.last_mouth_opening();
