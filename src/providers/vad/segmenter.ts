@@ -1,0 +1,305 @@
+/**
+ * OpenAI Realtime `server_vad` turn logic on top of a VoiceActivityDetector. push() takes the
+ * realtime input format (PCM16 mono 24 kHz), resamples it to the detector's rate, cuts fixed frames
+ * and scores them strictly in order through a queue (one detector call at a time, since the
+ * detector's state for frame n+1 depends on frame n). Turn rules, per frame:
+ *  - idle → speaking when probability ≥ threshold; `speech_started.audioStartMs` = start of that
+ *    frame − prefixPaddingMs, clamped at 0 and at the end of the previous turn / the last clear();
+ *  - speaking → idle once frames below (threshold − 0.15) (hysteresis) have lasted
+ *    silenceDurationMs; frames ≥ threshold restart that count, frames in between neither count nor
+ *    restart it. `speech_stopped.audioEndMs` is the end of the frame that completed the silence,
+ *    i.e. ≈ end of speech + silenceDurationMs, and the event carries the committed audio
+ *    [audioStartMs, audioEndMs) as 24 kHz PCM16 for transcription.
+ * All times are integer ms of the input stream derived from sample counts, never the wall clock.
+ * The resampler's ~1 ms group delay is below the 32 ms frame resolution and not compensated.
+ */
+import { EventEmitter } from 'node:events';
+import { VadError, type VoiceActivityDetector } from './base.js';
+import { Resampler } from './resample.js';
+
+/** The realtime API's input audio: PCM16 mono at 24 kHz. */
+export const INPUT_SAMPLE_RATE_HZ = 24000;
+const INPUT_SAMPLES_PER_MS = INPUT_SAMPLE_RATE_HZ / 1000;
+/** Hysteresis: once speaking, a frame counts as silence only below threshold − this. (Silero's
+ * own VADIterator uses the same 0.15 margin.) */
+export const VAD_EXIT_MARGIN = 0.15;
+
+export interface SegmenterConfig {
+  /** Probability at or above which a frame is speech (0..1). */
+  threshold: number;
+  /** Audio kept before the first speech frame, in ms. */
+  prefixPaddingMs: number;
+  /** Silence that ends a turn, in ms. */
+  silenceDurationMs: number;
+}
+
+/** OpenAI's defaults for `server_vad`. */
+export const DEFAULT_SEGMENTER_CONFIG: SegmenterConfig = { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500 };
+
+export interface SpeechStartedEvent {
+  audioStartMs: number;
+}
+
+export interface SpeechStoppedEvent {
+  audioStartMs: number;
+  audioEndMs: number;
+  /** End of the last frame at or above threshold (the speech proper, without the trailing silence). */
+  lastSpeechEndMs: number;
+  /** The committed span [audioStartMs, audioEndMs) as PCM16 mono 24 kHz. */
+  audio: Int16Array;
+}
+
+export interface SegmenterEvents {
+  speech_started: [SpeechStartedEvent];
+  speech_stopped: [SpeechStoppedEvent];
+  /** A frame the detector failed on; it is skipped (counted in failedFrames), the stream goes on. */
+  error: [Error];
+}
+
+interface QueuedFrame {
+  samples: Float32Array;
+  startMs: number;
+  endMs: number;
+}
+
+export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
+  private config: SegmenterConfig;
+  private readonly resampler: Resampler;
+  private readonly frameSamples: number;
+  private readonly detectorRateHz: number;
+
+  // Stream clock (input samples at 24 kHz since creation) and the frame clock since the last clear.
+  private inputSamples = 0;
+  /** Input ms at which the detector-rate sample 0 lies (moves on clear()). */
+  private originMs = 0;
+  /** Detector-rate samples produced since the origin. */
+  private detectorSamples = 0;
+  private partial: Float32Array;
+  private partialFill = 0;
+
+  // Retained input audio: samples from absolute input index `audioStart` on.
+  private audio = new Int16Array(INPUT_SAMPLE_RATE_HZ);
+  private audioStart = 0;
+  private audioFill = 0;
+
+  // Frame queue; `generation` invalidates in-flight work on clear()/close().
+  private readonly queue: QueuedFrame[] = [];
+  private draining: Promise<void> | null = null;
+  private generation = 0;
+  private closed = false;
+
+  // Turn state.
+  private speaking = false;
+  private startMs = 0;
+  private lastSpeechEndMs = 0;
+  private silenceStartMs: number | null = null;
+  /** Audio before this ms belongs to a committed turn or was cleared: prefix padding stops here. */
+  private floorMs = 0;
+  private processedMs = 0;
+
+  /** Frames the detector failed on (each also emitted as `error`). */
+  failedFrames = 0;
+  /** Frames scored. */
+  framesProcessed = 0;
+
+  constructor(
+    private readonly detector: VoiceActivityDetector,
+    config: Partial<SegmenterConfig> = {},
+  ) {
+    super();
+    this.config = checkConfig({ ...DEFAULT_SEGMENTER_CONFIG, ...config });
+    this.detectorRateHz = detector.sampleRateHz;
+    this.frameSamples = detector.frameSamples;
+    this.resampler = new Resampler(INPUT_SAMPLE_RATE_HZ, this.detectorRateHz);
+    this.partial = new Float32Array(this.frameSamples);
+  }
+
+  get isSpeaking(): boolean {
+    return this.speaking;
+  }
+
+  /** Input ms pushed so far. */
+  get inputMs(): number {
+    return Math.floor(this.inputSamples / INPUT_SAMPLES_PER_MS);
+  }
+
+  /** Input ms up to which frames have been scored. */
+  get processedUpToMs(): number {
+    return this.processedMs;
+  }
+
+  get currentConfig(): SegmenterConfig {
+    return { ...this.config };
+  }
+
+  /** Changes the turn parameters; they apply from the next scored frame. */
+  update(config: Partial<SegmenterConfig>): void {
+    this.config = checkConfig({ ...this.config, ...config });
+  }
+
+  /** Appends realtime input audio (PCM16 mono 24 kHz). Scoring happens asynchronously, in order. */
+  push(pcm24k: Int16Array): void {
+    if (this.closed) throw new VadError('SpeechSegmenter: push() after close()');
+    if (pcm24k.length === 0) return;
+    this.storeAudio(pcm24k);
+    this.inputSamples += pcm24k.length;
+    const floats = new Float32Array(pcm24k.length);
+    for (let i = 0; i < pcm24k.length; i++) floats[i] = (pcm24k[i] ?? 0) / 32768;
+    const resampled = this.resampler.push(floats);
+    let at = 0;
+    while (at < resampled.length) {
+      const n = Math.min(this.frameSamples - this.partialFill, resampled.length - at);
+      this.partial.set(resampled.subarray(at, at + n), this.partialFill);
+      this.partialFill += n;
+      at += n;
+      if (this.partialFill === this.frameSamples) {
+        const startMs = this.originMs + Math.round((this.detectorSamples * 1000) / this.detectorRateHz);
+        this.detectorSamples += this.frameSamples;
+        const endMs = this.originMs + Math.round((this.detectorSamples * 1000) / this.detectorRateHz);
+        this.queue.push({ samples: this.partial, startMs, endMs });
+        this.partial = new Float32Array(this.frameSamples);
+        this.partialFill = 0;
+      }
+    }
+    // Started on a later microtask so `draining` is set before drain() can finish (and clear it).
+    if (this.queue.length > 0 && !this.draining) this.draining = Promise.resolve().then(() => this.drain());
+  }
+
+  /** Resolves once every frame pushed so far has been scored (and its events emitted). */
+  async idle(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
+  /**
+   * input_audio_buffer.clear: drops unscored frames and retained audio, resets the detector and
+   * the turn state. The stream clock keeps running (OpenAI's ms count all audio of the session). A
+   * turn in progress is abandoned without speech_stopped.
+   */
+  clear(): void {
+    this.generation++;
+    this.queue.length = 0;
+    this.detector.reset();
+    this.resampler.reset();
+    this.partialFill = 0;
+    this.originMs = this.inputMs;
+    this.detectorSamples = 0;
+    this.speaking = false;
+    this.silenceStartMs = null;
+    this.floorMs = this.originMs;
+    this.processedMs = this.originMs;
+    this.audioStart = this.inputSamples;
+    this.audioFill = 0;
+  }
+
+  /** Stops scoring, waits for an in-flight frame, and closes the detector (the segmenter owns it). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.generation++;
+    this.queue.length = 0;
+    await this.idle();
+    await this.detector.close();
+  }
+
+  /** The single consumer of the queue. `draining` is cleared in the same tick as the loop sees the
+   * queue empty, so a push() never finds a finished drain still marked as running. */
+  private async drain(): Promise<void> {
+    try {
+      let frame: QueuedFrame | undefined;
+      while ((frame = this.queue.shift())) {
+        const generation = this.generation;
+        let probability: number;
+        try {
+          probability = await this.detector.probability(frame.samples);
+        } catch (err) {
+          if (generation !== this.generation) continue;
+          this.failedFrames++;
+          this.processedMs = frame.endMs;
+          this.emit('error', new VadError(`voice activity detection failed on frame ${frame.startMs}–${frame.endMs} ms`, { cause: err }));
+          continue;
+        }
+        if (generation !== this.generation) continue; // cleared while in flight
+        this.framesProcessed++;
+        this.onFrame(probability, frame.startMs, frame.endMs);
+      }
+    } finally {
+      this.draining = null;
+    }
+  }
+
+  private onFrame(probability: number, startMs: number, endMs: number): void {
+    this.processedMs = endMs;
+    const { threshold, prefixPaddingMs, silenceDurationMs } = this.config;
+    if (!this.speaking) {
+      if (probability >= threshold) {
+        this.speaking = true;
+        // Padding reaches back at most to the end of the previous turn / the last clear(), and to
+        // the audio retained under the previous padding (if update() just made it longer).
+        const retainedFromMs = Math.ceil(this.audioStart / INPUT_SAMPLES_PER_MS);
+        this.startMs = Math.max(this.floorMs, retainedFromMs, startMs - prefixPaddingMs, 0);
+        this.lastSpeechEndMs = endMs;
+        this.silenceStartMs = null;
+        this.emit('speech_started', { audioStartMs: this.startMs });
+      } else {
+        this.trimAudio(Math.max(this.floorMs, endMs - prefixPaddingMs));
+      }
+      return;
+    }
+    if (probability >= threshold) {
+      this.lastSpeechEndMs = endMs;
+      this.silenceStartMs = null;
+    } else if (probability < threshold - VAD_EXIT_MARGIN) {
+      this.silenceStartMs ??= startMs;
+    }
+    if (this.silenceStartMs !== null && endMs - this.silenceStartMs >= silenceDurationMs) {
+      const audioStartMs = this.startMs;
+      const audio = this.audioSpan(audioStartMs, endMs);
+      this.speaking = false;
+      this.silenceStartMs = null;
+      this.floorMs = endMs;
+      this.trimAudio(Math.max(this.floorMs, endMs - prefixPaddingMs));
+      this.emit('speech_stopped', { audioStartMs, audioEndMs: endMs, lastSpeechEndMs: this.lastSpeechEndMs, audio });
+    }
+  }
+
+  private storeAudio(pcm: Int16Array): void {
+    if (this.audioFill + pcm.length > this.audio.length) {
+      const grown = new Int16Array(Math.max(this.audio.length * 2, this.audioFill + pcm.length));
+      grown.set(this.audio.subarray(0, this.audioFill));
+      this.audio = grown;
+    }
+    this.audio.set(pcm, this.audioFill);
+    this.audioFill += pcm.length;
+  }
+
+  /** Drops retained audio before `ms` (prefix padding for the next turn is kept by the caller's choice of ms). */
+  private trimAudio(ms: number): void {
+    const drop = Math.min(ms * INPUT_SAMPLES_PER_MS - this.audioStart, this.audioFill);
+    if (drop <= 0) return;
+    this.audio.copyWithin(0, drop, this.audioFill);
+    this.audioFill -= drop;
+    this.audioStart += drop;
+  }
+
+  private audioSpan(startMs: number, endMs: number): Int16Array {
+    const from = startMs * INPUT_SAMPLES_PER_MS - this.audioStart;
+    const to = endMs * INPUT_SAMPLES_PER_MS - this.audioStart;
+    if (from < 0 || to > this.audioFill) {
+      // Retention is sized by the turn rules above; a miss is a bug, not a condition to paper over.
+      throw new VadError(`SpeechSegmenter: committed audio ${startMs}–${endMs} ms is not retained`);
+    }
+    return this.audio.slice(from, to);
+  }
+}
+
+function checkConfig(config: SegmenterConfig): SegmenterConfig {
+  const { threshold, prefixPaddingMs, silenceDurationMs } = config;
+  if (!(threshold >= 0 && threshold <= 1)) throw new VadError(`threshold must be within 0..1, got ${threshold}`);
+  if (!Number.isInteger(prefixPaddingMs) || prefixPaddingMs < 0) {
+    throw new VadError(`prefixPaddingMs must be a non-negative integer, got ${prefixPaddingMs}`);
+  }
+  if (!Number.isInteger(silenceDurationMs) || silenceDurationMs < 0) {
+    throw new VadError(`silenceDurationMs must be a non-negative integer, got ${silenceDurationMs}`);
+  }
+  return { threshold, prefixPaddingMs, silenceDurationMs };
+}

@@ -1,0 +1,95 @@
+/**
+ * Test audio for the VAD tests: speech synthesised by espeak-ng (deterministic for a given text,
+ * voice and rate), decoded with decodeWav and resampled to the rate a test needs, plus silence,
+ * seeded noise, tones and PCM16 conversion. espeak-ng must be installed; its absence fails the
+ * test with a message saying so rather than skipping.
+ */
+import { execFileSync } from 'node:child_process';
+import { decodeWav } from '../../../src/assets/audio-file.js';
+import { Resampler } from '../../../src/providers/vad/resample.js';
+
+/** espeak-ng words per minute: its default, a natural conversational pace. */
+const ESPEAK_RATE_WPM = 175;
+/** |x| above this (-40 dBFS) marks where synthesised speech begins and ends. */
+const SPEECH_EDGE_LEVEL = 0.01;
+
+export function speak(text: string, rateHz: number): Float32Array {
+  let wav: Buffer;
+  try {
+    wav = execFileSync('espeak-ng', ['--stdout', '-v', 'en-us', '-s', String(ESPEAK_RATE_WPM), text]);
+  } catch (err) {
+    throw new Error(`espeak-ng is needed for the VAD speech tests (apt-get install espeak-ng): ${String(err)}`);
+  }
+  const decoded = decodeWav(wav);
+  if (decoded.sampleRate === rateHz) return decoded.samples;
+  const resampler = new Resampler(decoded.sampleRate, rateHz);
+  // Flush the filter's tail with zeros so the end of the speech comes out.
+  const body = resampler.push(decoded.samples);
+  const tail = resampler.push(new Float32Array(Math.ceil(decoded.sampleRate / 100)));
+  const out = new Float32Array(body.length + tail.length);
+  out.set(body);
+  out.set(tail, body.length);
+  return out;
+}
+
+/** Sample indices [first, last] where |x| exceeds the speech edge level. */
+export function speechEdges(x: Float32Array): { first: number; last: number } {
+  let first = -1;
+  let last = -1;
+  for (let i = 0; i < x.length; i++) {
+    if (Math.abs(x[i] ?? 0) > SPEECH_EDGE_LEVEL) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  if (first < 0) throw new Error('no speech found in the synthesised audio');
+  return { first, last };
+}
+
+export function concat(parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+export function silence(ms: number, rateHz: number): Float32Array {
+  return new Float32Array(Math.round((ms * rateHz) / 1000));
+}
+
+/** Deterministic white noise (xorshift32), uniform with the given RMS. */
+export function noise(ms: number, rateHz: number, rms: number, seed = 12345): Float32Array {
+  const out = new Float32Array(Math.round((ms * rateHz) / 1000));
+  let s = seed >>> 0 || 1;
+  const scale = rms * Math.sqrt(3); // uniform on [-a, a] has RMS a/√3
+  for (let i = 0; i < out.length; i++) {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    out[i] = (s / 0xffffffff) * 2 * scale - scale;
+  }
+  return out;
+}
+
+export function tone(hz: number, ms: number, rateHz: number, amplitude: number): Float32Array {
+  const out = new Float32Array(Math.round((ms * rateHz) / 1000));
+  for (let i = 0; i < out.length; i++) out[i] = amplitude * Math.sin((2 * Math.PI * hz * i) / rateHz);
+  return out;
+}
+
+export function toPcm16(x: Float32Array): Int16Array {
+  const out = new Int16Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = Math.max(-32768, Math.min(32767, Math.round((x[i] ?? 0) * 32767)));
+  return out;
+}
+
+export function rms(x: Float32Array): number {
+  let sum = 0;
+  for (const v of x) sum += v * v;
+  return Math.sqrt(sum / Math.max(1, x.length));
+}
