@@ -309,7 +309,8 @@ impl RenderLoop {
         // costs the same small amount every frame. Handing it whole utterances at push time
         // cost ~1 ms per second of speech on a single frame, which made frames late when
         // several sessions queued speech at once.
-        self.animator.push_audio(pts, SESSION_RATE_HZ, &tick.samples);
+        self.animator
+            .push_audio(pts, SESSION_RATE_HZ, &tick.samples);
         let face = self.animator.face_at(pts);
         self.renderer.render(&face, &mut self.rgb);
         let mouth = self.renderer.last_mouth_opening();

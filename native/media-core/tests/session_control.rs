@@ -17,13 +17,7 @@ fn interrupt_drops_speech_and_the_next_frame_is_idle() {
         pcm: true,
         ..Outputs::default()
     };
-    let session = MediaSession::start(
-        manual_config(outputs),
-        default_face(),
-        DrivingMotion::rest(),
-        events.sink(),
-    )
-    .unwrap();
+    let session = start_manual(outputs, &events);
     // Syllables with an open vowel in the middle of every 250 ms: the mouth is open mid-speech.
     let speech = speech_like(24_000, 3.0);
     let vis: Vec<VisemeEvent> = (0..12u64)
@@ -99,13 +93,7 @@ fn request_keyframe_makes_the_next_frame_a_key_frame_on_every_video_output() {
         vp8: true,
         ..Outputs::default()
     };
-    let session = MediaSession::start(
-        manual_config(outputs),
-        default_face(),
-        DrivingMotion::rest(),
-        events.sink(),
-    )
-    .unwrap();
+    let session = start_manual(outputs, &events);
     session.advance(10).unwrap();
     session.request_keyframe();
     session.advance(5).unwrap();
@@ -152,13 +140,7 @@ fn close_is_idempotent_and_closed_is_the_last_event() {
         opus: true,
         ..Outputs::default()
     };
-    let session = MediaSession::start(
-        manual_config(outputs),
-        default_face(),
-        DrivingMotion::rest(),
-        events.sink(),
-    )
-    .unwrap();
+    let session = start_manual(outputs, &events);
     session.advance(3).unwrap();
     session.close().unwrap();
     session.close().unwrap();
@@ -195,13 +177,7 @@ fn a_session_dropped_without_close_drains_and_cleans_up() {
         opus: true,
         ..Outputs::default()
     };
-    let session = MediaSession::start(
-        manual_config(outputs),
-        default_face(),
-        DrivingMotion::rest(),
-        events.sink(),
-    )
-    .unwrap();
+    let session = start_manual(outputs, &events);
     session.advance(4).unwrap();
     drop(session);
     let events = events.events();
@@ -436,13 +412,7 @@ fn set_face_and_set_motion_apply_from_the_next_frame() {
         jpeg: true,
         ..Outputs::default()
     };
-    let session = MediaSession::start(
-        manual_config(outputs),
-        default_face(),
-        DrivingMotion::rest(),
-        events.sink(),
-    )
-    .unwrap();
+    let session = start_manual(outputs, &events);
     session.advance(2).unwrap();
     // A nod: pitch swinging +-8 degrees at 25 fps.
     let flat: Vec<f32> = (0..50)

@@ -265,13 +265,7 @@ fn audio_and_video_share_one_clock_within_40ms() {
         opus: true,
         pcm: true,
     };
-    let session = MediaSession::start(
-        manual_config(outputs),
-        default_face(),
-        DrivingMotion::rest(),
-        events.sink(),
-    )
-    .unwrap();
+    let session = start_manual(outputs, &events);
     session.advance(5).unwrap();
     // Scheduled at 1.0 s; 22.05 kHz to exercise the resampler's timing too.
     let burst = speech_like(22_050, 1.0);

@@ -11,7 +11,7 @@ use face_render::{FaceRig, RgbImage};
 use gstreamer as gst;
 use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
-use media_core::{EventSink, MediaEvent, Outputs, Pacing, SessionConfig};
+use media_core::{EventSink, MediaEvent, MediaSession, Outputs, Pacing, SessionConfig};
 
 /// Workspace root (two levels above this crate).
 pub fn workspace_root() -> PathBuf {
@@ -277,4 +277,15 @@ pub fn sway_motion() -> animation::DrivingMotion {
         })
         .collect();
     animation::DrivingMotion::from_flat(25.0, &flat).expect("valid motion")
+}
+
+/// A manually paced session over the astronaut face at rest, its events collected in `events`.
+pub fn start_manual(outputs: Outputs, events: &Collector) -> MediaSession {
+    MediaSession::start(
+        manual_config(outputs),
+        default_face(),
+        animation::DrivingMotion::rest(),
+        events.sink(),
+    )
+    .expect("session starts")
 }
