@@ -11,14 +11,13 @@
  *
  * Speech is espeak-ng audio pushed in a loop so the mouth moves throughout.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { decodeWav } from '../src/assets/audio-file.js';
 import { parseMotionTemplate } from '../src/assets/motion-template.js';
 import { faceInputFromImage } from '../src/media/face-input.js';
 import { MediaSession, type MediaSessionConfig } from '../src/media/media-session.js';
 import { motionInputFromTemplate } from '../src/media/motion-input.js';
+import { espeak, toPcm16 } from '../test/helpers/speech.js';
 import { median, summarise, type Benchmark } from './lib/harness.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -37,9 +36,8 @@ async function baseConfig(): Promise<Omit<MediaSessionConfig, 'outputs' | 'pacin
 }
 
 function speech(): { pcm: Int16Array; rate: number } {
-  const wav = execFileSync('espeak-ng', ['-v', 'en-us', '--stdout', 'The quick brown fox jumps over the lazy dog, and then it rests for a while before it runs again.']);
-  const audio = decodeWav(wav);
-  return { pcm: Int16Array.from(audio.samples, (s) => Math.round(s * 32767)), rate: audio.sampleRate };
+  const audio = espeak('The quick brown fox jumps over the lazy dog, and then it rests for a while before it runs again.');
+  return { pcm: toPcm16(audio.samples), rate: audio.rateHz };
 }
 
 /** Keeps `seconds` of speech queued ahead of the session clock. */

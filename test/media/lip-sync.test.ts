@@ -5,16 +5,15 @@
  * region. It must follow the energy of the audio that was played with it: Pearson r >= 0.6 at the
  * best lag, best lag within +-40 ms (one frame), and the mouth closed in the silent stretches.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeWav } from '../../src/assets/audio-file.js';
 import { faceInputFromImage } from '../../src/media/face-input.js';
 import { MediaSession, type MediaEvent } from '../../src/media/media-session.js';
 import { REPO_ROOT } from '../helpers/server.js';
+import { espeak, toPcm16 } from '../helpers/speech.js';
 
 const FPS = 25;
 const FRAME_NS = 1e9 / FPS;
@@ -29,10 +28,8 @@ const ONSET_FRAMES = 2;
 const CAVITY_LUMA = 70;
 
 function speak(text: string): { samples: Int16Array; rate: number } {
-  const wav = execFileSync('espeak-ng', ['-v', 'en-us', '-s', '160', '--stdout', text]);
-  const audio = decodeWav(wav);
-  const samples = Int16Array.from(audio.samples, (s) => Math.round(Math.max(-1, Math.min(1, s)) * 32767));
-  return { samples, rate: audio.sampleRate };
+  const audio = espeak(text, 160);
+  return { samples: toPcm16(audio.samples), rate: audio.rateHz };
 }
 
 function concat(parts: Int16Array[]): Int16Array {

@@ -23,12 +23,12 @@ import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeWav } from '../../src/assets/audio-file.js';
 import { generateStandardMotion, parseMotionTemplate } from '../../src/assets/motion-template.js';
 import { faceInputFromImage } from '../../src/media/face-input.js';
 import type { FaceLandmarks } from '../../src/media/face-registration.js';
 import { MediaSession, type MediaEvent, type MediaEventOf, type MediaSessionConfig } from '../../src/media/media-session.js';
 import { motionInputFromTemplate } from '../../src/media/motion-input.js';
+import { espeak, toPcm16 } from '../helpers/speech.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const THIS_FILE = import.meta.filename;
@@ -58,13 +58,10 @@ async function sessionConfig(outputs: MediaSessionConfig['outputs']): Promise<Me
 /** `seconds` of espeak-ng speech (22.05 kHz), cut or padded with silence to exactly that length. */
 async function speech(seconds: number): Promise<{ pcm: Int16Array; rateHz: number }> {
   const text = 'The quick brown fox jumps over the lazy dog, then runs away into the quiet green forest.';
-  const { stdout } = await run('espeak-ng', ['--stdout', text], { encoding: 'buffer', maxBuffer: 16 * 1024 * 1024 });
-  const wav = decodeWav(stdout);
-  const pcm = new Int16Array(Math.round(seconds * wav.sampleRate));
-  for (let i = 0; i < pcm.length && i < wav.samples.length; i++) {
-    pcm[i] = Math.max(-32768, Math.min(32767, Math.round((wav.samples[i] ?? 0) * 32767)));
-  }
-  return { pcm, rateHz: wav.sampleRate };
+  const wav = espeak(text);
+  const pcm = new Int16Array(Math.round(seconds * wav.rateHz));
+  pcm.set(toPcm16(wav.samples.subarray(0, pcm.length)));
+  return { pcm, rateHz: wav.rateHz };
 }
 
 /** Runs `frames` frames in chunks, letting the event loop deliver events between chunks. */

@@ -4,28 +4,19 @@
  * seeded noise, tones and PCM16 conversion. espeak-ng must be installed; its absence fails the
  * test with a message saying so rather than skipping.
  */
-import { execFileSync } from 'node:child_process';
-import { decodeWav } from '../../../src/assets/audio-file.js';
 import { Resampler } from '../../../src/providers/vad/resample.js';
+import { espeak, toPcm16 } from '../../helpers/speech.js';
 
-/** espeak-ng words per minute: its default, a natural conversational pace. */
-const ESPEAK_RATE_WPM = 175;
 /** |x| above this (-40 dBFS) marks where synthesised speech begins and ends. */
 const SPEECH_EDGE_LEVEL = 0.01;
 
 export function speak(text: string, rateHz: number): Float32Array {
-  let wav: Buffer;
-  try {
-    wav = execFileSync('espeak-ng', ['--stdout', '-v', 'en-us', '-s', String(ESPEAK_RATE_WPM), text]);
-  } catch (err) {
-    throw new Error(`espeak-ng is needed for the VAD speech tests (apt-get install espeak-ng): ${String(err)}`);
-  }
-  const decoded = decodeWav(wav);
-  if (decoded.sampleRate === rateHz) return decoded.samples;
-  const resampler = new Resampler(decoded.sampleRate, rateHz);
+  const decoded = espeak(text);
+  if (decoded.rateHz === rateHz) return decoded.samples;
+  const resampler = new Resampler(decoded.rateHz, rateHz);
   // Flush the filter's tail with zeros so the end of the speech comes out.
   const body = resampler.push(decoded.samples);
-  const tail = resampler.push(new Float32Array(Math.ceil(decoded.sampleRate / 100)));
+  const tail = resampler.push(new Float32Array(Math.ceil(decoded.rateHz / 100)));
   const out = new Float32Array(body.length + tail.length);
   out.set(body);
   out.set(tail, body.length);
@@ -82,11 +73,7 @@ export function tone(hz: number, ms: number, rateHz: number, amplitude: number):
   return out;
 }
 
-export function toPcm16(x: Float32Array): Int16Array {
-  const out = new Int16Array(x.length);
-  for (let i = 0; i < x.length; i++) out[i] = Math.max(-32768, Math.min(32767, Math.round((x[i] ?? 0) * 32767)));
-  return out;
-}
+export { toPcm16 };
 
 export function rms(x: Float32Array): number {
   let sum = 0;

@@ -1,0 +1,27 @@
+/** Real speech for tests and benchmarks: espeak-ng (Debian package) spoken to a WAV and decoded. */
+import { execFileSync } from 'node:child_process';
+import { decodeWav } from '../../src/assets/audio-file.js';
+
+/** espeak-ng's default speaking rate, words per minute: a natural conversational pace. */
+export const ESPEAK_DEFAULT_WPM = 175;
+
+/** `text` spoken by espeak-ng (en-us) as mono samples -1..1 at espeak's own rate (22.05 kHz). */
+export function espeak(text: string, wordsPerMinute = ESPEAK_DEFAULT_WPM): { samples: Float32Array; rateHz: number } {
+  let wav: Buffer;
+  try {
+    wav = execFileSync('espeak-ng', ['--stdout', '-v', 'en-us', '-s', String(wordsPerMinute), text], {
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } catch (err) {
+    throw new Error(`espeak-ng is needed to make test speech (apt-get install espeak-ng): ${String(err)}`);
+  }
+  const decoded = decodeWav(wav);
+  return { samples: decoded.samples, rateHz: decoded.sampleRate };
+}
+
+/** -1..1 floats to signed 16-bit, clipped. */
+export function toPcm16(x: Float32Array): Int16Array {
+  const out = new Int16Array(x.length);
+  for (let i = 0; i < x.length; i++) out[i] = Math.max(-32768, Math.min(32767, Math.round((x[i] ?? 0) * 32767)));
+  return out;
+}
