@@ -119,7 +119,7 @@ export class RateLimiter {
     readonly burst: number,
   ) {}
 
-  /** null when allowed, else the seconds until one request would be. */
+  /** Takes one token if there is one; otherwise says how many seconds until there will be. */
   take(key: string, nowMs: number): { allowed: boolean; remaining: number; retryAfterS: number } {
     const rate = this.perMinute / 60_000;
     const bucket = this.buckets.get(key) ?? { tokens: this.burst, updatedMs: nowMs };
