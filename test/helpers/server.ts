@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import type { Clock } from '../../src/core/clock.js';
 import { Logger } from '../../src/core/log.js';
 import { startServer, type RunningServer } from '../../src/server/server.js';
+import type { RealtimeRuntime } from '../../src/signaling/realtime-ws.js';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -45,6 +46,10 @@ export interface TestServerOptions {
   dataDir?: string;
   clock?: Clock;
   pendingTimeoutMs?: number;
+  /** Realtime providers to use instead of the configured ones (see realtime-server.ts). */
+  runtime?: Partial<RealtimeRuntime>;
+  /** How long an unauthenticated realtime socket may wait before authenticating. */
+  realtimeAuthTimeoutMs?: number;
 }
 
 export function tempDir(prefix = 'avatar-test-'): string {
@@ -60,6 +65,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       clock: options.clock,
       log: new Logger('silent'),
       pendingTimeoutMs: options.pendingTimeoutMs,
+      runtime: options.runtime,
+      realtimeAuthTimeoutMs: options.realtimeAuthTimeoutMs,
       onBootstrapKey: (k) => {
         key = k;
       },

@@ -1,6 +1,7 @@
 /** Real speech for tests and benchmarks: espeak-ng (Debian package) spoken to a WAV and decoded. */
 import { execFileSync } from 'node:child_process';
 import { decodeWav } from '../../src/assets/audio-file.js';
+import { Resampler } from '../../src/providers/vad/resample.js';
 
 /** espeak-ng's default speaking rate, words per minute: a natural conversational pace. */
 export const ESPEAK_DEFAULT_WPM = 175;
@@ -24,4 +25,11 @@ export function toPcm16(x: Float32Array): Int16Array {
   const out = new Int16Array(x.length);
   for (let i = 0; i < x.length; i++) out[i] = Math.max(-32768, Math.min(32767, Math.round((x[i] ?? 0) * 32767)));
   return out;
+}
+
+/** `text` spoken by espeak-ng as PCM16 mono at 24 kHz: the realtime API's input format. */
+export function speechPcm24k(text: string, wordsPerMinute = ESPEAK_DEFAULT_WPM): Int16Array {
+  const { samples, rateHz } = espeak(text, wordsPerMinute);
+  const resampler = new Resampler(rateHz, 24000);
+  return toPcm16(Float32Array.from([...resampler.push(samples), ...resampler.push(new Float32Array(64))]));
 }

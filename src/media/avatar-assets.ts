@@ -1,0 +1,66 @@
+/**
+ * Turns asset ids into what the media engine renders: a face id (standard or an uploaded face the
+ * user owns) into a `FaceInput` (decoded photo + registered landmarks), a driving id into a
+ * `MotionInput`. Landmarks come from the FaceRegistry (cached on disk by image hash); decoded faces
+ * and motions are kept in a small in-memory cache because every session of a face needs them.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { AssetService } from '../assets/asset-service.js';
+import { parseMotionTemplate } from '../assets/motion-template.js';
+import type { AssetKind } from '../store/store.js';
+import { faceInputFromImage } from './face-input.js';
+import type { FaceRegistry } from './face-registration.js';
+import { motionInputFromTemplate } from './motion-input.js';
+import type { FaceInput, MotionInput } from './native.js';
+
+/** Decoded faces kept in memory (each 512x512 photo is ~0.8 MB of RGB). */
+const MAX_CACHED_FACES = 16;
+const MAX_CACHED_MOTIONS = 32;
+
+export const DEFAULT_FACE_ID = 'default';
+export const DEFAULT_DRIVING_ID = 'default';
+
+export class AvatarAssets {
+  private readonly faces = new Map<string, Promise<FaceInput>>();
+  private readonly motions = new Map<string, Promise<MotionInput>>();
+
+  constructor(
+    private readonly assets: AssetService,
+    private readonly registry: FaceRegistry,
+    private readonly dataDir: string,
+  ) {}
+
+  /** The face to render; throws the asset service's 404 for an id the user cannot use. */
+  face(faceId: string, userId: string): Promise<FaceInput> {
+    return cached(this.faces, `${userId}\0${faceId}`, MAX_CACHED_FACES, async () => {
+      const image = await this.file('face', faceId, userId);
+      const landmarks = await this.registry.register(image);
+      return faceInputFromImage(image, landmarks);
+    });
+  }
+
+  motion(drivingId: string, userId: string): Promise<MotionInput> {
+    return cached(this.motions, `${userId}\0${drivingId}`, MAX_CACHED_MOTIONS, async () =>
+      motionInputFromTemplate(parseMotionTemplate(await this.file('driving', drivingId, userId))),
+    );
+  }
+
+  private async file(kind: AssetKind, id: string, userId: string): Promise<Buffer> {
+    const entry = this.assets.standard.find(kind, id);
+    if (entry) return fs.readFile(this.assets.standard.filePath(kind, entry));
+    const record = await this.assets.get(kind, id, userId);
+    return fs.readFile(path.join(this.dataDir, record.storagePath));
+  }
+}
+
+/** Memoises `load` under `key`; failures are not kept; the oldest entry goes beyond `max`. */
+function cached<T>(map: Map<string, Promise<T>>, key: string, max: number, load: () => Promise<T>): Promise<T> {
+  const hit = map.get(key);
+  if (hit) return hit;
+  const pending = load();
+  map.set(key, pending);
+  pending.catch(() => map.delete(key));
+  if (map.size > max) map.delete(map.keys().next().value as string);
+  return pending;
+}

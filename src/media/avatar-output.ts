@@ -1,0 +1,88 @@
+/**
+ * The realtime engine's `AvatarOutput` over a native media session: speech in, the played audio
+ * (PCM16 24 kHz, every tick) and the rendered frames (JPEG) out, on the session's one clock.
+ * Used by WebSocket connections; WebRTC calls use the RTP outputs of the same media session.
+ */
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../core/log.js';
+import type { AvatarOutput, AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
+import type { PhonemeTiming } from '../providers/tts/base.js';
+import type { AvatarAssets } from './avatar-assets.js';
+import { MediaSession, createFaceRig } from './media-session.js';
+
+/** Output size of realtime sessions (the renderer's native size). */
+export const AVATAR_SIZE_PX = 512;
+export const DEFAULT_AVATAR_FPS = 25;
+
+export interface MediaAvatarOptions {
+  assets: AvatarAssets;
+  userId: string;
+  faceId: string;
+  drivingId: string;
+  fps: number;
+  upsampleFactor: number;
+  pipelinesDir: string;
+  jpegQuality?: number;
+  log?: Logger;
+}
+
+export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
+  readonly fps: number;
+
+  private constructor(
+    private readonly media: MediaSession,
+    private readonly options: MediaAvatarOptions,
+  ) {
+    super();
+    this.fps = options.fps;
+    media.on('pcm', (e) => this.emit('audio', { pcm: e.data, ptsNs: e.ptsNs }));
+    media.on('jpeg', (e) => this.emit('frame', { jpeg: e.data, ptsNs: e.ptsNs }));
+    media.on('media_error', (e) => this.emit('failed', new Error(`media pipeline failed: ${e.code}: ${e.message}`)));
+  }
+
+  static async start(options: MediaAvatarOptions): Promise<MediaAvatarOutput> {
+    const [face, motion] = await Promise.all([
+      options.assets.face(options.faceId, options.userId),
+      options.assets.motion(options.drivingId, options.userId),
+    ]);
+    const media = await MediaSession.start(
+      {
+        width: AVATAR_SIZE_PX,
+        height: AVATAR_SIZE_PX,
+        fps: options.fps,
+        upsampleFactor: options.upsampleFactor,
+        outputs: { jpeg: true, pcm: true },
+        jpegQuality: options.jpegQuality,
+        pacing: 'realtime',
+        pipelinesDir: options.pipelinesDir,
+        face,
+        motion,
+      },
+      { logger: options.log },
+    );
+    return new MediaAvatarOutput(media, options);
+  }
+
+  pushSpeech(pcm: Int16Array, sampleRateHz: number, phonemes: PhonemeTiming[]): SpeechPlacement {
+    return this.media.pushAudio(pcm, sampleRateHz, { phonemes });
+  }
+
+  interrupt(): void {
+    this.media.interrupt();
+  }
+
+  async setFace(faceId: string): Promise<void> {
+    const face = await this.options.assets.face(faceId, this.options.userId);
+    const rig = await createFaceRig(face);
+    if (!this.media.closed) this.media.setFace(rig);
+  }
+
+  async setDriving(drivingId: string): Promise<void> {
+    const motion = await this.options.assets.motion(drivingId, this.options.userId);
+    if (!this.media.closed) this.media.setDriving(motion);
+  }
+
+  close(): Promise<void> {
+    return this.media.close();
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * A scripted language model for engine tests: replies with configured chunks (or the words of a
+ * configured text), waits between chunks through an injectable scheduler (real timers by default,
+ * or a test's own clock), fails on request (before the first chunk or after a given number), and
+ * honours abort like a real provider: the stream ends with finishReason 'aborted', no throw.
+ * It records every request it was given, so tests can assert what the engine sent.
+ */
+import type { GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
+import { ProviderError, llmUnavailable } from './base.js';
+
+/** Waits `ms` or until the signal aborts (then resolves early; the caller checks the signal). */
+export type Scheduler = (ms: number, signal: AbortSignal) => Promise<void>;
+
+export const realTimeScheduler: Scheduler = (ms, signal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+export interface FakeLlmOptions {
+  id?: string;
+  /** The reply, streamed as its words (a space before each word after the first). */
+  reply?: string;
+  /** The reply as exact chunks; takes precedence over `reply`. */
+  chunks?: string[];
+  /** Pause before each chunk. */
+  chunkDelayMs?: number;
+  scheduler?: Scheduler;
+  /** Throw this ProviderError instead of replying: before any chunk, or after `failAfterChunks`. */
+  error?: ProviderError;
+  failAfterChunks?: number;
+  /** Reported usage; default: input = words of all messages, output = chunks sent. */
+  usage?: TokenUsage | null;
+}
+
+export class FakeLlm implements LanguageModel {
+  readonly id: string;
+  /** Every request generate() received, in order. */
+  readonly requests: GenerateRequest[] = [];
+  private closed = false;
+
+  constructor(private readonly options: FakeLlmOptions = {}) {
+    this.id = options.id ?? 'fake-llm';
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  async *generate(request: GenerateRequest): AsyncGenerator<GenerateChunk> {
+    if (this.closed) throw llmUnavailable(`${this.id}: generate() after close()`);
+    this.requests.push(request);
+    const o = this.options;
+    const chunks = o.chunks ?? (o.reply ?? 'Hello from the fake model.').split(' ').map((w, i) => (i === 0 ? w : ' ' + w));
+    const schedule = o.scheduler ?? realTimeScheduler;
+    const limit = request.maxOutputTokens ?? Infinity;
+    const inputWords = request.messages.reduce((n, m) => n + m.content.split(/\s+/).filter(Boolean).length, 0);
+    const usage = (sent: number): TokenUsage | null => (o.usage === undefined ? { inputTokens: inputWords, outputTokens: sent } : o.usage);
+    let sent = 0;
+    for (const text of chunks) {
+      if (o.error && sent === (o.failAfterChunks ?? 0)) throw o.error;
+      if (o.chunkDelayMs) await schedule(o.chunkDelayMs, request.signal);
+      if (request.signal.aborted) {
+        yield { type: 'done', finishReason: 'aborted', usage: usage(sent) };
+        return;
+      }
+      if (sent >= limit) {
+        yield { type: 'done', finishReason: 'length', usage: usage(sent) };
+        return;
+      }
+      yield { type: 'text', text };
+      sent++;
+    }
+    if (o.error && sent === (o.failAfterChunks ?? 0)) throw o.error;
+    yield { type: 'done', finishReason: request.signal.aborted ? 'aborted' : 'stop', usage: usage(sent) };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}

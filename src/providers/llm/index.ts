@@ -1,0 +1,119 @@
+/**
+ * Builds the process's language models from LlmConfig and routes each session `model` name to
+ * one of them (LLM_MODEL_ROUTES, then the default provider). Providers are created on first use
+ * and shared: one local llama.cpp model for every session, one OpenAI-compatible client per
+ * upstream model name, one offline responder.
+ *
+ * The default provider (LLM_PROVIDER=auto) is openai when LLM_BASE_URL or LLM_API_KEY is set,
+ * else llama-cpp when its GGUF is present (LLM_GGUF_PATH, or the manifest's llm-default fetched by
+ * npm run setup:models), else the offline responder. Wherever llama-cpp is wanted (by LLM_PROVIDER
+ * or a route) but no GGUF is present, the offline responder serves instead and one warning line
+ * says so and how to fix it; nothing here throws for a missing model.
+ */
+import { modelPath } from '../../cli/fetch-models.js';
+import type { Logger } from '../../core/log.js';
+import type { LanguageModel, LanguageModels } from './base.js';
+import { matchRoute, type LlmConfig, type LlmProviderName } from './config.js';
+import { LlamaCppModel } from './llama-cpp.js';
+import { OfflineResponder } from './offline-responder.js';
+import { OpenAiModel } from './openai.js';
+
+/** The manifest entry (models/manifest.json) of the default local model. */
+export const DEFAULT_LLM_MODEL_NAME = 'llm-default';
+
+export type { LlmConfig } from './config.js';
+export { LLM_CONFIG_VARS, loadLlmConfig } from './config.js';
+
+export function createLanguageModels(config: LlmConfig, modelsDir: string, log: Logger): LanguageModels {
+  return new RoutedLanguageModels(config, modelsDir, log);
+}
+
+class RoutedLanguageModels implements LanguageModels {
+  /** The provider names that do not depend on the session's model name resolve to one instance. */
+  private llamaCpp: LlamaCppModel | null = null;
+  private offline: OfflineResponder | null = null;
+  private readonly openai = new Map<string, OpenAiModel>();
+  private readonly ggufPath: string | null;
+  private readonly defaultProvider: LlmProviderName;
+  private warnedOffline = false;
+
+  constructor(
+    private readonly config: LlmConfig,
+    modelsDir: string,
+    private readonly log: Logger,
+  ) {
+    this.ggufPath = config.ggufPath ?? modelPath(modelsDir, DEFAULT_LLM_MODEL_NAME);
+    this.defaultProvider =
+      config.provider !== 'auto'
+        ? config.provider
+        : config.baseUrl !== null || config.apiKey !== null
+          ? 'openai'
+          : this.ggufPath !== null
+            ? 'llama-cpp'
+            : 'offline';
+    log.info('language model provider selected', {
+      provider: this.defaultProvider,
+      ...(this.defaultProvider === 'llama-cpp' ? { file: this.ggufPath } : {}),
+      ...(this.defaultProvider === 'openai' ? { baseUrl: config.baseUrl ?? 'https://api.openai.com/v1', model: config.model ?? '(session model)' } : {}),
+      routes: config.routes.map((r) => `${r.pattern}=${r.provider}`).join(','),
+    });
+    if (this.defaultProvider === 'offline' && config.provider === 'auto') this.warnOffline('no language model is configured');
+    if (this.defaultProvider === 'llama-cpp' && this.ggufPath === null) this.warnOffline('LLM_PROVIDER=llama-cpp but its model file is absent');
+  }
+
+  /** The provider name that serves a session model name (routes first, then the default). */
+  providerFor(model: string): LlmProviderName {
+    const route = matchRoute(this.config.routes, model);
+    return !route || route.provider === 'default' ? this.defaultProvider : route.provider;
+  }
+
+  forModel(model: string): LanguageModel {
+    const provider = this.providerFor(model);
+    if (provider === 'openai') return this.openaiFor(this.config.model ?? model);
+    if (provider === 'llama-cpp' && this.ggufPath !== null) {
+      this.llamaCpp ??= new LlamaCppModel({
+        modelFile: this.ggufPath,
+        threads: this.config.threads,
+        contextTokens: this.config.contextTokens,
+        parallel: this.config.parallel,
+        maxOutputTokens: this.config.maxOutputTokens,
+        log: this.log,
+      });
+      return this.llamaCpp;
+    }
+    if (provider === 'llama-cpp') this.warnOffline(`model '${model}' is routed to llama-cpp but its model file is absent`);
+    this.offline ??= new OfflineResponder();
+    return this.offline;
+  }
+
+  async close(): Promise<void> {
+    const all: LanguageModel[] = [...this.openai.values()];
+    if (this.llamaCpp) all.push(this.llamaCpp);
+    if (this.offline) all.push(this.offline);
+    await Promise.allSettled(all.map((m) => m.close()));
+  }
+
+  private openaiFor(upstreamModel: string): OpenAiModel {
+    let model = this.openai.get(upstreamModel);
+    if (!model) {
+      model = new OpenAiModel({
+        baseUrl: this.config.baseUrl,
+        apiKey: this.config.apiKey,
+        model: upstreamModel,
+        maxOutputTokens: this.config.maxOutputTokens,
+        timeoutMs: this.config.requestTimeoutMs,
+      });
+      this.openai.set(upstreamModel, model);
+    }
+    return model;
+  }
+
+  private warnOffline(why: string): void {
+    if (this.warnedOffline) return;
+    this.warnedOffline = true;
+    this.log.warn(
+      `${why}: replies come from the built-in offline responder (rule-based, not a language model). ` +
+        'Run npm run setup:models for the local model, or set LLM_BASE_URL/LLM_API_KEY for an OpenAI-compatible server.',
+    );
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The stand-in used only when no language model is available (no local GGUF fetched, no
+ * OpenAI-compatible server configured). It is not a language model and says so: every reply is
+ * chosen by a few fixed rules from the last user message (a greeting, a question, thanks, a
+ * goodbye, anything else), mentions what was heard, and tells the operator how to configure a real
+ * model. Replies are deterministic for a given message and stream word by word, so the rest of the
+ * pipeline (speech, lip sync, interruption) works and can be demonstrated without a model.
+ *
+ * Usage counts words as tokens (whitespace-separated words of all input messages and of the
+ * reply): there is no tokenizer, and a word is the unit the replies are streamed in.
+ */
+import type { ChatMessage, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
+import { llmUnavailable } from './base.js';
+
+/** Longest stretch of the user's words quoted back, so a long utterance does not become a long reply. */
+const ECHO_MAX_WORDS = 12;
+
+const SETUP_HINT =
+  'To use a real model, run npm run setup:models, or set LLM_BASE_URL and LLM_API_KEY to an OpenAI-compatible server.';
+
+export class OfflineResponder implements LanguageModel {
+  readonly id = 'offline-responder';
+  private closed = false;
+
+  async *generate(request: GenerateRequest): AsyncGenerator<GenerateChunk> {
+    if (this.closed) throw llmUnavailable('offline-responder: generate() after close()');
+    const reply = offlineReply(request.messages);
+    const words = reply.split(' ');
+    const limit = request.maxOutputTokens ?? Infinity;
+    const usage = (output: number): TokenUsage => ({ inputTokens: countWords(request.messages), outputTokens: output });
+    let sent = 0;
+    for (const word of words) {
+      if (request.signal.aborted) {
+        yield { type: 'done', finishReason: 'aborted', usage: usage(sent) };
+        return;
+      }
+      if (sent >= limit) {
+        yield { type: 'done', finishReason: 'length', usage: usage(sent) };
+        return;
+      }
+      yield { type: 'text', text: sent === 0 ? word : ' ' + word };
+      sent++;
+      // Yield to the event loop between words so an abort from another task is seen promptly.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    yield { type: 'done', finishReason: request.signal.aborted ? 'aborted' : 'stop', usage: usage(sent) };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
+
+/** The reply for a conversation: a fixed rule applied to its last user message. */
+export function offlineReply(messages: readonly ChatMessage[]): string {
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  const said = normalize(last?.content ?? '');
+  const intro = 'I am the built-in rule-based responder, not a language model.';
+  if (said === '') return `Hello. ${intro} ${SETUP_HINT}`;
+  const lower = said.toLowerCase();
+  const quote = quoteOf(said);
+  if (/^(hi|hello|hey|good (morning|afternoon|evening)|greetings)\b/.test(lower)) {
+    return `Hello! ${intro} I can hear you and speak, but I cannot hold a real conversation yet. ${SETUP_HINT}`;
+  }
+  if (/\b(thanks|thank you)\b/.test(lower)) return `You are welcome. ${intro} ${SETUP_HINT}`;
+  if (/^(bye|goodbye|see you)\b|\b(bye|goodbye)[.!]?$/.test(lower)) return 'Goodbye! Thanks for trying the avatar.';
+  if (said.endsWith('?') || /^(what|who|where|when|why|how|which|can|could|do|does|is|are|will|would|should)\b/.test(lower)) {
+    return `You asked: ${quote} That is a good question, but I cannot answer it: ${intro} ${SETUP_HINT}`;
+  }
+  return `I heard: ${quote} ${intro} ${SETUP_HINT}`;
+}
+
+function normalize(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+function quoteOf(said: string): string {
+  const words = said.split(' ');
+  const head = words.slice(0, ECHO_MAX_WORDS).join(' ');
+  const text = words.length > ECHO_MAX_WORDS ? `${head}...` : head;
+  return /[.!?]$/.test(text) ? text : `${text}.`;
+}
+
+function countWords(messages: readonly ChatMessage[]): number {
+  return messages.reduce((n, m) => n + (normalize(m.content) === '' ? 0 : normalize(m.content).split(' ').length), 0);
+}

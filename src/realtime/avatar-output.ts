@@ -1,0 +1,51 @@
+/**
+ * What the realtime engine needs from the avatar: a place to queue speech, and the played result
+ * coming back tick by tick on one clock. The media facade implements it over the native addon
+ * (src/media/avatar-output.ts); the engine never imports media code.
+ *
+ * Time is the output clock in integer nanoseconds. Every tick (1/fps) the output emits the audio
+ * it played in that tick (`audio`, PCM16 mono 24 kHz, silence included) and, when frames are
+ * wanted, the rendered frame with the same pts (`frame`, JPEG). Speech pushed while nothing plays
+ * starts at the next tick; speech pushed while something plays follows it without a gap.
+ */
+import type { EventEmitter } from 'node:events';
+import type { PhonemeTiming } from '../providers/tts/base.js';
+
+/** The rate of `audio` chunks and of realtime output audio. */
+export const OUTPUT_SAMPLE_RATE_HZ = 24000;
+
+export interface SpeechPlacement {
+  startPtsNs: number;
+  endPtsNs: number;
+}
+
+export interface AvatarAudioChunk {
+  /** PCM16 mono at OUTPUT_SAMPLE_RATE_HZ, little-endian. */
+  pcm: Buffer;
+  ptsNs: number;
+}
+
+export interface AvatarFrame {
+  jpeg: Buffer;
+  ptsNs: number;
+}
+
+export interface AvatarOutputEvents {
+  audio: [AvatarAudioChunk];
+  frame: [AvatarFrame];
+  /** The output failed and stopped (a pipeline error); the session cannot speak any more. */
+  failed: [Error];
+}
+
+export interface AvatarOutput extends EventEmitter<AvatarOutputEvents> {
+  readonly fps: number;
+  /** Queues speech (mono PCM16, 8..48 kHz) with optional phoneme timings for the lips. */
+  pushSpeech(pcm: Int16Array, sampleRateHz: number, phonemes: PhonemeTiming[]): SpeechPlacement;
+  /** Drops queued speech: the next frame is idle and the audio silent. */
+  interrupt(): void;
+  /** Switches the face photo (a standard id or an uploaded face the user owns). */
+  setFace(faceId: string): Promise<void>;
+  /** Switches the driving motion (idle head motion and blinks). */
+  setDriving(drivingId: string): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,624 @@
+/**
+ * The realtime engine of one session: takes client events in order and produces server events,
+ * over the conversation, the input audio buffer (with server VAD), responses (response.ts) and
+ * the avatar. Transport-free: the WebSocket layer (src/signaling/realtime-ws.ts) hands it text
+ * messages and sends what it emits; the same engine can serve a WebRTC data channel.
+ *
+ * Rules kept here:
+ *  - events are handled strictly in arrival order (one chain), so a session.update that switches
+ *    faces completes before the response.create after it;
+ *  - every bad event gets an `error` event naming its event_id, and the session goes on;
+ *  - one response at a time; user speech (server VAD with interrupt_response) cancels it
+ *    (barge-in), and so does response.cancel;
+ *  - a voice turn: speech_started → speech_stopped → input_audio_buffer.committed →
+ *    conversation.item.added → transcription (.delta*, .completed | .failed) →
+ *    conversation.item.done → response (when create_response).
+ */
+import type { Logger } from '../core/log.js';
+import type { LanguageModels, ChatMessage } from '../providers/llm/base.js';
+import type { SpeechService } from '../providers/tts/base.js';
+import type { SpeechRecognizers } from '../providers/asr/base.js';
+import type { VoiceActivityDetector } from '../providers/vad/base.js';
+import { SpeechSegmenter, INPUT_SAMPLE_RATE_HZ, type SpeechStartedEvent, type SpeechStoppedEvent } from '../providers/vad/segmenter.js';
+import { AppError } from '../core/errors.js';
+import type { AvatarOutput } from './avatar-output.js';
+import { Conversation, type MessageItem, parseMessageItem, toMessages } from './conversation.js';
+import {
+  type ClientEvent,
+  type Dialect,
+  type Json,
+  type ServerEventDraft,
+  RealtimeError,
+  decodePcm16,
+  errorEvent,
+  eventIdOf,
+  isObject,
+  newConversationId,
+  newItemId,
+  newResponseId,
+  optionalString,
+  parseClientEvent,
+  requireInteger,
+  requireObject,
+  requireString,
+  MAX_CLIENT_EVENT_BYTES,
+} from './protocol.js';
+import { ResponseRun, type ResponseOutcome } from './response.js';
+import { applySessionUpdate, type SessionSettings } from './session-update.js';
+
+/** OpenAI refuses to commit less than this much audio. */
+export const MIN_COMMIT_MS = 100;
+/** The input buffer holds at most this much uncommitted audio (about 15 MiB, OpenAI's limit). */
+const MAX_INPUT_BUFFER_SAMPLES = INPUT_SAMPLE_RATE_HZ * 60 * 5;
+/** Told to the model when the reply will be spoken: the avatar should talk, not write. */
+export const SPOKEN_REPLY_GUIDANCE =
+  'Your replies are spoken aloud by an animated avatar in a live conversation: answer in one to three short sentences of plain speech, without lists, markdown, code or emoji.';
+
+/** What the engine records outside itself (chat history, usage), through the store. */
+export interface SessionRecorder {
+  appendTurn(role: 'user' | 'assistant', content: string): Promise<void>;
+  setCurrentTranscript(text: string): Promise<void>;
+  addUsage(delta: { audioSecondsOut?: number; framesOut?: number; inputTokens?: number; outputTokens?: number }): Promise<void>;
+}
+
+/** Asset checks for session.update (standard id or an upload the user owns). */
+export interface AssetChecker {
+  require(kind: 'face' | 'voice' | 'driving', id: string, userId: string, param: string): Promise<void>;
+}
+
+export interface EngineOptions {
+  sessionId: string;
+  userId: string;
+  dialect: Dialect;
+  defaultModel: string;
+  /** Unix seconds at which the session ends (its maximum duration). */
+  expiresAt: number;
+  /** The session's tts_source (REST sessions), 'auto' otherwise. */
+  ttsSource: string;
+  /** Older-form connections: `video=true` asks for frames (response.video.delta). */
+  legacyVideo: boolean;
+  /** Initial config (an ephemeral key's session, or fields of the REST session). */
+  initial: Json;
+}
+
+export interface EngineDeps {
+  send(event: ServerEventDraft): void;
+  avatar: AvatarOutput;
+  llm: LanguageModels;
+  tts: SpeechService;
+  asr: SpeechRecognizers;
+  createVad(): Promise<VoiceActivityDetector>;
+  assets: AssetChecker;
+  recorder: SessionRecorder;
+  log: Logger;
+}
+
+export class RealtimeSessionEngine {
+  private settings: SessionSettings;
+  private readonly conversation = new Conversation(newConversationId());
+  private chain: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  private active: ResponseRun | null = null;
+  private segmenter: SpeechSegmenter | null = null;
+  private vad: VoiceActivityDetector | null = null;
+  private inputChunks: Int16Array[] = [];
+  private inputSamples = 0;
+  /** The item id announced by speech_started, used again by speech_stopped and the commit. */
+  private speechItemId: string | null = null;
+  private readonly transcriptions = new Set<Promise<void>>();
+
+  constructor(
+    private readonly options: EngineOptions,
+    private readonly deps: EngineDeps,
+  ) {
+    this.settings = applySessionUpdate(null, options.initial, options.defaultModel);
+    deps.avatar.on('audio', (chunk) => this.active?.onAudio(chunk));
+    deps.avatar.on('frame', (frame) => this.active?.onFrame(frame));
+    deps.avatar.on('failed', (err) => {
+      deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
+      this.active?.cancel('client_cancelled');
+      this.emit(errorEvent(new RealtimeError('avatar_failed', 'The avatar media pipeline failed; no further audio or video can be produced.', null, 'server_error'), null));
+    });
+  }
+
+  /** Sends session.created and starts turn detection; call once, before the first message. */
+  async start(): Promise<void> {
+    await this.applyTurnDetection();
+    this.emit({ type: 'session.created', session: this.sessionObject() });
+  }
+
+  /** One text message from the client; handled after every earlier one. */
+  receive(text: string): void {
+    const size = Buffer.byteLength(text);
+    if (size > MAX_CLIENT_EVENT_BYTES) {
+      // Not parsed (that is the point of the limit): the event_id is looked for in its first bytes.
+      const eventId = /"event_id"\s*:\s*"([^"\\]{1,512})"/.exec(text.slice(0, 4096))?.[1] ?? null;
+      this.emit(errorEvent(new RealtimeError('message_too_large', `The event is ${size} bytes; the limit is ${MAX_CLIENT_EVENT_BYTES}.`), eventId));
+      return;
+    }
+    let event: ClientEvent;
+    try {
+      event = parseClientEvent(text);
+    } catch (err) {
+      this.emit(errorEvent(err, eventIdOf(text)));
+      return;
+    }
+    // Audio appends are cheap and ordered with everything else through the same chain.
+    this.chain = this.chain.then(() => this.handle(event));
+  }
+
+  /** Resolves once every message received so far has been handled. */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  /** The effective session object, for session.created/updated. */
+  sessionObject(): Json {
+    const s = this.settings.session;
+    if (this.options.dialect === 'legacy') {
+      return {
+        id: this.options.sessionId,
+        object: 'realtime.session',
+        model: s.model,
+        modalities: s.output_modalities,
+        instructions: s.instructions,
+        voice: s.voice,
+        face: s.face,
+        driving: s.driving,
+        video: this.imagesWanted(),
+        input_audio_format: 'pcm16',
+        output_audio_format: 'pcm16',
+        input_audio_transcription: s.audio.input.transcription,
+        turn_detection: s.audio.input.turn_detection,
+        tools: s.tools,
+        tool_choice: s.tool_choice,
+        temperature: 0.8,
+        max_response_output_tokens: s.max_output_tokens,
+        speed: s.audio.output.speed,
+        expires_at: this.options.expiresAt,
+      };
+    }
+    return { ...s, id: this.options.sessionId, expires_at: this.options.expiresAt };
+  }
+
+  /** Stops everything; no events are sent afterwards. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.active?.cancel('client_cancelled');
+    await this.segmenter?.close().catch(() => undefined);
+    await this.vad?.close().catch(() => undefined);
+    await Promise.allSettled([...this.transcriptions]);
+  }
+
+  private emit(event: ServerEventDraft): void {
+    if (!this.closed) this.deps.send(event);
+  }
+
+  private async handle(event: ClientEvent): Promise<void> {
+    if (this.closed) return;
+    try {
+      switch (event.type) {
+        case 'session.update':
+          return await this.onSessionUpdate(event);
+        case 'conversation.item.create':
+          return await this.onItemCreate(event);
+        case 'conversation.item.truncate':
+          return this.onItemTruncate(event);
+        case 'conversation.item.delete':
+          return this.onItemDelete(event);
+        case 'conversation.item.retrieve':
+          return this.onItemRetrieve(event);
+        case 'input_audio_buffer.append':
+          return this.onAppend(event);
+        case 'input_audio_buffer.commit':
+          return this.onCommit();
+        case 'input_audio_buffer.clear':
+          return this.onClear();
+        case 'response.create':
+          return await this.onResponseCreate(event);
+        case 'response.cancel':
+          return this.onResponseCancel(event);
+      }
+    } catch (err) {
+      if (!(err instanceof AppError)) this.deps.log.error('realtime event failed', { sessionId: this.options.sessionId, type: event.type, err });
+      this.emit(errorEvent(err, event.eventId));
+    }
+  }
+
+  // ---- session ----
+
+  private async onSessionUpdate(event: ClientEvent): Promise<void> {
+    const update = requireObject(event.body, 'session', 'session');
+    const next = applySessionUpdate(this.settings.raw, update, this.options.defaultModel);
+    const before = this.settings.session;
+    const after = next.session;
+    const { userId } = this.options;
+    const checks: Promise<void>[] = [];
+    const check = (kind: 'face' | 'voice' | 'driving', id: string | null, param: string) => {
+      if (id !== null) checks.push(this.deps.assets.require(kind, id, userId, param).catch((err) => Promise.reject(asRealtime(err))));
+    };
+    if (after.voice !== before.voice) check('voice', after.voice, update.voice !== undefined ? 'session.voice' : 'session.audio.output.voice');
+    if (after.face !== before.face) check('face', after.face, 'session.face');
+    if (after.driving !== before.driving) check('driving', after.driving, 'session.driving');
+    await Promise.all(checks);
+    // Switch the avatar before committing the settings: a face that fails to load leaves the old one.
+    if (after.face !== before.face) await this.deps.avatar.setFace(after.face ?? 'default');
+    if (after.driving !== before.driving) await this.deps.avatar.setDriving(after.driving ?? 'default');
+    this.settings = next;
+    await this.applyTurnDetection();
+    this.emit({ type: 'session.updated', session: this.sessionObject() });
+  }
+
+  private imagesWanted(): boolean {
+    const modalities = this.settings.session.output_modalities;
+    if (this.options.dialect === 'legacy') return this.options.legacyVideo || modalities.includes('image') || modalities.includes('video');
+    return modalities.includes('image');
+  }
+
+  /** Creates, reconfigures or removes the VAD segmenter to match the settings. */
+  private async applyTurnDetection(): Promise<void> {
+    const td = this.settings.turnDetection;
+    if (td === null) {
+      if (this.segmenter) {
+        await this.segmenter.close();
+        this.segmenter = null;
+      }
+      return;
+    }
+    if (this.segmenter) {
+      this.segmenter.update(td.segmenter);
+      return;
+    }
+    this.vad ??= await this.deps.createVad();
+    const segmenter = new SpeechSegmenter(this.vad, td.segmenter);
+    segmenter.on('speech_started', (e) => this.onSpeechStarted(e));
+    segmenter.on('speech_stopped', (e) => this.onSpeechStopped(e));
+    segmenter.on('error', (err) => this.deps.log.warn('VAD frame failed', { sessionId: this.options.sessionId, err }));
+    this.segmenter = segmenter;
+  }
+
+  // ---- conversation items ----
+
+  private async onItemCreate(event: ClientEvent): Promise<void> {
+    const { body } = event;
+    const previous = optionalString(body, 'previous_item_id', 'previous_item_id');
+    const { item, audio } = parseMessageItem(body.item, 'item');
+    const pcm = audio !== null ? decodePcm16(audio, 'item.content.audio') : null;
+    const previousItemId = this.conversation.insert(item, previous);
+    this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
+    if (pcm) {
+      this.transcribe(item, previousItemId, pcm, false);
+      return;
+    }
+    this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
+    const text = item.content.map((p) => ('text' in p ? p.text : (p.transcript ?? ''))).join(' ');
+    if (item.role !== 'system' && text.trim() !== '') void this.record(() => this.deps.recorder.appendTurn(item.role as 'user' | 'assistant', text));
+  }
+
+  private onItemTruncate(event: ClientEvent): void {
+    const { body } = event;
+    const itemId = requireString(body, 'item_id', 'item_id');
+    const contentIndex = requireInteger(body, 'content_index', 'content_index', 0);
+    const audioEndMs = requireInteger(body, 'audio_end_ms', 'audio_end_ms', 0);
+    const item = this.conversation.require(itemId, 'item_id');
+    const part = item.content[contentIndex];
+    if (item.role !== 'assistant' || !part || part.type !== 'output_audio') {
+      throw new RealtimeError('invalid_value', `Item '${itemId}' has no assistant audio at content_index ${contentIndex}.`, 'content_index');
+    }
+    const run = this.active?.itemId === itemId ? this.active : this.truncatable.get(itemId);
+    if (!run) throw new RealtimeError('invalid_value', `Item '${itemId}' has no audio that can be truncated.`, 'item_id');
+    if (audioEndMs > run.playedMs) {
+      throw new RealtimeError('invalid_value', `audio_end_ms ${audioEndMs} is past the end of the item's audio (${run.playedMs} ms).`, 'audio_end_ms');
+    }
+    if (this.active === run) run.cancel('client_cancelled');
+    const transcript = run.transcriptAt(audioEndMs);
+    item.content[contentIndex] = { type: 'output_audio', transcript };
+    item.status = 'incomplete';
+    this.emit({ type: 'conversation.item.truncated', item_id: itemId, content_index: contentIndex, audio_end_ms: audioEndMs });
+  }
+
+  private onItemDelete(event: ClientEvent): void {
+    const itemId = requireString(event.body, 'item_id', 'item_id');
+    if (this.active?.itemId === itemId) {
+      throw new RealtimeError('item_in_use', `Item '${itemId}' belongs to the response in progress; cancel it first.`, 'item_id');
+    }
+    this.conversation.delete(itemId);
+    this.truncatable.delete(itemId);
+    this.emit({ type: 'conversation.item.deleted', item_id: itemId });
+  }
+
+  private onItemRetrieve(event: ClientEvent): void {
+    const itemId = requireString(event.body, 'item_id', 'item_id');
+    this.emit({ type: 'conversation.item.retrieved', item: this.conversation.require(itemId, 'item_id') });
+  }
+
+  // ---- input audio ----
+
+  private onAppend(event: ClientEvent): void {
+    const audio = requireString(event.body, 'audio', 'audio');
+    const pcm = decodePcm16(audio, 'audio');
+    if (this.inputSamples + pcm.length > MAX_INPUT_BUFFER_SAMPLES) {
+      throw new RealtimeError('input_audio_buffer_full', 'The input audio buffer is full (5 minutes); commit or clear it.', 'audio');
+    }
+    this.inputChunks.push(pcm);
+    this.inputSamples += pcm.length;
+    this.segmenter?.push(pcm);
+  }
+
+  private onCommit(): void {
+    const ms = (this.inputSamples * 1000) / INPUT_SAMPLE_RATE_HZ;
+    if (ms < MIN_COMMIT_MS) {
+      throw new RealtimeError(
+        'input_audio_buffer_commit_empty',
+        `Error committing input audio buffer: buffer too small. Expected at least ${MIN_COMMIT_MS}ms of audio, but buffer only has ${ms.toFixed(2)}ms of audio.`,
+      );
+    }
+    const pcm = concat(this.inputChunks, this.inputSamples);
+    const itemId = this.speechItemId ?? newItemId();
+    this.speechItemId = null;
+    this.resetInput();
+    this.segmenter?.clear();
+    this.commitAudio(itemId, pcm, false);
+  }
+
+  private onClear(): void {
+    this.resetInput();
+    this.speechItemId = null;
+    this.segmenter?.clear();
+    this.emit({ type: 'input_audio_buffer.cleared' });
+  }
+
+  private resetInput(): void {
+    this.inputChunks = [];
+    this.inputSamples = 0;
+  }
+
+  private onSpeechStarted(e: SpeechStartedEvent): void {
+    if (this.closed) return;
+    this.speechItemId = newItemId();
+    this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: this.speechItemId });
+    const td = this.settings.turnDetection;
+    if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
+  }
+
+  private onSpeechStopped(e: SpeechStoppedEvent): void {
+    if (this.closed) return;
+    const itemId = this.speechItemId ?? newItemId();
+    this.speechItemId = null;
+    this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: itemId });
+    this.resetInput();
+    this.commitAudio(itemId, e.audio, this.settings.turnDetection?.createResponse ?? false);
+  }
+
+  /** input_audio_buffer.committed, the user item, its transcription, and (VAD) the response. */
+  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean): void {
+    const item: MessageItem = {
+      id: itemId,
+      object: 'realtime.item',
+      type: 'message',
+      status: 'completed',
+      role: 'user',
+      content: [{ type: 'input_audio', transcript: null }],
+    };
+    const previousItemId = this.conversation.insert(item, null);
+    this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
+    this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
+    this.transcribe(item, previousItemId, pcm, respond);
+  }
+
+  /** Transcribes a user audio item; responses wait for transcriptions in progress. */
+  private transcribe(item: MessageItem, previousItemId: string | null, pcm: Int16Array, respond: boolean): void {
+    const { transcription } = this.settings;
+    const recognizer = this.deps.asr.forModel(transcription.model);
+    const job = (async () => {
+      let ok = false;
+      try {
+        const result = await recognizer.transcribe(
+          { pcm, language: transcription.language ?? 'en', prompt: transcription.prompt },
+          (delta) => this.emit({ type: 'conversation.item.input_audio_transcription.delta', item_id: item.id, content_index: 0, delta }),
+        );
+        const transcript = result.text.trim();
+        item.content = [{ type: 'input_audio', transcript }];
+        this.emit({
+          type: 'conversation.item.input_audio_transcription.completed',
+          item_id: item.id,
+          content_index: 0,
+          transcript,
+          usage: transcriptionUsage(result.audioSeconds, transcript),
+        });
+        if (transcript !== '') void this.record(() => this.deps.recorder.appendTurn('user', transcript));
+        ok = transcript !== '';
+      } catch (err) {
+        const e = err instanceof AppError ? err : new RealtimeError('transcription_failed', 'Transcription failed.', null, 'server_error');
+        this.deps.log.warn('transcription failed', { sessionId: this.options.sessionId, itemId: item.id, err });
+        this.emit({
+          type: 'conversation.item.input_audio_transcription.failed',
+          item_id: item.id,
+          content_index: 0,
+          error: { type: e.type, code: e.code, message: e.message, param: e.param },
+        });
+      }
+      if (this.conversation.get(item.id)) this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
+      if (respond && ok && !this.closed) {
+        // Chained like a client's response.create, so it is ordered with the client's events.
+        this.chain = this.chain.then(() => this.startResponseSafely(null, null));
+      }
+    })();
+    this.transcriptions.add(job);
+    void job.finally(() => this.transcriptions.delete(job));
+  }
+
+  // ---- responses ----
+
+  /** Runs whose audio can still be truncated, by item id (the latest few). */
+  private readonly truncatable = new Map<string, ResponseRun>();
+
+  private async onResponseCreate(event: ClientEvent): Promise<void> {
+    const body = event.body.response;
+    if (body !== undefined && body !== null && !isObject(body)) {
+      throw new RealtimeError('invalid_type', "Invalid type for 'response': expected an object.", 'response');
+    }
+    await this.startResponse(body ?? null);
+  }
+
+  private async startResponseSafely(body: Json | null, clientEventId: string | null): Promise<void> {
+    try {
+      await this.startResponse(body);
+    } catch (err) {
+      this.emit(errorEvent(err, clientEventId));
+    }
+  }
+
+  private async startResponse(body: Json | null): Promise<void> {
+    if (this.active) {
+      throw new RealtimeError(
+        'conversation_already_has_active_response',
+        `Conversation already has an active response in progress: ${this.active.id}. Wait until the response is finished before creating a new one.`,
+      );
+    }
+    const r = body ?? {};
+    const s = this.settings.session;
+    const modalitiesRaw = r.output_modalities ?? r.modalities;
+    let modalities = s.output_modalities;
+    if (modalitiesRaw !== undefined) {
+      if (!Array.isArray(modalitiesRaw) || modalitiesRaw.some((m) => m !== 'text' && m !== 'audio' && m !== 'image')) {
+        throw new RealtimeError('invalid_value', "'response.output_modalities' must be a list of 'text', 'audio', 'image'.", 'response.output_modalities');
+      }
+      modalities = modalitiesRaw as string[];
+    }
+    const conversation = r.conversation ?? 'auto';
+    if (conversation !== 'auto' && conversation !== 'none') {
+      throw new RealtimeError('invalid_value', "'response.conversation' must be 'auto' or 'none'.", 'response.conversation');
+    }
+    const instructions = r.instructions === undefined ? s.instructions : requireString(r, 'instructions', 'response.instructions');
+    const audioOut = isObject(r.audio) && isObject(r.audio.output) ? r.audio.output : {};
+    const voiceOverride = optionalString(audioOut, 'voice', 'response.audio.output.voice') ?? optionalString(r, 'voice', 'response.voice');
+    const maxTokens = r.max_output_tokens ?? r.max_response_output_tokens ?? s.max_output_tokens;
+    if (maxTokens !== 'inf' && !(typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= 4096)) {
+      throw new RealtimeError('invalid_value', "'response.max_output_tokens' must be an integer from 1 to 4096 or 'inf'.", 'response.max_output_tokens');
+    }
+    let context: ChatMessage[];
+    if (Array.isArray(r.input)) context = this.inputContext(r.input);
+    else if (r.input !== undefined && r.input !== null) throw new RealtimeError('invalid_type', "'response.input' must be an array of items.", 'response.input');
+    else context = this.conversation.messages();
+    // Wait for transcriptions in progress so the model hears what was said.
+    if (this.transcriptions.size > 0) await Promise.allSettled([...this.transcriptions]);
+    if (this.closed) return;
+    if (this.active) throw new RealtimeError('conversation_already_has_active_response', 'Conversation already has an active response in progress.');
+
+    const audio = modalities.includes('audio');
+    const system = audio ? `${instructions}\n\n${SPOKEN_REPLY_GUIDANCE}` : instructions;
+    const voiceId = voiceOverride ?? s.voice;
+    const inConversation = conversation === 'auto';
+    const item: MessageItem = { id: newItemId(), object: 'realtime.item', type: 'message', status: 'in_progress', role: 'assistant', content: [] };
+    const previousItemId = inConversation ? this.conversation.insert(item, null) : null;
+    const run = new ResponseRun(
+      {
+        id: newResponseId(),
+        conversationId: inConversation ? this.conversation.id : null,
+        outputModalities: modalities,
+        messages: [{ role: 'system', content: system }, ...context],
+        maxOutputTokens: maxTokens as number | 'inf',
+        metadata: r.metadata ?? null,
+        voiceName: voiceOverride ?? s.audio.output.voice,
+        speed: s.audio.output.speed,
+        item,
+        previousItemId,
+        images: this.imagesWanted() && (modalitiesRaw === undefined || modalities.includes('image') || this.options.legacyVideo),
+      },
+      {
+        emit: (e) => this.emit(e),
+        avatar: this.deps.avatar,
+        llm: this.deps.llm.forModel(s.model),
+        voice: () => this.deps.tts.voice({ voiceId, userId: this.options.userId, source: this.options.ttsSource }),
+        log: this.deps.log,
+        onProgress: (text) => void this.record(() => this.deps.recorder.setCurrentTranscript(text)),
+      },
+    );
+    this.active = run;
+    run.once('done', (outcome) => this.onResponseDone(run, outcome));
+    run.start();
+  }
+
+  private inputContext(input: unknown[]): ChatMessage[] {
+    const items: MessageItem[] = input.map((raw, i) => {
+      if (isObject(raw) && raw.type === 'item_reference') {
+        return this.conversation.require(requireString(raw, 'id', `response.input[${i}].id`), `response.input[${i}].id`);
+      }
+      return parseMessageItem(raw, `response.input[${i}]`).item;
+    });
+    return toMessages(items);
+  }
+
+  private onResponseDone(run: ResponseRun, outcome: ResponseOutcome): void {
+    if (this.active === run) this.active = null;
+    this.truncatable.set(run.itemId, run);
+    while (this.truncatable.size > 8) this.truncatable.delete(this.truncatable.keys().next().value as string);
+    const part = outcome.item.content[0];
+    const text = part ? ('text' in part ? part.text : (part.transcript ?? '')) : '';
+    void this.record(async () => {
+      if (run.inConversation && text.trim() !== '') await this.deps.recorder.appendTurn('assistant', text);
+      await this.deps.recorder.setCurrentTranscript('');
+      await this.deps.recorder.addUsage({
+        audioSecondsOut: outcome.audioSeconds,
+        framesOut: outcome.frames,
+        inputTokens: outcome.usage?.inputTokens ?? 0,
+        outputTokens: outcome.usage?.outputTokens ?? 0,
+      });
+    });
+  }
+
+  private onResponseCancel(event: ClientEvent): void {
+    const responseId = optionalString(event.body, 'response_id', 'response_id');
+    if (!this.active || (responseId !== null && responseId !== this.active.id)) {
+      throw new RealtimeError(
+        'response_cancel_not_active',
+        responseId !== null && this.active ? `Response '${responseId}' is not the active response.` : 'Cancellation failed: no active response found.',
+        responseId !== null ? 'response_id' : null,
+      );
+    }
+    this.active.cancel('client_cancelled');
+  }
+
+  /** Store writes never break the conversation: a failure is logged. */
+  private async record(write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (err) {
+      this.deps.log.error('recording chat or usage failed', { sessionId: this.options.sessionId, err });
+    }
+  }
+}
+
+function asRealtime(err: unknown): unknown {
+  return err instanceof AppError && !(err instanceof RealtimeError) ? new RealtimeError(err.code, err.message, err.param) : err;
+}
+
+/**
+ * Transcription usage in the token form (strict SDK schemas, e.g. @openai/agents-realtime, accept
+ * only this one): audio at OpenAI's published rate of one token per 100 ms, and the transcript at
+ * the usual estimate of one token per four characters (local recognisers report no tokens).
+ */
+function transcriptionUsage(audioSeconds: number, transcript: string) {
+  const audioTokens = Math.ceil(audioSeconds * 10);
+  const outputTokens = Math.ceil(transcript.length / 4);
+  return {
+    type: 'tokens',
+    total_tokens: audioTokens + outputTokens,
+    input_tokens: audioTokens,
+    input_token_details: { text_tokens: 0, audio_tokens: audioTokens },
+    output_tokens: outputTokens,
+  };
+}
+
+function concat(chunks: Int16Array[], total: number): Int16Array {
+  const out = new Int16Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}

@@ -1,0 +1,233 @@
+/**
+ * session.update: merges a client's partial session config into the session's accumulated config
+ * and derives the effective session object (session-object.ts) plus the settings the engine acts
+ * on (turn detection, transcription). Only the fields present change; objects under `audio` merge
+ * field by field, everything else is replaced. Three shapes are accepted, normalised here and
+ * nowhere else:
+ *  - GA: `{type:"realtime", output_modalities, audio:{input:{...}, output:{voice, speed}}, ...}`;
+ *  - rtAV flat fields: `voice`, `face`, `driving`, `model`, `modalities` (no `type`);
+ *  - beta top-level fields: `turn_detection`, `input_audio_transcription`, `input_audio_format`,
+ *    `output_audio_format`, `speed`, `max_response_output_tokens`, `temperature` (ignored).
+ */
+import { OPENAI_VOICES, effectiveRealtimeSession, type RealtimeSessionObject } from './session-object.js';
+import { type Json, RealtimeError, isObject } from './protocol.js';
+import type { SegmenterConfig } from '../providers/vad/segmenter.js';
+import { AppError } from '../core/errors.js';
+
+const KNOWN_FIELDS = new Set([
+  'type', 'id', 'object', 'model', 'output_modalities', 'modalities', 'instructions', 'voice', 'face', 'driving', 'audio',
+  'tools', 'tool_choice', 'max_output_tokens', 'tracing', 'prompt', 'include', 'truncation', 'expires_at', 'reasoning',
+  'client_secret', 'parallel_tool_calls',
+  // beta names
+  'turn_detection', 'input_audio_transcription', 'input_audio_format', 'output_audio_format', 'input_audio_noise_reduction',
+  'speed', 'max_response_output_tokens', 'temperature',
+]);
+
+/** Semantic VAD has no model here; its eagerness maps to how long a pause ends a turn. */
+const SEMANTIC_EAGERNESS_SILENCE_MS: Record<string, number> = { low: 1200, medium: 700, auto: 700, high: 350 };
+
+export interface TurnDetection {
+  segmenter: SegmenterConfig;
+  createResponse: boolean;
+  interruptResponse: boolean;
+}
+
+export interface TranscriptionSettings {
+  model: string | null;
+  language: string | null;
+  prompt: string | null;
+}
+
+/** The accumulated raw config, the effective session object, and what the engine acts on. */
+export interface SessionSettings {
+  raw: Json;
+  session: RealtimeSessionObject;
+  /** Null = manual turns (the client commits and asks for responses). */
+  turnDetection: TurnDetection | null;
+  transcription: TranscriptionSettings;
+}
+
+/** Applies `update` (the `session` of a session.update) to `previous` (null = initial config). */
+export function applySessionUpdate(previous: Json | null, update: Json, defaultModel: string): SessionSettings {
+  for (const key of Object.keys(update)) {
+    if (!KNOWN_FIELDS.has(key)) throw new RealtimeError('unknown_parameter', `Unknown parameter: 'session.${key}'.`, `session.${key}`);
+  }
+  if (update.type !== undefined && update.type !== 'realtime') {
+    throw new RealtimeError(
+      'invalid_value',
+      `Invalid value for 'session.type': '${String(update.type)}'. This server runs realtime sessions ('realtime'); transcription-only sessions are not supported.`,
+      'session.type',
+    );
+  }
+  const normalised = normaliseBeta(update);
+  const raw = mergeConfig(previous ?? {}, normalised);
+  let session: RealtimeSessionObject;
+  try {
+    session = effectiveRealtimeSession(raw, defaultModel);
+  } catch (err) {
+    throw asRealtimeError(err);
+  }
+  const audioIn = session.audio.input;
+  return {
+    raw,
+    session,
+    turnDetection: parseTurnDetection(audioIn.turn_detection),
+    transcription: parseTranscription(audioIn.transcription),
+  };
+}
+
+function asRealtimeError(err: unknown): unknown {
+  return err instanceof AppError ? new RealtimeError(err.code, err.message, err.param) : err;
+}
+
+/** Beta top-level fields → their GA places; flat OpenAI voice names → audio.output.voice. */
+function normaliseBeta(update: Json): Json {
+  const out: Json = { ...update };
+  const audio: Json = isObject(out.audio) ? { ...out.audio } : {};
+  const input: Json = isObject(audio.input) ? { ...audio.input } : {};
+  const output: Json = isObject(audio.output) ? { ...audio.output } : {};
+  const move = (from: string, to: Json, key: string) => {
+    if (out[from] !== undefined) {
+      if (to[key] === undefined) to[key] = out[from];
+      delete out[from];
+    }
+  };
+  move('turn_detection', input, 'turn_detection');
+  move('input_audio_transcription', input, 'transcription');
+  move('input_audio_noise_reduction', input, 'noise_reduction');
+  move('speed', output, 'speed');
+  for (const [from, target] of [['input_audio_format', input], ['output_audio_format', output]] as const) {
+    if (out[from] !== undefined) {
+      target.format = betaFormat(out[from], `session.${from}`);
+      delete out[from];
+    }
+  }
+  if (out.max_response_output_tokens !== undefined) {
+    if (out.max_output_tokens === undefined) out.max_output_tokens = out.max_response_output_tokens;
+    delete out.max_response_output_tokens;
+  }
+  delete out.temperature;
+  delete out.id;
+  delete out.object;
+  delete out.expires_at;
+  delete out.client_secret;
+  if (typeof out.voice === 'string' && OPENAI_VOICES.includes(out.voice)) {
+    if (output.voice === undefined) output.voice = out.voice;
+    delete out.voice;
+  }
+  if (Object.keys(input).length > 0) audio.input = input;
+  if (Object.keys(output).length > 0) audio.output = output;
+  if (Object.keys(audio).length > 0) out.audio = audio;
+  if (input.format !== undefined) checkFormat(input.format, 'session.audio.input.format');
+  if (output.format !== undefined) checkFormat(output.format, 'session.audio.output.format');
+  return out;
+}
+
+function betaFormat(value: unknown, param: string): Json {
+  if (value === 'pcm16') return { type: 'audio/pcm', rate: 24000 };
+  if (value === 'g711_ulaw' || value === 'g711_alaw') {
+    throw new RealtimeError('unsupported_audio_format', `'${value}' audio is not supported; use 'pcm16' (PCM16 mono 24 kHz).`, param);
+  }
+  throw new RealtimeError('invalid_value', `Invalid value for '${param}': expected 'pcm16'.`, param);
+}
+
+function checkFormat(format: unknown, param: string): void {
+  if (!isObject(format)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
+  if (format.type !== 'audio/pcm') {
+    throw new RealtimeError('unsupported_audio_format', `Audio format '${String(format.type)}' is not supported; use {"type":"audio/pcm","rate":24000}.`, `${param}.type`);
+  }
+  if (format.rate !== undefined && format.rate !== 24000) {
+    throw new RealtimeError('invalid_value', `Invalid value for '${param}.rate': only 24000 is supported.`, `${param}.rate`);
+  }
+}
+
+/**
+ * Merges `update` into `base`: `audio`, `audio.input`, `audio.output` field by field, the rest
+ * replaced. The two spellings of one setting never both survive: a flat `voice` replaces the
+ * nested one and vice versa, `modalities` and `output_modalities` likewise.
+ */
+function mergeConfig(base: Json, update: Json): Json {
+  const out: Json = { ...base };
+  for (const [key, value] of Object.entries(update)) {
+    if (key === 'audio' && isObject(value)) {
+      const baseAudio = isObject(out.audio) ? out.audio : {};
+      const audio: Json = { ...baseAudio };
+      for (const side of ['input', 'output'] as const) {
+        const part = value[side];
+        if (isObject(part)) audio[side] = { ...(isObject(baseAudio[side]) ? baseAudio[side] : {}), ...part };
+        else if (part !== undefined) audio[side] = part;
+      }
+      out.audio = audio;
+    } else {
+      out[key] = value;
+    }
+  }
+  const nestedVoice = isObject(update.audio) && isObject(update.audio.output) ? update.audio.output.voice : undefined;
+  if (update.voice !== undefined && isObject(out.audio) && isObject(out.audio.output)) {
+    const output: Json = { ...out.audio.output };
+    delete output.voice;
+    out.audio = { ...out.audio, output };
+  } else if (nestedVoice !== undefined) {
+    delete out.voice;
+  }
+  if (update.modalities !== undefined) delete out.output_modalities;
+  if (update.output_modalities !== undefined) delete out.modalities;
+  return out;
+}
+
+function parseTurnDetection(value: unknown): TurnDetection | null {
+  if (value === null) return null;
+  const param = 'session.audio.input.turn_detection';
+  if (!isObject(value)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object or null.`, param);
+  const type = value.type ?? 'server_vad';
+  if (type !== 'server_vad' && type !== 'semantic_vad') {
+    throw new RealtimeError('invalid_value', `Invalid value for '${param}.type': expected 'server_vad' or 'semantic_vad'.`, `${param}.type`);
+  }
+  const num = (key: string, min: number, max: number, fallback: number): number => {
+    const v = value[key];
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
+      throw new RealtimeError('invalid_value', `Invalid value for '${param}.${key}': expected a number from ${min} to ${max}.`, `${param}.${key}`);
+    }
+    return v;
+  };
+  const bool = (key: string): boolean => {
+    const v = value[key];
+    if (v === undefined || v === null) return true;
+    if (typeof v !== 'boolean') throw new RealtimeError('invalid_type', `Invalid type for '${param}.${key}': expected a boolean.`, `${param}.${key}`);
+    return v;
+  };
+  let silenceDurationMs: number;
+  if (type === 'semantic_vad') {
+    const eagerness = value.eagerness ?? 'auto';
+    const mapped = typeof eagerness === 'string' ? SEMANTIC_EAGERNESS_SILENCE_MS[eagerness] : undefined;
+    if (mapped === undefined) {
+      throw new RealtimeError('invalid_value', `Invalid value for '${param}.eagerness': expected low, medium, high or auto.`, `${param}.eagerness`);
+    }
+    silenceDurationMs = mapped;
+  } else {
+    silenceDurationMs = num('silence_duration_ms', 0, 10_000, 500);
+  }
+  return {
+    segmenter: {
+      threshold: type === 'server_vad' ? num('threshold', 0, 1, 0.5) : 0.5,
+      prefixPaddingMs: type === 'server_vad' ? num('prefix_padding_ms', 0, 10_000, 300) : 300,
+      silenceDurationMs,
+    },
+    createResponse: bool('create_response'),
+    interruptResponse: bool('interrupt_response'),
+  };
+}
+
+function parseTranscription(value: unknown): TranscriptionSettings {
+  if (value === null || value === undefined) return { model: null, language: null, prompt: null };
+  const param = 'session.audio.input.transcription';
+  if (!isObject(value)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object or null.`, param);
+  const str = (key: string): string | null => {
+    const v = value[key];
+    if (v === undefined || v === null || v === '') return null;
+    if (typeof v !== 'string') throw new RealtimeError('invalid_type', `Invalid type for '${param}.${key}': expected a string.`, `${param}.${key}`);
+    return v;
+  };
+  return { model: str('model'), language: str('language'), prompt: str('prompt') };
+}

@@ -1,0 +1,49 @@
+/**
+ * Builds what realtime connections use besides the REST services: the language models, the
+ * speech service, the recognisers, the VAD, and the avatar (a native media session per
+ * connection). Tests replace any part through ServerOptions.runtime (e.g. a scripted LLM), never
+ * the avatar's media plane, which is always the real one.
+ */
+import path from 'node:path';
+import type { Config } from '../config.js';
+import type { Logger } from '../core/log.js';
+import type { AssetService } from '../assets/asset-service.js';
+import { AvatarAssets } from '../media/avatar-assets.js';
+import { MediaAvatarOutput } from '../media/avatar-output.js';
+import type { FaceRegistry } from '../media/face-registration.js';
+import { SileroVad } from '../providers/vad/silero.js';
+import type { RealtimeRuntime } from '../signaling/realtime-ws.js';
+
+const PIPELINES_DIR = path.resolve(import.meta.dirname, '../../pipelines');
+
+export interface RuntimeDeps {
+  config: Config;
+  assets: AssetService;
+  faces: FaceRegistry;
+  log: Logger;
+}
+
+/** Providers are imported only when used, so a server whose tests replace them never loads their native code. */
+export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partial<RealtimeRuntime> = {}): Promise<RealtimeRuntime & { close(): Promise<void> }> {
+  const { config, log } = deps;
+  const avatarAssets = new AvatarAssets(deps.assets, deps.faces, config.dataDir);
+  const llm =
+    overrides.llm ?? (await import('../providers/llm/index.js')).createLanguageModels(config.llm, config.modelsDir, log.child({ module: 'llm' }));
+  const tts =
+    overrides.tts ??
+    (await import('../providers/tts/index.js')).createSpeechService(config.tts, { modelsDir: config.modelsDir, assets: deps.assets, log: log.child({ module: 'tts' }) });
+  const asr =
+    overrides.asr ?? (await import('../providers/asr/index.js')).createSpeechRecognizers(config.asr, config.modelsDir, log.child({ module: 'asr' }));
+  return {
+    llm,
+    tts,
+    asr,
+    createVad: overrides.createVad ?? (() => SileroVad.create()),
+    startAvatar:
+      overrides.startAvatar ??
+      ((o) => MediaAvatarOutput.start({ ...o, assets: avatarAssets, pipelinesDir: PIPELINES_DIR, log: log.child({ module: 'avatar' }) })),
+    async close() {
+      await Promise.allSettled([llm.close(), tts.close(), asr.close()]);
+    },
+  };
+}

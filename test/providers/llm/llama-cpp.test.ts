@@ -1,0 +1,129 @@
+/**
+ * Tests for the local GGUF provider (src/providers/llm/llama-cpp.ts) with the real default model
+ * (models/manifest.json's llm-default, fetched by npm run setup:models). Skipped, with the reason
+ * printed, when that model is not present. Also covers the chat-history mapping, which needs no
+ * model. Prints the measured load time, time to first text and token rate.
+ */
+import path from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { modelPath } from '../../../src/cli/fetch-models.js';
+import { Logger } from '../../../src/core/log.js';
+import type { GenerateChunk, GenerateRequest } from '../../../src/providers/llm/base.js';
+import { DEFAULT_LLM_MODEL_NAME } from '../../../src/providers/llm/index.js';
+import { LlamaCppModel, toHistory } from '../../../src/providers/llm/llama-cpp.js';
+
+const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
+const MODEL_FILE = modelPath(MODELS_DIR, DEFAULT_LLM_MODEL_NAME);
+
+interface Ctx {
+  model: LlamaCppModel;
+}
+
+const test = suite<Ctx>('LlamaCppModel', {} as Ctx);
+/** With the model absent, its tests are registered as skipped (uvu counts them) and say why. */
+const modelTest = MODEL_FILE ? test : test.skip;
+if (!MODEL_FILE) {
+  process.stdout.write(`LlamaCppModel: skipping the real-model tests: '${DEFAULT_LLM_MODEL_NAME}' is not fetched (run npm run setup:models)\n`);
+}
+
+test.before(async (ctx) => {
+  if (!MODEL_FILE) return;
+  ctx.model = new LlamaCppModel({ modelFile: MODEL_FILE, threads: 1, contextTokens: 2048, parallel: 2, maxOutputTokens: 48, log: new Logger('warn') });
+  const started = performance.now();
+  await ctx.model.load();
+  process.stdout.write(`LlamaCppModel: loaded ${path.basename(MODEL_FILE)} in ${Math.round(performance.now() - started)} ms\n`);
+});
+
+test.after(async (ctx) => {
+  await ctx.model?.close();
+});
+
+function request(question: string, signal = new AbortController().signal, maxOutputTokens: number | null = null): GenerateRequest {
+  return {
+    messages: [
+      { role: 'system', content: 'You are a friendly avatar. Answer in one short spoken sentence.' },
+      { role: 'user', content: question },
+    ],
+    maxOutputTokens,
+    signal,
+  };
+}
+
+test('toHistory() maps roles to chat history items and merges consecutive turns of one role', () => {
+  assert.equal(
+    toHistory([
+      { role: 'system', content: 'S1' },
+      { role: 'system', content: 'S2' },
+      { role: 'user', content: 'U1' },
+      { role: 'user', content: 'U2' },
+      { role: 'assistant', content: 'A1' },
+      { role: 'user', content: 'U3' },
+    ]),
+    [
+      { type: 'system', text: 'S1\n\nS2' },
+      { type: 'user', text: 'U1\nU2' },
+      { type: 'model', response: ['A1'] },
+      { type: 'user', text: 'U3' },
+    ],
+  );
+});
+
+modelTest('generate() streams a non-empty reply, then done with tokenized usage', async (ctx) => {
+  assert.is(ctx.model.id, 'llama-cpp:qwen2.5-coder-0.5b-instruct-q4_k_m');
+  const started = performance.now();
+  let firstMs = 0;
+  const chunks: GenerateChunk[] = [];
+  for await (const c of ctx.model.generate(request('What is the capital of France?'))) {
+    if (c.type === 'text' && firstMs === 0) firstMs = performance.now() - started;
+    chunks.push(c);
+  }
+  const totalMs = performance.now() - started;
+  const text = chunks.map((c) => (c.type === 'text' ? c.text : '')).join('');
+  const done = chunks.at(-1)!;
+  assert.is(done.type, 'done');
+  if (done.type !== 'done') return;
+  assert.ok(text.trim().length > 0);
+  assert.match(text, /Paris/);
+  assert.is(chunks.filter((c) => c.type === 'done').length, 1);
+  assert.ok(done.usage && done.usage.inputTokens > 10 && done.usage.outputTokens > 0, JSON.stringify(done.usage));
+  const tokensPerSecond = done.usage!.outputTokens / ((totalMs - firstMs) / 1000);
+  process.stdout.write(`LlamaCppModel: first text after ${Math.round(firstMs)} ms, ${done.usage!.outputTokens} tokens, ${tokensPerSecond.toFixed(1)} tokens/s after the first\n`);
+});
+
+modelTest("generate() honours maxOutputTokens with finishReason 'length'", async (ctx) => {
+  const chunks: GenerateChunk[] = [];
+  for await (const c of ctx.model.generate(request('Tell me a long story about a dragon.', undefined, 4))) chunks.push(c);
+  const done = chunks.at(-1)!;
+  assert.equal(done.type === 'done' && [done.finishReason, done.usage!.outputTokens <= 4], ['length', true]);
+});
+
+modelTest("aborting ends generate() with 'aborted' and no text after the abort; the model serves the next request", async (ctx) => {
+  const controller = new AbortController();
+  const chunks: GenerateChunk[] = [];
+  for await (const c of ctx.model.generate(request('Count from one to fifty in words.', controller.signal))) {
+    chunks.push(c);
+    if (c.type === 'text' && chunks.length === 2) controller.abort();
+  }
+  assert.is(chunks.length, 3);
+  const last = chunks.at(-1);
+  assert.is(last?.type === 'done' ? last.finishReason : null, 'aborted');
+  const again: GenerateChunk[] = [];
+  for await (const c of ctx.model.generate(request('Say hello.', undefined, 8))) again.push(c);
+  assert.ok(again.some((c) => c.type === 'text'));
+});
+
+modelTest('concurrent requests beyond the sequences wait their turn and all complete', async (ctx) => {
+  const run = async (q: string) => {
+    const out: GenerateChunk[] = [];
+    for await (const c of ctx.model.generate(request(q, undefined, 6))) out.push(c);
+    return out;
+  };
+  const results = await Promise.all([run('Say one.'), run('Say two.'), run('Say three.')]);
+  for (const r of results) {
+    assert.ok(r.some((c) => c.type === 'text'));
+    assert.is(r.at(-1)!.type, 'done');
+  }
+});
+
+test.run();
