@@ -119,6 +119,11 @@ export class AssetService implements AssetResolver {
     return asset;
   }
 
+  /** Absolute path of an uploaded asset's stored file (read by e.g. the TTS voice analysis). */
+  storedFilePath(asset: AssetRecord): string {
+    return path.join(this.dataDir, asset.storagePath);
+  }
+
   async delete(kind: AssetKind, id: string, userId: string): Promise<AssetRecord> {
     if (this.standard.find(kind, id)) {
       throw new AppError('standard_asset_immutable', `'${id}' is a standard ${kind} and cannot be deleted.`, {

@@ -9,13 +9,15 @@ import path from 'node:path';
 import type { AssetKind } from '../store/store.js';
 
 export interface VoiceEngineSettings {
-  engine: 'flite' | 'espeak-ng';
-  /** flite voice (slt, rms, awb, kal16) or espeak-ng voice (en-us+f3, ...). */
+  engine: 'flite' | 'espeak-ng' | 'piper';
+  /** flite voice (slt, rms, awb, kal16), espeak-ng voice (en-us+f3, ...), or a Piper model's name in models/manifest.json (tts-piper-joe). */
   voice: string;
-  /** espeak-ng pitch 0..99 / flite int_f0_target_mean in Hz. */
+  /** espeak-ng pitch 0..99 / flite int_f0_target_mean in Hz (Piper: unused). */
   pitch?: number;
   /** Relative speaking rate, 1 = the engine's default. */
   rate?: number;
+  /** espeak-ng pitch range 0..100 (50 = normal). */
+  range?: number;
 }
 
 export interface CatalogEntry {
@@ -25,7 +27,12 @@ export interface CatalogEntry {
   /** Where the file comes from: a path in the repository, a package, or the generator that makes it. */
   source: string;
   license: string;
+  /** Voices: the settings the standard sample is spoken with (flite or espeak-ng). */
   voice?: VoiceEngineSettings;
+  /** Voices: how each TTS engine speaks this voice, in preference order. tts_source `auto` takes the first available (Piper only when its model is fetched), `offline` the first flite/espeak-ng one, a named engine its own entry (src/providers/tts/index.ts). */
+  engines?: VoiceEngineSettings[];
+  /** Voices: the OpenAI voice name used for tts_source `openai`. */
+  openaiVoice?: string;
 }
 
 export interface Catalog {

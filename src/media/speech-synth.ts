@@ -1,0 +1,37 @@
+/**
+ * Typed facade over the native speech functions of the media addon (espeak-ng and flite through
+ * native/speech, exported by native/media-node/src/speech.rs), for the TTS providers in
+ * src/providers/tts/ (only src/media/ loads the binding). Every call runs on the libuv thread pool
+ * and resolves with mono PCM16, its rate, and phoneme spans (IPA, `_` for silence) in ns from the
+ * start of that audio; failures reject with a NativeError carrying the addon's code
+ * (INVALID_ARGUMENT, TTS_ENGINE_UNAVAILABLE, TTS_SYNTHESIS_FAILED, NATIVE_UNAVAILABLE, ABORTED).
+ */
+import { awaitNative, loadBinding } from './native.js';
+import type { EspeakSynthOptions, FliteSynthOptions, SynthesizedSpeech } from '../../native/media-node/index.js';
+
+export type { EspeakSynthOptions, FliteSynthOptions, SynthesizedSpeech, SynthPhoneme } from '../../native/media-node/index.js';
+
+/** espeak-ng speaks at 22.05 kHz; 80..450 words per minute, 175 normal. */
+export function synthesizeEspeak(text: string, options: EspeakSynthOptions = {}, signal?: AbortSignal): Promise<SynthesizedSpeech> {
+  return awaitNative(Promise.resolve().then(() => loadBinding().synthesizeEspeak(text, options, signal)));
+}
+
+/** flite voices slt, rms, awb, kal16 speak at 16 kHz. */
+export function synthesizeFlite(text: string, options: FliteSynthOptions = {}, signal?: AbortSignal): Promise<SynthesizedSpeech> {
+  return awaitNative(Promise.resolve().then(() => loadBinding().synthesizeFlite(text, options, signal)));
+}
+
+/** espeak-ng IPA per clause (with its closing punctuation), the phoneme input of Piper voices. */
+export function phonemizeIpa(text: string, voice: string, signal?: AbortSignal): Promise<string[]> {
+  return awaitNative(Promise.resolve().then(() => loadBinding().phonemizeIpa(text, voice, signal)));
+}
+
+/** Whether the loaded addon has the speech functions (false when it is missing or predates them). */
+export function speechSynthAvailable(): boolean {
+  try {
+    const binding = loadBinding();
+    return typeof binding.synthesizeEspeak === 'function' && typeof binding.synthesizeFlite === 'function';
+  } catch {
+    return false; // NATIVE_UNAVAILABLE: the caller falls back to another engine or reports it
+  }
+}

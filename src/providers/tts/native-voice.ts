@@ -1,0 +1,66 @@
+/**
+ * What the two native engines (espeak.ts, flite.ts) share: text cleaning, one native call per
+ * sentence (so a long text starts sounding after its first sentence), abort between and during
+ * calls, leading silence trimmed to 50 ms, and the addon's error codes as ProviderErrors. A
+ * native engine returns a sentence's audio and phoneme spans in one piece: one chunk each.
+ */
+import { isAbort, samplesToNs, ttsFailed, ttsUnavailable, type ProviderError, type SpeechChunk, type SpeakOptions } from './base.js';
+import { normalizeSpeechText, splitSentences } from './text.js';
+
+/** Leading silence kept before a sentence. flite starts every utterance with a 200 ms pause,
+ * which would only delay the first sound (the previous sentence's tail already separates them). */
+const MAX_LEAD_SILENCE_NS = 50_000_000;
+
+/** The addon's codes that mean "this engine is not here" rather than "this call failed". */
+const UNAVAILABLE_CODES = new Set(['NATIVE_UNAVAILABLE', 'TTS_ENGINE_UNAVAILABLE']);
+
+export function nativeTtsError(engine: string, err: unknown): ProviderError {
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = err instanceof Error ? err.message : String(err);
+  if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) {
+    return ttsUnavailable(`${engine} is not available on this server: ${message}`, err);
+  }
+  return ttsFailed(`${engine} could not speak: ${message}`, err);
+}
+
+/**
+ * Speaks `text` sentence by sentence through `synthesize` (one native call each). `prepare` maps
+ * the cleaned sentence to what the engine reads (flite: ASCII).
+ */
+export async function* speakNative(
+  engine: string,
+  text: string,
+  options: SpeakOptions,
+  synthesize: (sentence: string, signal?: AbortSignal) => Promise<SpeechChunk>,
+  prepare: (sentence: string) => string = (s) => s,
+): AsyncGenerator<SpeechChunk> {
+  const { signal } = options;
+  for (const sentence of splitSentences(normalizeSpeechText(text))) {
+    const input = prepare(sentence);
+    if (!/[\p{L}\p{N}]/u.test(input)) continue; // punctuation alone: nothing to say
+    if (signal?.aborted) return;
+    let chunk: SpeechChunk;
+    try {
+      chunk = await synthesize(input, signal);
+    } catch (err) {
+      if (isAbort(err, signal)) return;
+      throw nativeTtsError(engine, err);
+    }
+    if (signal?.aborted) return;
+    if (chunk.pcm.length > 0) yield trimLeadingSilence(chunk);
+  }
+}
+
+/** Cuts a leading `_` span down to MAX_LEAD_SILENCE_NS, shifting the timeline with the audio. */
+export function trimLeadingSilence(chunk: SpeechChunk): SpeechChunk {
+  const first = chunk.phonemes[0];
+  if (!first || first.phoneme !== '_' || first.endNs <= MAX_LEAD_SILENCE_NS || chunk.phonemes.length < 2) return chunk;
+  const cut = Math.ceil(((first.endNs - MAX_LEAD_SILENCE_NS) * chunk.sampleRateHz) / 1e9);
+  const shiftNs = samplesToNs(cut, chunk.sampleRateHz);
+  const phonemes = chunk.phonemes.map((p, i) => ({
+    phoneme: p.phoneme,
+    startNs: i === 0 ? 0 : p.startNs - shiftNs,
+    endNs: p.endNs - shiftNs,
+  }));
+  return { pcm: chunk.pcm.slice(cut), sampleRateHz: chunk.sampleRateHz, phonemes };
+}

@@ -1,0 +1,51 @@
+/** The speech text normaliser (src/providers/tts/text.ts): markdown and emoji are not spoken, words and numbers are. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { normalizeSpeechText, splitClauses, splitSentences, toAsciiSpeech } from '../../../src/providers/tts/text.js';
+
+test('normalizeSpeechText() removes markdown emphasis, headings and inline code but keeps the words', () => {
+  assert.is(normalizeSpeechText('## Hello **world**, this is *really* `npm test`!'), 'Hello world, this is really npm test!');
+  assert.is(normalizeSpeechText('__bold__ and _italic_ ~~old~~'), 'bold and italic old');
+});
+
+test('normalizeSpeechText() drops emoji, skin tones, joiners and flags', () => {
+  assert.is(normalizeSpeechText('Great job 👍🏽! See you 👨‍👩‍👧 in 🇺🇸 soon 🙂.'), 'Great job! See you in soon.');
+});
+
+test('normalizeSpeechText() turns bullets and numbered lists into clauses', () => {
+  assert.is(normalizeSpeechText('You need:\n- flour\n- 2 eggs\n\n1. Mix\n2. Bake.'), 'You need: flour, 2 eggs, Mix, Bake.');
+});
+
+test('normalizeSpeechText() keeps link text, replaces bare URLs, and removes HTML tags and code fences', () => {
+  assert.is(normalizeSpeechText('See [the docs](https://x.y/z) or https://example.com/a?b=1.'), 'See the docs or a link.');
+  assert.is(normalizeSpeechText('<b>Hi</b> there'), 'Hi there');
+  assert.is(normalizeSpeechText('```js\nconst x = 1;\n```'), 'const x = 1;');
+});
+
+test('normalizeSpeechText() keeps numbers and names symbols that engines would skip', () => {
+  assert.is(normalizeSpeechText('I have 42 apples & 50% more at 20°C; 2+2=4.'), 'I have 42 apples and 50 percent more at 20 degrees C; 2 plus 2 equals 4.');
+  assert.is(normalizeSpeechText('Write to me@example.com'), 'Write to me at example.com');
+});
+
+test('normalizeSpeechText() reads a table row as a list and leaves snake_case names as words', () => {
+  assert.is(normalizeSpeechText('| name | age |\n|---|---|\n| Ann | 30 |'), 'name, age. Ann, 30.');
+  assert.is(normalizeSpeechText('call get_user_name now'), 'call get user name now');
+});
+
+test('normalizeSpeechText() of markup alone is empty', () => {
+  assert.is(normalizeSpeechText('**  ** 🎉 ---'), '');
+});
+
+test('toAsciiSpeech() folds accents and drops what flite cannot read', () => {
+  assert.is(toAsciiSpeech('Café naïve 東京 ok'), 'Cafe naive ok');
+});
+
+test('splitSentences() splits at sentence ends but not at abbreviations or decimals', () => {
+  assert.equal(splitSentences('Hello Dr. Smith. Pi is 3.14, e.g. this. Really?! Yes'), ['Hello Dr. Smith.', 'Pi is 3.14, e.g. this.', 'Really?!', 'Yes']);
+});
+
+test('splitClauses() splits at commas, semicolons and colons followed by a space', () => {
+  assert.equal(splitClauses('Well, 1,000 apples; that is: a lot.'), ['Well,', '1,000 apples;', 'that is:', 'a lot.']);
+});
+
+test.run();
