@@ -1,0 +1,94 @@
+/**
+ * The speech-recognition seam: a `Transcriber` turns one committed utterance (the realtime input
+ * format, mono PCM16 at 24 kHz) into text, and `SpeechRecognizers` picks the transcriber for a
+ * session's `audio.input.transcription.model`.
+ *
+ * Engines: whisper-cpp.ts (offline Whisper base through the native addon), openai.ts
+ * (OpenAI-compatible `POST /audio/transcriptions`), fake-asr.ts (deterministic, for engine tests).
+ * index.ts routes model names to them.
+ *
+ * Contract of `transcribe`: `onDelta` receives the text in final pieces, in order, whose
+ * concatenation is the result's text, all before the promise resolves; failures reject with a
+ * ProviderError (`asr_unavailable`: nothing can transcribe, not retryable; `asr_failed`: this
+ * request failed, retryable when the upstream says so). Aborting the signal rejects with the
+ * signal's reason (an `AbortError` DOMException by default), like fetch: an abort is the
+ * caller's decision, not a failure, and no delta follows it.
+ */
+import { ProviderError } from '../llm/base.js';
+
+export { ProviderError, type ProviderErrorOptions } from '../llm/base.js';
+
+export interface TranscriptionRequest {
+  /** The committed user audio: mono PCM16 at 24 kHz (the realtime input format). */
+  pcm: Int16Array;
+  /** ISO-639-1 language, null = detect. */
+  language: string | null;
+  /** Optional prompt (vocabulary hints) from the session's transcription config. */
+  prompt: string | null;
+  signal?: AbortSignal;
+}
+export interface TranscriptionResult { text: string; language: string | null; audioSeconds: number }
+export interface Transcriber {
+  /** e.g. 'whisper-cpp:base', 'openai:gpt-4o-transcribe', 'fake' */
+  readonly id: string;
+  /** Transcribes one utterance; `onDelta` receives text pieces as they become final (segments), in order, whose concatenation is the final text. Throws ProviderError (code 'asr_unavailable' | 'asr_failed'). */
+  transcribe(request: TranscriptionRequest, onDelta?: (delta: string) => void): Promise<TranscriptionResult>;
+  close(): Promise<void>;
+}
+export interface SpeechRecognizers {
+  /** The recogniser for a session's `audio.input.transcription.model` (e.g. 'whisper-1', 'gpt-4o-transcribe', 'gpt-4o-mini-transcribe', null = default). Unknown names fall back to the default route; never throws. */
+  forModel(model: string | null): Transcriber;
+  close(): Promise<void>;
+}
+
+/** The realtime input rate every TranscriptionRequest's pcm has. */
+export const INPUT_SAMPLE_RATE_HZ = 24000;
+
+export function audioSeconds(pcm: Int16Array): number {
+  return pcm.length / INPUT_SAMPLE_RATE_HZ;
+}
+
+/** Nothing can transcribe (no model, nothing configured, closed): not retryable. */
+export function asrUnavailable(message: string, cause?: unknown): ProviderError {
+  return new ProviderError('asr_unavailable', message, { status: 503, retryable: false, cause });
+}
+
+/** This transcription failed; `statusCode` (an upstream HTTP status) decides whether a retry may help. */
+export function asrFailed(message: string, options: { cause?: unknown; statusCode?: number | null; requestId?: string | null; retryable?: boolean } = {}): ProviderError {
+  return new ProviderError('asr_failed', message, options);
+}
+
+/** What an aborted transcription rejects with: the signal's reason, or an AbortError. */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('The transcription was aborted.', 'AbortError');
+}
+
+/** Throws the abort reason when the signal has fired. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortReason(signal);
+}
+
+/** Checks a request's audio: an Int16Array (the realtime format). A caller bug otherwise. */
+export function checkRequest(request: TranscriptionRequest): void {
+  if (!(request.pcm instanceof Int16Array)) throw new TypeError('TranscriptionRequest.pcm must be an Int16Array of 24 kHz PCM16');
+}
+
+/** Mono PCM16 as a WAV file (RIFF, 44-byte header). */
+export function pcm16ToWav(pcm: Int16Array, sampleRateHz: number): Buffer {
+  const data = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0, 'ascii');
+  header.writeUInt32LE(36 + data.length, 4);
+  header.write('WAVE', 8, 'ascii');
+  header.write('fmt ', 12, 'ascii');
+  header.writeUInt32LE(16, 16); // fmt chunk size
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(sampleRateHz, 24);
+  header.writeUInt32LE(sampleRateHz * 2, 28); // bytes per second
+  header.writeUInt16LE(2, 32); // block align
+  header.writeUInt16LE(16, 34); // bits per sample
+  header.write('data', 36, 'ascii');
+  header.writeUInt32LE(data.length, 40);
+  return Buffer.concat([header, data]);
+}

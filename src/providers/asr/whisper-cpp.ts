@@ -1,0 +1,181 @@
+/**
+ * Offline speech recognition with Whisper (whisper.cpp in the native addon, through
+ * src/media/speech-recognition.ts). The model (Whisper base, ~150 MB of float16 weights) is loaded
+ * on the first transcription and then shared by every session in the process: loads of the same
+ * file share one promise. Each call resamples the 24 kHz input to Whisper's 16 kHz (the VAD's
+ * polyphase Resampler), then transcribes it with settings for short turns (greedy, no timestamps,
+ * one segment per 30 s window, encoder context cut to the utterance; see native/asr).
+ *
+ * At most `concurrency` transcriptions run at once (default 1: on a 2-core machine two at once
+ * each take about twice as long, so a queue answers the first speaker sooner); the rest wait in
+ * arrival order, and a waiting request whose signal fires leaves the queue at once. Deltas are
+ * the finished segments, delivered when the call completes (a turn shorter than 30 s is one
+ * segment). A missing or unloadable model is `asr_unavailable`; a failed call is `asr_failed`.
+ */
+import type { Logger } from '../../core/log.js';
+import { WHISPER_SAMPLE_RATE_HZ, WhisperRecognizer } from '../../media/speech-recognition.js';
+import { Resampler } from '../vad/resample.js';
+import {
+  abortReason,
+  asrFailed,
+  asrUnavailable,
+  audioSeconds,
+  checkRequest,
+  INPUT_SAMPLE_RATE_HZ,
+  throwIfAborted,
+  type TranscriptionRequest,
+  type TranscriptionResult,
+  type Transcriber,
+} from './base.js';
+
+export interface WhisperCppOptions {
+  /** The ggml model file. */
+  modelPath: string;
+  threads: number;
+  concurrency: number;
+  log: Logger;
+  /** Transcriber id suffix, e.g. 'base' → 'whisper-cpp:base'. */
+  name?: string;
+}
+
+/** One load per model file per process, shared by every transcriber and session. */
+const loads = new Map<string, Promise<WhisperRecognizer>>();
+
+function loadShared(path: string, log: Logger): Promise<WhisperRecognizer> {
+  let load = loads.get(path);
+  if (!load) {
+    const started = performance.now();
+    load = WhisperRecognizer.load(path).then(
+      (model) => {
+        log.info('whisper model loaded', { file: path, ms: Math.round(performance.now() - started) });
+        return model;
+      },
+      (err: unknown) => {
+        loads.delete(path); // a later call may try again (e.g. after the file is fixed)
+        throw err;
+      },
+    );
+    loads.set(path, load);
+  }
+  return load;
+}
+
+/** Runs at most `limit` tasks at once, in arrival order; a waiter whose signal fires leaves. */
+class Gate {
+  private running = 0;
+  private readonly waiting: Array<{ start: () => void; cancel: (reason: unknown) => void }> = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(signal: AbortSignal | undefined, task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) {
+      await new Promise<void>((resolve, reject) => {
+        const entry = {
+          start: () => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+          },
+          cancel: reject,
+        };
+        const onAbort = (): void => {
+          const at = this.waiting.indexOf(entry);
+          if (at >= 0) this.waiting.splice(at, 1);
+          reject(abortReason(signal as AbortSignal));
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        this.waiting.push(entry);
+      });
+    } else {
+      this.running++;
+    }
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next.start(); // the slot passes straight to the next waiter
+      else this.running--;
+    }
+  }
+
+  /** Rejects every waiter (on close). */
+  drain(reason: unknown): void {
+    for (const w of this.waiting.splice(0)) w.cancel(reason);
+  }
+}
+
+/** 24 kHz PCM16 → 16 kHz float, with the filter's ~1 ms delay flushed by trailing zeros. */
+export function toWhisperInput(pcm: Int16Array): Float32Array {
+  const resampler = new Resampler(INPUT_SAMPLE_RATE_HZ, WHISPER_SAMPLE_RATE_HZ);
+  const flush = Math.ceil((resampler.delayMs * INPUT_SAMPLE_RATE_HZ) / 1000);
+  const input = new Float32Array(pcm.length + flush);
+  for (let i = 0; i < pcm.length; i++) input[i] = (pcm[i] ?? 0) / 32768;
+  const out = resampler.push(input);
+  const want = Math.floor((pcm.length * WHISPER_SAMPLE_RATE_HZ) / INPUT_SAMPLE_RATE_HZ);
+  // Drop the filter's delay from the front so the output lines up with the input.
+  const delay = Math.round((resampler.delayMs * WHISPER_SAMPLE_RATE_HZ) / 1000);
+  return out.subarray(Math.min(delay, out.length), Math.min(delay + want, out.length));
+}
+
+export class WhisperCppTranscriber implements Transcriber {
+  readonly id: string;
+  private readonly gate: Gate;
+  private closed = false;
+
+  constructor(private readonly options: WhisperCppOptions) {
+    this.id = `whisper-cpp:${options.name ?? 'base'}`;
+    this.gate = new Gate(options.concurrency);
+  }
+
+  async transcribe(request: TranscriptionRequest, onDelta?: (delta: string) => void): Promise<TranscriptionResult> {
+    checkRequest(request);
+    const { signal } = request;
+    throwIfAborted(signal);
+    if (this.closed) throw asrUnavailable('The Whisper recogniser is closed.');
+    let model: WhisperRecognizer;
+    try {
+      model = await loadShared(this.options.modelPath, this.options.log);
+    } catch (err) {
+      throw asrUnavailable(`The Whisper model ${this.options.modelPath} could not be loaded: ${(err as Error).message}`, err);
+    }
+    const pcm = toWhisperInput(request.pcm);
+    const transcript = await this.gate.run(signal, async () => {
+      throwIfAborted(signal);
+      try {
+        return await model.transcribe(
+          pcm,
+          { language: request.language ?? 'auto', prompt: request.prompt ?? undefined, threads: this.options.threads },
+          signal,
+        );
+      } catch (err) {
+        if (signal?.aborted) throw abortReason(signal);
+        const code = (err as { code?: string }).code;
+        throw asrFailed(`Whisper could not transcribe the audio: ${(err as Error).message}`, {
+          cause: err,
+          retryable: code === 'TRANSCRIPTION_FAILED',
+        });
+      }
+    });
+    throwIfAborted(signal);
+    // Deltas are the segments' texts, cut so that they concatenate to exactly `text` (the
+    // segments joined and trimmed: the first loses its leading space, the last its trailing one).
+    const raw = transcript.segments.map((s) => s.text).join('');
+    const start = raw.length - raw.trimStart().length;
+    const end = raw.trimEnd().length;
+    const text = raw.slice(start, end);
+    if (onDelta) {
+      let at = 0;
+      for (const segment of transcript.segments) {
+        const from = Math.max(at, start);
+        const to = Math.min(at + segment.text.length, end);
+        if (to > from) onDelta(raw.slice(from, to));
+        at += segment.text.length;
+      }
+    }
+    return { text, language: transcript.language ?? request.language, audioSeconds: audioSeconds(request.pcm) };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.gate.drain(asrUnavailable('The Whisper recogniser was closed.'));
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * The offline Whisper recogniser (src/providers/asr/whisper-cpp.ts) on real speech: espeak-ng
+ * sentences at the realtime input format (PCM16, 24 kHz), word error rate, deltas, language
+ * detection, the queue and abort. Skipped, with the reason printed, when the converted model
+ * (models/weights/asr/ggml-base.bin, made by `npm run setup`) or the addon's Whisper functions
+ * are absent. The resampling helper is tested without either.
+ */
+import path from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { whisperModelPath } from '../../../src/cli/convert-whisper.js';
+import { memoryLogger } from '../../../src/core/log.js';
+import { speechRecognitionAvailable } from '../../../src/media/speech-recognition.js';
+import { ProviderError } from '../../../src/providers/asr/base.js';
+import { Resampler } from '../../../src/providers/vad/resample.js';
+import { toWhisperInput, WhisperCppTranscriber } from '../../../src/providers/asr/whisper-cpp.js';
+import { espeak, toPcm16 } from '../../helpers/speech.js';
+
+const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
+
+/** Why the model tests cannot run here, or null when they can. */
+function skipReason(): string | null {
+  if (!whisperModelPath(MODELS_DIR)) return 'models/weights/asr/ggml-base.bin is not made (npm run setup)';
+  if (!speechRecognitionAvailable()) return 'the native addon is not built with Whisper (npm run build:native)';
+  return null;
+}
+
+/** `text` spoken by espeak-ng as the realtime input: PCM16 at 24 kHz. */
+function speech24k(text: string): Int16Array {
+  const { samples, rateHz } = espeak(text);
+  return toPcm16(new Resampler(rateHz, 24000).push(samples));
+}
+
+function words(text: string): string[] {
+  return text.toLowerCase().split(/[^a-z0-9']+/).filter(Boolean);
+}
+
+/** Word error rate: word edit distance over the reference length. */
+function wer(reference: string, hypothesis: string): number {
+  const [r, h] = [words(reference), words(hypothesis)];
+  let prev = Array.from({ length: h.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= r.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= h.length; j++) {
+      cur[j] = Math.min((prev[j - 1] ?? 0) + (r[i - 1] === h[j - 1] ? 0 : 1), (prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1);
+    }
+    prev = cur;
+  }
+  return (prev[h.length] ?? 0) / Math.max(1, r.length);
+}
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  assert.unreachable('expected a rejection');
+  return undefined;
+}
+
+interface Ctx {
+  asr: WhisperCppTranscriber;
+}
+
+const Whisper = suite<Ctx>('WhisperCppTranscriber', {} as Ctx);
+const reason = skipReason();
+const modelTest = (title: string, fn: (ctx: Ctx) => Promise<void>): void =>
+  Whisper(title, async (ctx) => {
+    if (reason) {
+      console.log(`  (skipped '${title}': ${reason})`);
+      return;
+    }
+    await fn(ctx);
+  });
+
+Whisper.before.each((ctx) => {
+  ctx.asr = new WhisperCppTranscriber({ modelPath: whisperModelPath(MODELS_DIR) ?? '/nonexistent', threads: 2, concurrency: 1, log: memoryLogger().logger });
+});
+
+Whisper.after.each(async (ctx) => {
+  await ctx.asr.close();
+});
+
+Whisper('toWhisperInput() resamples 24 kHz PCM16 to 16 kHz floats, aligned and at the same level', () => {
+  const pcm = Int16Array.from({ length: 24000 }, (_, i) => Math.round(16000 * Math.sin((2 * Math.PI * 440 * i) / 24000)));
+  const out = toWhisperInput(pcm);
+  assert.is(out.length, 16000);
+  // Same phase: sample k at 16 kHz is time k/16000, to within the filter delay's rounding to a
+  // whole output sample (0.17 samples: at most 0.015 on this tone's steepest slope).
+  for (const k of [1000, 8000, 8011, 15000]) {
+    const want = (16000 / 32768) * Math.sin((2 * Math.PI * 440 * k) / 16000);
+    assert.ok(Math.abs((out[k] ?? 0) - want) < 0.02, `sample ${k}: ${out[k]} vs ${want}`);
+  }
+});
+
+modelTest('transcribe() recognises espeak-ng sentences with a low word error rate', async ({ asr }) => {
+  const sentences = [
+    'Please open the window.',
+    'What time is it in London?',
+    'Turn off the lights in the kitchen.',
+    'Good morning, how are you today?',
+  ];
+  let errors = 0;
+  let total = 0;
+  for (const sentence of sentences) {
+    const result = await asr.transcribe({ pcm: speech24k(sentence), language: 'en', prompt: null });
+    errors += wer(sentence, result.text) * words(sentence).length;
+    total += words(sentence).length;
+    assert.is(result.language, 'en');
+  }
+  assert.ok(errors / total <= 0.1, `WER ${(errors / total).toFixed(2)}`);
+});
+
+modelTest('transcribe() delivers deltas that concatenate to the text, and detects the language when asked', async ({ asr }) => {
+  const deltas: string[] = [];
+  const pcm = speech24k('I would like to book a table for two.');
+  const result = await asr.transcribe({ pcm, language: null, prompt: 'Restaurant booking.' }, (d) => deltas.push(d));
+  assert.ok(deltas.length >= 1);
+  assert.is(deltas.join(''), result.text);
+  assert.is(result.text, result.text.trim());
+  assert.is(result.language, 'en');
+  assert.is(result.audioSeconds, pcm.length / 24000);
+  assert.ok(wer('I would like to book a table for two', result.text) <= 0.25, result.text);
+});
+
+modelTest('transcribe() queues calls beyond its concurrency, and an abort while queued rejects only that call', async ({ asr }) => {
+  const pcm = speech24k('What time is it in London?');
+  const controller = new AbortController();
+  const first = asr.transcribe({ pcm, language: 'en', prompt: null });
+  const deltas: string[] = [];
+  const second = asr.transcribe({ pcm, language: 'en', prompt: null, signal: controller.signal }, (d) => deltas.push(d));
+  controller.abort();
+  assert.is(((await rejection(second)) as Error).name, 'AbortError');
+  assert.equal(deltas, []);
+  assert.ok(wer('What time is it in London', (await first).text) <= 0.2);
+});
+
+modelTest('transcribe() aborted while whisper.cpp runs rejects with AbortError, and the next call still works', async ({ asr }) => {
+  const pcm = speech24k('The weather is nice today, so let us go for a walk.');
+  const controller = new AbortController();
+  const running = asr.transcribe({ pcm, language: 'en', prompt: null, signal: controller.signal });
+  // The call is on the thread pool (or about to be): either way the outcome is an AbortError.
+  setImmediate(() => controller.abort());
+  assert.is(((await rejection(running)) as Error).name, 'AbortError');
+  const next = await asr.transcribe({ pcm, language: 'en', prompt: null });
+  assert.ok(wer('The weather is nice today, so let us go for a walk', next.text) <= 0.2, next.text);
+});
+
+modelTest('transcribe() with an aborted signal rejects with AbortError before any work', async ({ asr }) => {
+  const err = await rejection(asr.transcribe({ pcm: new Int16Array(24000), language: 'en', prompt: null, signal: AbortSignal.abort() }));
+  assert.is((err as Error).name, 'AbortError');
+});
+
+modelTest('transcribe() returns an empty text for silence shorter than 100 ms', async ({ asr }) => {
+  const result = await asr.transcribe({ pcm: new Int16Array(1200), language: 'en', prompt: null });
+  assert.is(result.text, '');
+});
+
+modelTest('transcribe() turns a bad language code into asr_failed', async ({ asr }) => {
+  const err = await rejection(asr.transcribe({ pcm: new Int16Array(24000), language: 'xx', prompt: null }));
+  assert.instance(err, ProviderError);
+  assert.is((err as ProviderError).code, 'asr_failed');
+  assert.is((err as ProviderError).retryable, false);
+});
+
+Whisper('transcribe() with a model file that cannot be loaded fails with asr_unavailable', async () => {
+  const asr = new WhisperCppTranscriber({ modelPath: '/nonexistent/ggml-base.bin', threads: 1, concurrency: 1, log: memoryLogger().logger });
+  const err = await rejection(asr.transcribe({ pcm: new Int16Array(24000), language: 'en', prompt: null }));
+  assert.instance(err, ProviderError);
+  assert.is((err as ProviderError).code, 'asr_unavailable');
+  assert.match((err as Error).message, '/nonexistent/ggml-base.bin');
+  await asr.close();
+});
+
+Whisper.run();
