@@ -66,6 +66,16 @@ export declare class MediaSession {
   get closed(): boolean
 }
 
+/** A loaded Whisper model (whisper.cpp ggml file). Opaque; holds no JavaScript memory. */
+export declare class WhisperModel {
+  /** Not constructible from JavaScript: use `loadWhisperModel`. */
+  constructor()
+  /** Whether the model knows languages other than English. */
+  get multilingual(): boolean
+  /** Transcribes mono float audio (-1..1) at 16 kHz on the thread pool. */
+  transcribe(pcm: Float32Array, options?: WhisperTranscribeOptions | undefined | null, signal?: AbortSignal | undefined | null): Promise<WhisperTranscript>
+}
+
 /**
  * Builds a face rig on the libuv thread pool, for `MediaSession.setFace`. Rejects with
  * `INVALID_ARGUMENT` or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
@@ -84,6 +94,18 @@ export interface EncoderCaps {
   jpeg: boolean
 }
 
+/** espeak-ng settings; every field is optional. */
+export interface EspeakSynthOptions {
+  /** Voice and variant, e.g. "en-us", "en-us+f3" (default "en-us"). */
+  voice?: string
+  /** Words per minute, 80..450 (default 175). */
+  rateWpm?: number
+  /** Base pitch 0..100 (default 50). */
+  pitch?: number
+  /** Pitch range 0..100 (default 50). */
+  range?: number
+}
+
 /** A face photo and its landmarks. */
 export interface FaceInput {
   width: number
@@ -97,6 +119,16 @@ export interface FaceInput {
   landmarks: Float32Array
 }
 
+/** flite settings; every field is optional. */
+export interface FliteSynthOptions {
+  /** "slt" (default), "rms", "awb" or "kal16". */
+  voice?: string
+  /** Speaking rate relative to the voice's own, 0.25..3 (default 1). */
+  rate?: number
+  /** Mean pitch in Hz, 50..400 (default: the voice's own). */
+  pitchHz?: number
+}
+
 /** The GStreamer runtime version, e.g. "GStreamer 1.22.0". */
 export declare function gstreamerVersion(): string
 
@@ -108,6 +140,12 @@ export interface InterruptResult {
   /** How much of it was discarded. */
   droppedNs: number
 }
+
+/**
+ * Loads a whisper.cpp ggml model file on the thread pool. Rejects with MODEL_NOT_FOUND or
+ * MODEL_LOAD_FAILED.
+ */
+export declare function loadWhisperModel(path: string, options?: WhisperModelOptions | undefined | null, signal?: AbortSignal | undefined | null): Promise<WhisperModel>
 
 /** What a session emits. `data` buffers are handed over without copying. */
 export type MediaEvent =
@@ -211,6 +249,12 @@ export interface PhonemeTiming {
   endNs: number
 }
 
+/**
+ * `text` as espeak-ng IPA (the phoneme set of Piper voices), one string per clause, each ending
+ * with the clause's punctuation when it had one. `voice` picks the language ("en-us").
+ */
+export declare function phonemizeIpa(text: string, voice: string, signal?: AbortSignal | undefined | null): Promise<string[]>
+
 export interface PushAudioOptions {
   /** Where the chunk starts on the session clock; default: right after the queued audio. */
   ptsNs?: number
@@ -229,3 +273,59 @@ export interface PushAudioResult {
  * throws. Events may start before the promise settles (realtime pacing): they are queued.
  */
 export declare function startMediaSession(config: MediaSessionConfig, onEvent: (event: MediaEvent) => void): Promise<MediaSession>
+
+/** Mono 16-bit speech and its phoneme timeline, which covers the audio from 0 to its end. */
+export interface SynthesizedSpeech {
+  pcm: Int16Array
+  sampleRateHz: number
+  phonemes: Array<SynthPhoneme>
+}
+
+/** Speaks `text` with espeak-ng (22.05 kHz) on the thread pool. Numbers are read as words. */
+export declare function synthesizeEspeak(text: string, options?: EspeakSynthOptions | undefined | null, signal?: AbortSignal | undefined | null): Promise<SynthesizedSpeech>
+
+/** Speaks `text` with a flite CMU voice (16 kHz) on the thread pool. */
+export declare function synthesizeFlite(text: string, options?: FliteSynthOptions | undefined | null, signal?: AbortSignal | undefined | null): Promise<SynthesizedSpeech>
+
+/** One phoneme of synthesised speech (IPA, `_` for silence), in ns from the start of its audio. */
+export interface SynthPhoneme {
+  phoneme: string
+  startNs: number
+  endNs: number
+}
+
+/** Model loading options; every field is optional. */
+export interface WhisperModelOptions {
+  /** whisper.cpp flash attention (default false). */
+  flashAttn?: boolean
+}
+
+/** A final piece of the transcript, in ms from the start of the audio. */
+export interface WhisperSegment {
+  text: string
+  startMs: number
+  endMs: number
+}
+
+/** Options of one transcription; every field is optional. */
+export interface WhisperTranscribeOptions {
+  /** ISO-639-1 code (default "en"); "auto" detects the language. */
+  language?: string
+  /** Initial prompt: vocabulary and style hints. */
+  prompt?: string
+  /** CPU threads for this call, 1..64 (default 2). */
+  threads?: number
+  /**
+   * Encoder context in 20 ms positions: absent = cut to the utterance (with a floor),
+   * 0 = the full 30 s, 1..1500 = at least this many.
+   */
+  audioContext?: number
+}
+
+export interface WhisperTranscript {
+  /** The segments' texts joined and trimmed. */
+  text: string
+  segments: Array<WhisperSegment>
+  /** The language used (requested or detected); absent when detection had no audio. */
+  language?: string
+}

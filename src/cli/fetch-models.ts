@@ -465,7 +465,9 @@ function parseArgs(argv: string[]): { only: string[]; check: boolean } {
   return { only, check };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// An async function, not a top-level await: uvu's CLI loads modules with require(), which refuses
+// top-level await, and tests import this module for modelPath().
+if (import.meta.url === `file://${process.argv[1]}`) void (async () => {
   const modelsDir = process.env.MODELS_DIR ? path.resolve(process.env.MODELS_DIR) : path.resolve(import.meta.dirname, '../../models');
   const print = (line: string) => process.stdout.write(line + '\n');
   try {
@@ -478,4 +480,4 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.stderr.write(`setup:models: ${(err as Error).message}\n`);
     process.exitCode = err instanceof ModelFetchError && /unknown argument|no model named/.test((err as Error).message) ? 2 : 1;
   }
-}
+})();

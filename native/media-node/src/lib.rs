@@ -13,11 +13,13 @@
 // leaves out: without this, `cargo test` reports every free exported function as dead code.
 #![cfg_attr(test, allow(dead_code))]
 
+mod asr;
 mod convert;
 mod error;
 mod events;
 mod face;
 mod session;
+mod speech;
 
 use napi::Result;
 use napi_derive::napi;
