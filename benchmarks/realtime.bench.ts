@@ -32,8 +32,13 @@ const bench: Benchmark = {
     const voiceFromStopped: number[] = [];
     let engines = '';
     for (let run = 0; run < ctx.runs; run++) {
-      const server = await spawnServer({ DATA_DIR: tempDir('avatar-bench-'), LLM_PROVIDER: 'offline', LOG_LEVEL: 'warn' });
+      const server = await spawnServer({ DATA_DIR: tempDir('avatar-bench-'), LLM_PROVIDER: 'offline', LOG_LEVEL: 'info', PRELOAD_MODELS: 'true' });
       try {
+        // Measure a warm server: wait until the voices and the recogniser are loaded.
+        for (let waited = 0; !server.stdout().includes('models warmed up'); waited += 100) {
+          if (waited > 120_000) throw new Error('the server did not finish warming up in 2 minutes');
+          await new Promise((r) => setTimeout(r, 100));
+        }
         const key = server.bootstrapKey as string;
         const c = await RealtimeTestClient.connect(server.url, { key, query: 'model=gpt-realtime' });
         await c.waitFor('session.created', { timeoutMs: 60_000 });
@@ -56,7 +61,7 @@ const bench: Benchmark = {
           voiceFromStopped.push(r.fromStoppedMs);
         }
         await c.close();
-        engines = /tts[^\n]*engine[^\n]*/i.exec(server.stdout())?.[0] ?? engines;
+        engines = `voices and recogniser as the server logged them: ${[...server.stdout().matchAll(/"msg":"([^"]*(?:voice|whisper|piper|recogni)[^"]*)"/gi)].map((m) => m[1]).slice(0, 4).join('; ')}`;
       } finally {
         server.child.kill('SIGTERM');
         await server.exited;

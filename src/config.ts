@@ -5,7 +5,10 @@
  */
 import path from 'node:path';
 import type { LogLevel } from './core/log.js';
+import { ConfigError } from './core/errors.js';
 import { LLM_CONFIG_VARS, loadLlmConfig, type LlmConfig } from './providers/llm/config.js';
+import { TTS_CONFIG_VARS, loadTtsConfig, type TtsConfig } from './providers/tts/config.js';
+import { ASR_CONFIG_VARS, loadAsrConfig, type AsrConfig } from './providers/asr/config.js';
 
 export interface WebhookConfig {
   url: string;
@@ -33,7 +36,10 @@ export interface Config {
   bootstrapUserId: string;
   webhook: WebhookConfig | null;
   modelsDir: string;
+  preloadModels: boolean;
   llm: LlmConfig;
+  tts: TtsConfig;
+  asr: AsrConfig;
 }
 
 export interface VarSpec {
@@ -67,18 +73,13 @@ export const CONFIG_VARS: VarSpec[] = [
   { name: 'WEBHOOK_RETRY_MAX_MS', default: '600000', description: 'Longest retry delay.' },
   { name: 'WEBHOOK_TIMEOUT_MS', default: '10000', description: 'Per-delivery HTTP timeout.' },
   { name: 'MODELS_DIR', default: './models', description: 'Standard assets (models/assets), the model manifest, and fetched weights (models/weights).' },
+  { name: 'PRELOAD_MODELS', default: 'true', description: 'Load the language model, voices and recogniser when the server starts (true) rather than on first use (false): the first conversation then does not wait seconds for them.' },
   ...LLM_CONFIG_VARS,
+  ...TTS_CONFIG_VARS,
+  ...ASR_CONFIG_VARS,
 ];
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
@@ -96,6 +97,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     return value;
   };
 
+  const bool = (name: string): boolean => {
+    const text = raw(name);
+    if (text !== 'true' && text !== 'false') throw new ConfigError(name, `expected true or false, got '${text}'`);
+    return text === 'true';
+  };
   const dataDir = path.resolve(cwd, raw('DATA_DIR'));
   const logLevel = raw('LOG_LEVEL');
   if (!['debug', 'info', 'warn', 'error', 'silent'].includes(logLevel)) {
@@ -144,7 +150,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     bootstrapUserId,
     webhook,
     modelsDir: path.resolve(env.MODELS_DIR ? cwd : ROOT_DIR, env.MODELS_DIR || 'models'),
+    preloadModels: bool('PRELOAD_MODELS'),
     llm: loadLlmConfig(env, cwd),
+    tts: loadTtsConfig(env),
+    asr: loadAsrConfig(env),
   };
 }
 

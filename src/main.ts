@@ -25,6 +25,7 @@ async function main(): Promise<void> {
     },
   });
   process.stdout.write(`avatar server listening on ${server.url}\n`);
+  if (config.preloadModels) void server.warmUp();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -99,3 +99,17 @@ export class NativeError extends AppError {
     this.name = 'NativeError';
   }
 }
+
+/**
+ * A configuration variable with a bad value: the process stops with this message (exit code 2).
+ * Here, not in config.ts, so that provider config modules, which config.ts imports, can use it.
+ */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}

@@ -14,6 +14,7 @@ import type { FaceRegistry } from '../media/face-registration.js';
 import { SileroVad } from '../providers/vad/silero.js';
 import type { RealtimeRuntime } from '../signaling/realtime-ws.js';
 
+const STANDARD_VOICES = ['default', 'alice', 'anthony'];
 const PIPELINES_DIR = path.resolve(import.meta.dirname, '../../pipelines');
 
 export interface RuntimeDeps {
@@ -23,8 +24,17 @@ export interface RuntimeDeps {
   log: Logger;
 }
 
+export interface RuntimeControl {
+  /**
+   * Loads the default models (language model, voices, recogniser) by one tiny request each, so
+   * the first conversation does not wait seconds for them. Failures are logged, not thrown.
+   */
+  warmUp(): Promise<void>;
+  close(): Promise<void>;
+}
+
 /** Providers are imported only when used, so a server whose tests replace them never loads their native code. */
-export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partial<RealtimeRuntime> = {}): Promise<RealtimeRuntime & { close(): Promise<void> }> {
+export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partial<RealtimeRuntime> = {}): Promise<RealtimeRuntime & RuntimeControl> {
   const { config, log } = deps;
   const avatarAssets = new AvatarAssets(deps.assets, deps.faces, config.dataDir);
   const llm =
@@ -42,6 +52,30 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
     startAvatar:
       overrides.startAvatar ??
       ((o) => MediaAvatarOutput.start({ ...o, assets: avatarAssets, pipelinesDir: PIPELINES_DIR, log: log.child({ module: 'avatar' }) })),
+    async warmUp() {
+      const started = performance.now();
+      const tasks: Array<[string, () => Promise<unknown>]> = [
+        ['language model', async () => {
+          const abort = new AbortController();
+          const stream = llm.forModel(config.defaultModel).generate({ messages: [{ role: 'user', content: 'Hi' }], maxOutputTokens: 1, signal: abort.signal });
+          for await (const chunk of stream) if (chunk.type === 'text') abort.abort();
+        }],
+        ...STANDARD_VOICES.map((voiceId): [string, () => Promise<unknown>] => [`voice ${voiceId}`, async () => {
+          const voice = await tts.voice({ voiceId, userId: config.bootstrapUserId, source: 'auto' });
+          for await (const _ of voice.speak('Hello.', { speed: 1 })) void _;
+        }]),
+        ['recogniser', () => asr.forModel(null).transcribe({ pcm: new Int16Array(12_000), language: 'en', prompt: null })],
+      ];
+      // One at a time: on a small machine, loading all at once only makes each slower.
+      for (const [what, task] of tasks) {
+        try {
+          await task();
+        } catch (err) {
+          log.warn(`warm-up: ${what} is not available`, { err: (err as Error).message });
+        }
+      }
+      log.info('models warmed up', { ms: Math.round(performance.now() - started) });
+    },
     async close() {
       await Promise.allSettled([llm.close(), tts.close(), asr.close()]);
     },

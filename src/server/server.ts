@@ -47,6 +47,8 @@ export interface RunningServer {
   http: http.Server;
   services: Services;
   gateway: RealtimeGateway;
+  /** Loads the default models ahead of the first conversation (see RuntimeControl.warmUp). */
+  warmUp(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -129,5 +131,5 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       log.info('stopped');
     })());
 
-  return { url, port, http: server, services, gateway, close };
+  return { url, port, http: server, services, gateway, warmUp: () => runtime.warmUp(), close };
 }

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -54,6 +55,14 @@ test('a webhook needs URL and secret together', () => {
   const config = loadConfig({ WEBHOOK_URL: 'https://example.test/hook', WEBHOOK_SECRET: 's'.repeat(16) }, '/tmp');
   assert.is(config.webhook?.url, 'https://example.test/hook');
   assert.is(config.webhook?.maxAttempts, 25);
+});
+
+test('the README configuration table lists every variable of CONFIG_VARS with its default', () => {
+  const readme = fs.readFileSync(path.join(import.meta.dirname, '../../README.md'), 'utf8');
+  for (const v of CONFIG_VARS) {
+    const shown = v.default === '' ? '(unset)' : `\`${v.default}\``;
+    assert.ok(readme.includes(`| \`${v.name}\` | ${shown} |`), `README lacks the row of ${v.name}`);
+  }
 });
 
 test.run();

@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError } from '../../config.js';
+import { ConfigError } from '../../core/errors.js';
 
 export type LlmProviderName = 'llama-cpp' | 'openai' | 'offline';
 export type LlmProviderChoice = 'auto' | LlmProviderName;
