@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { RealtimeTestClient, type ServerEvent } from '../helpers/realtime-client.js';
 import { speechPcm24k } from '../helpers/speech.js';
+import { ProviderError } from '../../src/providers/llm/base.js';
 
 let t: RealtimeTestServer;
 
@@ -262,7 +263,6 @@ test('an out-of-band response (conversation none) uses its own input and adds no
 
 test('a provider failure becomes an error event and a failed response; the session goes on', async () => {
   const c = await connect();
-  const { ProviderError } = await import('../../src/providers/llm/base.js');
   t.llm.options = { fail: new ProviderError('llm_request_failed', 'upstream said no', { statusCode: 500 }) };
   say(c, 'Hi');
   c.send({ type: 'response.create' });

@@ -265,7 +265,7 @@ test('loadManifest() names the bad field; the repository manifest is valid', asy
   assert.throws(() => loadManifest(ctx.modelsDir), /models\[0\]\.file/);
   const repo = loadManifest(path.resolve(import.meta.dirname, '../../../models'));
   const llm = repo.models.find((m) => m.name === 'llm-default');
-  assert.ok(llm && !llm.optional && llm.parts.length > 0);
+  assert.ok(llm && llm.optional && llm.parts.length > 0); // optional: without it the offline responder answers
 });
 
 test.run();
