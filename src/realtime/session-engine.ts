@@ -510,7 +510,8 @@ export class RealtimeSessionEngine {
 
     const audio = modalities.includes('audio');
     const system = audio ? `${instructions}\n\n${SPOKEN_REPLY_GUIDANCE}` : instructions;
-    const voiceId = voiceOverride ?? s.voice;
+    // audio.output.voice holds an OpenAI voice name (the speech service maps it) or our voice id.
+    const voiceId = voiceOverride ?? s.audio.output.voice;
     const inConversation = conversation === 'auto';
     const item: MessageItem = { id: newItemId(), object: 'realtime.item', type: 'message', status: 'in_progress', role: 'assistant', content: [] };
     const previousItemId = inConversation ? this.conversation.insert(item, null) : null;
