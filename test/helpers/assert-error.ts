@@ -13,3 +13,14 @@ export function assertError(res: TestResponse, status: number, code: string, par
   assert.type(error.type, 'string');
   if (param !== undefined) assert.is(error.param, param);
 }
+
+/** What `p` rejects with; fails the test when it resolves. */
+export async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  assert.unreachable('expected a rejection');
+  return undefined;
+}

@@ -6,6 +6,7 @@
  */
 import os from 'node:os';
 import { ConfigError } from '../../core/errors.js';
+import { intVar, type Env } from '../../core/env.js';
 
 export type AsrProviderName = 'auto' | 'whisper-cpp' | 'openai';
 
@@ -54,16 +55,6 @@ export const ASR_CONFIG_VARS: Array<{ name: string; default: string; description
   { name: 'ASR_WHISPER_CONCURRENCY', default: String(DEFAULT_WHISPER_CONCURRENCY), description: 'Whisper transcriptions run at once, 1..64; others wait in order. 1 suits a 2-core machine (two at once each take twice as long); about cores / ASR_WHISPER_THREADS on larger ones.' },
 ];
 
-type Env = Record<string, string | undefined>;
-
-function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const text = env[name]?.trim();
-  if (!text) return fallback;
-  if (!/^\d+$/.test(text)) throw new ConfigError(name, `expected an integer, got '${text}'`);
-  const value = Number(text);
-  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
 
 export function loadAsrConfig(env: Env = process.env): AsrConfig {
   const provider = (env.ASR_PROVIDER?.trim() || 'auto') as AsrProviderName;

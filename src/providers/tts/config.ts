@@ -6,6 +6,7 @@
  */
 import os from 'node:os';
 import { ConfigError } from '../../core/errors.js';
+import { intVar, type Env } from '../../core/env.js';
 
 export interface OpenAiTtsConfig {
   /** e.g. https://api.openai.com/v1 (no trailing slash). */
@@ -33,16 +34,6 @@ export const TTS_CONFIG_VARS: Array<{ name: string; default: string; description
   { name: 'TTS_PIPER_THREADS', default: String(DEFAULT_PIPER_THREADS), description: 'CPU threads one Piper inference may use, 1..64 (default: 2, or 1 on a single core).' },
 ];
 
-type Env = Record<string, string | undefined>;
-
-function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const text = env[name]?.trim();
-  if (!text) return fallback;
-  if (!/^\d+$/.test(text)) throw new ConfigError(name, `expected an integer, got '${text}'`);
-  const value = Number(text);
-  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
 
 export function loadTtsConfig(env: Env = process.env): TtsConfig {
   const baseUrl = env.TTS_OPENAI_BASE_URL?.trim() ?? '';

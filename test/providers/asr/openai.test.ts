@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert';
 import { ProviderError } from '../../../src/providers/asr/base.js';
 import type { OpenAiAsrConfig } from '../../../src/providers/asr/config.js';
 import { OpenAiTranscriber } from '../../../src/providers/asr/openai.js';
+import { rejection } from '../../helpers/assert-error.js';
 
 interface Received {
   url: string;
@@ -91,15 +92,6 @@ OpenAi('transcribe() leaves language and prompt out when the session gives none'
   assert.equal(ctx.received[0]?.fields, { model: 'whisper-1', response_format: 'json' });
 });
 
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  assert.unreachable('expected a rejection');
-  return undefined;
-}
 
 OpenAi('transcribe() turns an error status into asr_failed carrying the status, retryable for 429 and 5xx', async (ctx) => {
   const t = new OpenAiTranscriber(ctx.config, 'whisper-1');

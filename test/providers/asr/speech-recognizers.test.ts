@@ -12,21 +12,13 @@ import { ProviderError, pcm16ToWav } from '../../../src/providers/asr/base.js';
 import { loadAsrConfig } from '../../../src/providers/asr/config.js';
 import { fakeAsrFailure, FakeTranscriber, splitDeltas } from '../../../src/providers/asr/fake-asr.js';
 import { createSpeechRecognizers, HOW_TO_GET_ASR } from '../../../src/providers/asr/index.js';
+import { rejection } from '../../helpers/assert-error.js';
 
 const Routing = suite('SpeechRecognizers');
 
 const PCM = new Int16Array(24000);
 const emptyModels = (): string => fs.mkdtempSync(path.join(os.tmpdir(), 'asr-models-'));
 
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  assert.unreachable('expected a rejection');
-  return undefined;
-}
 
 Routing('forModel() without a model or a server gives a transcriber that fails with asr_unavailable and says how to fix it', async () => {
   const { logger, records } = memoryLogger();

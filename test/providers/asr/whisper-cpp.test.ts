@@ -15,6 +15,7 @@ import { ProviderError } from '../../../src/providers/asr/base.js';
 import { Resampler } from '../../../src/providers/vad/resample.js';
 import { toWhisperInput, WhisperCppTranscriber } from '../../../src/providers/asr/whisper-cpp.js';
 import { espeak, toPcm16 } from '../../helpers/speech.js';
+import { rejection } from '../../helpers/assert-error.js';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
 
@@ -49,15 +50,6 @@ function wer(reference: string, hypothesis: string): number {
   return (prev[h.length] ?? 0) / Math.max(1, r.length);
 }
 
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  assert.unreachable('expected a rejection');
-  return undefined;
-}
 
 interface Ctx {
   asr: WhisperCppTranscriber;
