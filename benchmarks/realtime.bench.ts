@@ -91,6 +91,10 @@ async function textTurn(c: RealtimeTestClient, text: string): Promise<{ audioMs:
   const t0 = performance.now();
   const marks = watch(c, t0, ['response.output_audio.delta', 'response.output_image.delta']);
   c.send({ type: 'response.create' });
+  // Only the start is measured: cancel once both have arrived instead of listening to the whole reply.
+  await c.waitFor('response.output_audio.delta', { from, timeoutMs: 60_000 });
+  await c.waitFor('response.output_image.delta', { from, timeoutMs: 60_000 });
+  c.send({ type: 'response.cancel' });
   await c.waitFor('response.done', { from, timeoutMs: 60_000 });
   const m = marks();
   return { audioMs: m['response.output_audio.delta'] as number, imageMs: m['response.output_image.delta'] as number };
@@ -124,6 +128,8 @@ async function voiceTurn(c: RealtimeTestClient, speech: Int16Array): Promise<{ f
     c.send({ type: 'input_audio_buffer.append', audio: Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64') });
     if (!speechEnd && i + step >= speechEndSample) speechEnd = due + ((speechEndSample - i) / 24000) * 1000;
   }
+  await c.waitFor('response.output_audio.delta', { from, timeoutMs: 60_000 });
+  c.send({ type: 'response.cancel' });
   await c.waitFor('response.done', { from, timeoutMs: 60_000 });
   c.ws.off('message', listener);
   return { fromSpeechEndMs: Math.round(firstAudio - speechEnd), fromStoppedMs: Math.round(firstAudio - stoppedAt) };

@@ -7,7 +7,7 @@
  */
 
 /** A first clause longer than this is spoken on its own at the next comma/semicolon/colon. */
-const FIRST_CLAUSE_MIN_CHARS = 24;
+const FIRST_CLAUSE_MIN_CHARS = 12;
 /** Any clause longer than this is cut at the next comma etc. (keeps synthesis chunks short). */
 const LONG_CLAUSE_MIN_CHARS = 160;
 
