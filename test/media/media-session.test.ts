@@ -338,7 +338,7 @@ Session('motionInputFromTemplate() converts LivePortrait units: relative pose, t
   assert.equal([wide.frames[6], Math.round(wide.frames[7]! * 100) / 100], [1, 0.05], 'ratio / 0.35, clamped to 0..1');
 });
 
-Session('20 sessions created and closed leave no threads or memory behind (child process)', async () => {
+Session('40 sessions created and closed leave no threads or memory behind (child process)', async () => {
   const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', THIS_FILE], {
     cwd: ROOT,
     // glibc gives new threads their own malloc arenas (up to 8 per core) and keeps what they
@@ -363,13 +363,14 @@ Session('20 sessions created and closed leave no threads or memory behind (child
 // ---------------------------------------------------------------------------------------------
 // The child side of the leak test.
 
-const LEAK_SESSIONS = 20;
+const LEAK_SESSIONS = 40;
 /**
- * RSS may grow this much over the 20 measured sessions: allocator and JIT noise (2–9 MiB seen),
- * while a session holds its face rig, frame buffers and five pipelines (several MiB), so leaking
- * even a fraction of each one shows: 1 MiB per session is already 20 MiB.
+ * RSS may grow this much over the 40 measured sessions: allocator and JIT noise (2–9 MiB seen on
+ * an idle machine, 16.5 MiB once on a loaded one), while a session holds its face rig, frame
+ * buffers and five pipelines (several MiB), so leaking even a fraction of each one shows: 1 MiB
+ * per session is already 40 MiB.
  */
-const LEAK_RSS_BUDGET_BYTES = 16 * 2 ** 20;
+const LEAK_RSS_BUDGET_BYTES = 24 * 2 ** 20;
 /**
  * Sessions run before the baseline: GStreamer's registry and pools, libuv's pool, V8's caches,
  * and the allocator's high-water mark (RSS rises over the first ~20 sessions, then stays flat
