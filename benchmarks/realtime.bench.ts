@@ -18,7 +18,8 @@ import { summarise, type Benchmark } from './lib/harness.js';
 const TEXT_TURNS = 20;
 const VOICE_TURNS = 10;
 const APPEND_MS = 20;
-const SILENCE_DURATION_MS = 500;
+/** The VAD's end-of-turn silence: OpenAI's default (500); REALTIME_BENCH_SILENCE_MS overrides it. */
+const SILENCE_DURATION_MS = Number(process.env.REALTIME_BENCH_SILENCE_MS ?? 500);
 
 const QUESTIONS = ['Hello, who are you?', 'What can you do for me?', 'Tell me about the weather.', 'How are you today?', 'What time is it?'];
 
@@ -107,7 +108,8 @@ async function voiceTurn(c: RealtimeTestClient, speech: Int16Array): Promise<{ f
   const tail = new Int16Array(24000 * 1.5);
   const audio = new Int16Array(lead.length + speech.length + tail.length);
   audio.set(speech, lead.length);
-  const speechEndSample = lead.length + speech.length;
+  // espeak-ng pads its speech with ~300 ms of silence: the speech ends at its last audible sample.
+  const speechEndSample = lead.length + lastAudible(speech);
   let speechEnd = 0;
   let stoppedAt = 0;
   let firstAudio = 0;
@@ -147,6 +149,13 @@ function watch(c: RealtimeTestClient, t0: number, types: string[]): () => Record
     c.ws.off('message', listener);
     return seen;
   };
+}
+
+function lastAudible(pcm: Int16Array): number {
+  let peak = 0;
+  for (const v of pcm) peak = Math.max(peak, Math.abs(v));
+  for (let i = pcm.length - 1; i >= 0; i--) if (Math.abs(pcm[i] as number) > peak * 0.02) return i + 1;
+  return pcm.length;
 }
 
 function median(values: number[]): number {

@@ -360,7 +360,7 @@ function usageObject(usage: TokenUsage | null) {
  */
 class SpeechQueue {
   private chain: Promise<void> = Promise.resolve();
-  private voice: Promise<Voice> | null = null;
+  private readonly voice: Promise<Voice>;
   private failure: unknown = null;
 
   constructor(
@@ -368,10 +368,13 @@ class SpeechQueue {
     private readonly deps: ResponseDeps,
     private readonly spec: ResponseSpec,
     private readonly signal: AbortSignal,
-  ) {}
+  ) {
+    // Resolved while the model writes its first sentence, not after it.
+    this.voice = this.deps.voice();
+    this.voice.catch(() => undefined); // a failure surfaces when the first sentence is spoken
+  }
 
   add(sentence: string): void {
-    this.voice ??= this.deps.voice();
     const voice = this.voice;
     this.chain = this.chain.then(async () => {
       if (this.signal.aborted || this.failure !== null) return;
