@@ -63,6 +63,8 @@ const bench: Benchmark = {
         }
         await c.close();
         engines = `voices and recogniser as the server logged them: ${[...server.stdout().matchAll(/"msg":"([^"]*(?:voice|whisper|piper|recogni)[^"]*)"/gi)].map((m) => m[1]).slice(0, 4).join('; ')}`;
+      } catch (err) {
+        throw new Error(`${(err as Error).message.slice(0, 300)}\nserver output (tail):\n${server.stdout().slice(-3000)}`);
       } finally {
         server.child.kill('SIGTERM');
         await server.exited;

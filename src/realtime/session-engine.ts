@@ -443,7 +443,7 @@ export class RealtimeSessionEngine {
       if (this.conversation.get(item.id)) this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
       if (respond && ok && !this.closed) {
         // Chained like a client's response.create, so it is ordered with the client's events.
-        this.chain = this.chain.then(() => this.startResponseSafely(null, null));
+        this.chain = this.chain.then(() => this.respondToTurn());
       }
     })();
     this.transcriptions.add(job);
@@ -463,11 +463,22 @@ export class RealtimeSessionEngine {
     await this.startResponse(body ?? null);
   }
 
-  private async startResponseSafely(body: Json | null, clientEventId: string | null): Promise<void> {
+  /**
+   * The automatic response to a voice turn (create_response). Not when the user is already
+   * talking again: the next turn's response answers both. A response still running from an
+   * earlier turn gives way to the newer turn when interrupt_response is on; otherwise this turn
+   * waits in the conversation for the next response.
+   */
+  private async respondToTurn(): Promise<void> {
+    if (this.segmenter?.isSpeaking) return;
+    if (this.active) {
+      if (!this.settings.turnDetection?.interruptResponse) return;
+      this.active.cancel('turn_detected');
+    }
     try {
-      await this.startResponse(body);
+      await this.startResponse(null);
     } catch (err) {
-      this.emit(errorEvent(err, clientEventId));
+      this.emit(errorEvent(err, null));
     }
   }
 

@@ -220,7 +220,16 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
         }
         if (generation !== this.generation) continue; // cleared while in flight
         this.framesProcessed++;
-        this.onFrame(probability, frame.startMs, frame.endMs);
+        try {
+          this.onFrame(probability, frame.startMs, frame.endMs);
+        } catch (err) {
+          // A bug in the turn rules must cost this turn, not the process (drain has no caller to
+          // throw to): report it and start over from this frame.
+          this.speaking = false;
+          this.silenceStartMs = null;
+          this.floorMs = frame.endMs;
+          this.emit('error', err instanceof Error ? err : new VadError(String(err)));
+        }
       }
     } finally {
       this.draining = null;
@@ -283,8 +292,10 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
 
   private audioSpan(startMs: number, endMs: number): Int16Array {
     const from = startMs * INPUT_SAMPLES_PER_MS - this.audioStart;
-    const to = endMs * INPUT_SAMPLES_PER_MS - this.audioStart;
-    if (from < 0 || to > this.audioFill) {
+    // The resampler's output count can run a few ms ahead of the input it has seen (its last
+    // frame ends past the latest input sample): the committed audio ends where the input does.
+    const to = Math.min(endMs * INPUT_SAMPLES_PER_MS - this.audioStart, this.audioFill);
+    if (from < 0 || to < from) {
       // Retention is sized by the turn rules above; a miss is a bug, not a condition to paper over.
       throw new VadError(`SpeechSegmenter: committed audio ${startMs}–${endMs} ms is not retained`);
     }
