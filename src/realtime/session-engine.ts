@@ -441,9 +441,9 @@ export class RealtimeSessionEngine {
         });
       }
       if (this.conversation.get(item.id)) this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
-      if (respond && ok && !this.closed) {
+      if (respond && !this.closed) {
         // Chained like a client's response.create, so it is ordered with the client's events.
-        this.chain = this.chain.then(() => this.respondToTurn());
+        this.chain = this.chain.then(() => this.respondToTurn(ok));
       }
     })();
     this.transcriptions.add(job);
@@ -451,6 +451,9 @@ export class RealtimeSessionEngine {
   }
 
   // ---- responses ----
+
+  /** A voice turn was not answered because the user kept talking: the next turn answers it. */
+  private owedResponse = false;
 
   /** Runs whose audio can still be truncated, by item id (the latest few). */
   private readonly truncatable = new Map<string, ResponseRun>();
@@ -469,8 +472,14 @@ export class RealtimeSessionEngine {
    * earlier turn gives way to the newer turn when interrupt_response is on; otherwise this turn
    * waits in the conversation for the next response.
    */
-  private async respondToTurn(): Promise<void> {
-    if (this.segmenter?.isSpeaking) return;
+  private async respondToTurn(heardWords: boolean): Promise<void> {
+    // A turn with no words (noise, a cough) answers only a turn that was left waiting.
+    if (!heardWords && !this.owedResponse) return;
+    if (this.segmenter?.isSpeaking) {
+      this.owedResponse = true;
+      return;
+    }
+    this.owedResponse = false;
     if (this.active) {
       if (!this.settings.turnDetection?.interruptResponse) return;
       this.active.cancel('turn_detected');
