@@ -78,6 +78,11 @@ test('every GA event of the common flows validates against the @openai/agents-re
   c.send({ type: 'response.cancel' });
   await c.waitFor((e) => e.type === 'response.done' && e.response.status === 'cancelled');
   t.llm.options = {};
+  // A text-only response (output_text events).
+  c.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['text'] } });
+  await c.waitFor((e) => e.type === 'session.updated' && e.session.output_modalities[0] === 'text');
+  c.send({ type: 'response.create', response: { metadata: { kind: 'text' } } });
+  await c.waitFor((e) => e.type === 'response.done' && e.response.metadata?.kind === 'text');
   c.send({ type: 'input_audio_buffer.clear' });
   await c.waitFor('input_audio_buffer.cleared');
   c.send({ type: 'nope', event_id: 'bad' });
@@ -85,7 +90,7 @@ test('every GA event of the common flows validates against the @openai/agents-re
   await c.close();
 
   const types = new Set(c.types());
-  for (const expected of ['session.created', 'session.updated', 'conversation.item.added', 'conversation.item.done', 'response.created', 'response.output_item.added', 'response.content_part.added', 'response.output_audio.delta', 'response.output_audio_transcript.delta', 'response.output_audio.done', 'response.output_audio_transcript.done', 'response.content_part.done', 'response.output_item.done', 'response.done', 'input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped', 'input_audio_buffer.committed', 'conversation.item.input_audio_transcription.completed', 'conversation.item.truncated', 'conversation.item.retrieved', 'conversation.item.deleted', 'input_audio_buffer.cleared', 'error']) {
+  for (const expected of ['session.created', 'session.updated', 'conversation.item.added', 'conversation.item.done', 'response.created', 'response.output_item.added', 'response.content_part.added', 'response.output_audio.delta', 'response.output_audio_transcript.delta', 'response.output_audio.done', 'response.output_audio_transcript.done', 'response.content_part.done', 'response.output_item.done', 'response.done', 'input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped', 'input_audio_buffer.committed', 'conversation.item.input_audio_transcription.completed', 'conversation.item.truncated', 'conversation.item.retrieved', 'conversation.item.deleted', 'input_audio_buffer.cleared', 'response.output_text.delta', 'response.output_text.done', 'error']) {
     assert.ok(types.has(expected), `flow did not produce ${expected}`);
   }
   assert.equal(validate(c.events), []);
