@@ -22,7 +22,7 @@ import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import { SpeechSegmenter, INPUT_SAMPLE_RATE_HZ, type SpeechStartedEvent, type SpeechStoppedEvent } from '../providers/vad/segmenter.js';
 import { AppError } from '../core/errors.js';
 import type { AvatarOutput } from './avatar-output.js';
-import { Conversation, type MessageItem, parseMessageItem, toMessages } from './conversation.js';
+import { Conversation, type MessageItem, itemText, parseMessageItem, toMessages } from './conversation.js';
 import {
   type ClientEvent,
   type Dialect,
@@ -293,7 +293,7 @@ export class RealtimeSessionEngine {
       return;
     }
     this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
-    const text = item.content.map((p) => ('text' in p ? p.text : (p.transcript ?? ''))).join(' ');
+    const text = itemText(item);
     if (item.role !== 'system' && text.trim() !== '') void this.record(() => this.deps.recorder.appendTurn(item.role as 'user' | 'assistant', text));
   }
 
@@ -577,8 +577,7 @@ export class RealtimeSessionEngine {
     if (this.active === run) this.active = null;
     this.truncatable.set(run.itemId, run);
     while (this.truncatable.size > 8) this.truncatable.delete(this.truncatable.keys().next().value as string);
-    const part = outcome.item.content[0];
-    const text = part ? ('text' in part ? part.text : (part.transcript ?? '')) : '';
+    const text = itemText(outcome.item);
     void this.record(async () => {
       if (run.inConversation && text.trim() !== '') await this.deps.recorder.appendTurn('assistant', text);
       await this.deps.recorder.setCurrentTranscript('');
