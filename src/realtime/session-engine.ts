@@ -237,7 +237,7 @@ export class RealtimeSessionEngine {
     const { userId } = this.options;
     const checks: Promise<void>[] = [];
     const check = (kind: 'face' | 'voice' | 'driving', id: string | null, param: string) => {
-      if (id !== null) checks.push(this.deps.assets.require(kind, id, userId, param).catch((err) => Promise.reject(asRealtime(err))));
+      if (id !== null) checks.push(this.deps.assets.require(kind, id, userId, param));
     };
     if (after.voice !== before.voice) check('voice', after.voice, update.voice !== undefined ? 'session.voice' : 'session.audio.output.voice');
     if (after.face !== before.face) check('face', after.face, 'session.face');
@@ -610,10 +610,6 @@ export class RealtimeSessionEngine {
       this.deps.log.error('recording chat or usage failed', { sessionId: this.options.sessionId, err });
     }
   }
-}
-
-function asRealtime(err: unknown): unknown {
-  return err instanceof AppError && !(err instanceof RealtimeError) ? new RealtimeError(err.code, err.message, err.param) : err;
 }
 
 /**

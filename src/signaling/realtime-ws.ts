@@ -226,7 +226,8 @@ export class RealtimeGateway {
         initial = { model: session.model, voice: session.voice, instructions: session.instructions, face: session.face, driving: session.driving };
         if (session.origin === 'legacy' && session.video) initial.modalities = ['audio', 'text', 'image'];
       } else {
-        initial = principal.kind === 'ephemeral' ? stripSessionMeta(principal.session) : {};
+        // The engine's session.update rules drop the key's read-only fields (id, object, expires_at).
+        initial = principal.kind === 'ephemeral' ? { ...principal.session } : {};
         const model = query.get('model') ?? (typeof initial.model === 'string' ? initial.model : config.defaultModel);
         const voice = query.get('voice_id') ?? query.get('voice') ?? (typeof initial.voice === 'string' ? initial.voice : 'default');
         const face = query.get('face_id') ?? (typeof initial.face === 'string' ? initial.face : null);
@@ -394,8 +395,3 @@ function isAuthMessage(text: string): boolean {
   }
 }
 
-/** An ephemeral key's stored session without the fields a client may not set. */
-function stripSessionMeta(session: Record<string, unknown>): Json {
-  const { id: _id, object: _object, expires_at: _expires, client_secret: _secret, ...rest } = session;
-  return rest;
-}
