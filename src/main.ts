@@ -1,8 +1,11 @@
 /**
- * Process entry: configuration from the environment, the server, and graceful shutdown on
- * SIGINT/SIGTERM (live sessions are ended and billed, the store is closed cleanly).
+ * Process entry: configuration from the environment, the server, the process safety net once it
+ * serves (errors that escape every handler are logged and counted, not fatal: core/process-guard.ts),
+ * and graceful shutdown on SIGINT/SIGTERM (live sessions are ended and billed, the store is closed
+ * cleanly). A failure while starting is fatal (exit 1; a bad setting exits 2).
  */
 import { ConfigError, loadConfig } from './config.js';
+import { installProcessSafetyNet } from './core/process-guard.js';
 import { startServer } from './server/server.js';
 
 async function main(): Promise<void> {
@@ -24,6 +27,7 @@ async function main(): Promise<void> {
       );
     },
   });
+  installProcessSafetyNet(server.services.log.child({ module: 'process' }));
   process.stdout.write(`avatar server listening on ${server.url}\n`);
   if (config.preloadModels) void server.warmUp();
   let stopping = false;
