@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One-time (idempotent) set-up on a Debian 12 machine with Node 20 and npm: system packages,
-# npm dependencies, and the standard asset files. Called by `npm start` and `npm test`; safe to run
-# again: each step is skipped when already done.
+# One-time (idempotent) set-up on a Debian 12 machine with Node 20 and npm: system packages, a Rust
+# toolchain, npm dependencies, the native addon, the standard asset files and the models. Called
+# by `npm start` and `npm test`; safe to run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -59,11 +59,9 @@ fi
 # build here. The generated index.js/index.d.ts are committed and left alone (this build writes
 # them under target/, and test/media/native-binding.test.ts checks the committed ones for drift;
 # `npm run build:native` is what rewrites them); only the .node binary is copied into place.
-[ -d "${HOME:-}/.cargo/bin" ] && PATH="$HOME/.cargo/bin:$PATH"
-if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup: cargo not found. The media addon is Rust: install a toolchain (rustup, stable) and run again." >&2
-  exit 1
-fi
+# Rust for it: the one on PATH when new enough, else installed (rustup or apt; see setup-rust.sh).
+source src/cli/setup-rust.sh
+setup_rust || exit 1
 native_out="$PWD/target/media-node-build"
 native_stamp=target/.media-node-inputs-sha256
 native_inputs() {
