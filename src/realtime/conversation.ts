@@ -6,9 +6,33 @@
  * Items are kept in wire shape so that conversation.item.added/.done/.retrieved send them as they
  * are. Input audio bytes are not kept (clients do not need them back, and they would grow memory
  * for the whole session): an input_audio part keeps its transcript only.
+ *
+ * Memory bound: an item holds at most MAX_ITEM_CONTENT_PARTS parts and MAX_ITEM_TEXT_CHARS
+ * characters of text and transcripts (a client item beyond them is refused with
+ * array_above_max_length / string_above_max_length naming the part), and the conversation at most
+ * MAX_CONVERSATION_ITEMS items and MAX_CONVERSATION_TEXT_CHARS characters: `overflow()` names the
+ * oldest items to drop to get back within both, as OpenAI's context truncation drops the oldest
+ * turns (the engine announces each with conversation.item.deleted).
  */
 import type { ChatMessage } from '../providers/llm/base.js';
-import { type Json, RealtimeError, isObject, newItemId } from './protocol.js';
+import { type Json, RealtimeError, checkMaxLength, describeValue, isObject, newItemId } from './protocol.js';
+
+/**
+ * Text and transcripts one item may hold, in characters. The same as the longest session
+ * instructions: about 25k tokens, more than a local model's whole context, and an item longer than
+ * that could never be shown to one whole.
+ */
+export const MAX_ITEM_TEXT_CHARS = 100_000;
+/** Content parts in one item (real items have one or two). */
+export const MAX_ITEM_CONTENT_PARTS = 32;
+/** Items a conversation keeps; older ones are dropped. An hour of brisk turns is about 500. */
+export const MAX_CONVERSATION_ITEMS = 1000;
+/**
+ * Characters of text a conversation keeps (about 2 MB of memory at most); older items are dropped.
+ * Ten full items, or some 250k tokens: more than any model's context, so nothing a model could see
+ * is lost to it.
+ */
+export const MAX_CONVERSATION_TEXT_CHARS = 1_000_000;
 
 export type ItemStatus = 'completed' | 'incomplete' | 'in_progress';
 export type Role = 'user' | 'assistant' | 'system';
@@ -80,6 +104,32 @@ export class Conversation {
     this.items.splice(at, 1);
   }
 
+  /** Characters of text and transcripts in all items. */
+  textChars(): number {
+    let total = 0;
+    for (const item of this.items) total += itemTextChars(item);
+    return total;
+  }
+
+  /**
+   * The ids of the oldest items to drop so the conversation is back within MAX_CONVERSATION_ITEMS
+   * and MAX_CONVERSATION_TEXT_CHARS, oldest first; `keep(id)` spares an item (the response in
+   * progress). Does not drop them: the caller deletes and announces each.
+   */
+  overflow(keep: (id: string) => boolean): string[] {
+    let count = this.items.length;
+    let chars = this.textChars();
+    const out: string[] = [];
+    for (const item of this.items) {
+      if (count <= MAX_CONVERSATION_ITEMS && chars <= MAX_CONVERSATION_TEXT_CHARS) break;
+      if (keep(item.id)) continue;
+      out.push(item.id);
+      count--;
+      chars -= itemTextChars(item);
+    }
+    return out;
+  }
+
   /** The conversation as chat messages, oldest first; items without text are left out. */
   messages(): ChatMessage[] {
     return toMessages(this.items);
@@ -94,6 +144,16 @@ export function toMessages(items: readonly MessageItem[]): ChatMessage[] {
     if (text.trim() !== '') out.push({ role: item.role, content: text });
   }
   return out;
+}
+
+/** Characters of text and transcripts in one item (without joining them). */
+export function itemTextChars(item: MessageItem): number {
+  let total = 0;
+  for (const part of item.content) {
+    if (part.type === 'input_text' || part.type === 'output_text') total += part.text.length;
+    else total += part.transcript?.length ?? 0;
+  }
+  return total;
 }
 
 /** The text of a message: typed text, transcripts of audio. */
@@ -127,7 +187,7 @@ export function parseMessageItem(raw: unknown, param: string): { item: MessageIt
   if (type !== 'message') {
     throw new RealtimeError(
       'unsupported_item_type',
-      `Item type '${String(type)}' is not supported: this server takes message items (function calls are not supported).`,
+      `Item type ${describeValue(type)} is not supported: this server takes message items (function calls are not supported).`,
       `${param}.type`,
     );
   }
@@ -149,7 +209,24 @@ export function parseMessageItem(raw: unknown, param: string): { item: MessageIt
   if (!Array.isArray(raw.content) || raw.content.length === 0) {
     throw new RealtimeError('missing_required_parameter', `'${param}.content' must be a non-empty array of content parts.`, `${param}.content`);
   }
+  if (raw.content.length > MAX_ITEM_CONTENT_PARTS) {
+    throw new RealtimeError(
+      'array_above_max_length',
+      `Invalid '${param}.content': array too long. Expected an array with maximum length ${MAX_ITEM_CONTENT_PARTS}, but got an array with length ${raw.content.length} instead.`,
+      `${param}.content`,
+    );
+  }
   let audio: string | null = null;
+  let textChars = 0;
+  /** Counts a part's text against the item's limit, naming the part that crosses it. */
+  const counted = (text: string, p: string): string => {
+    textChars += text.length;
+    if (textChars > MAX_ITEM_TEXT_CHARS) {
+      checkMaxLength(text, MAX_ITEM_TEXT_CHARS, p);
+      throw new RealtimeError('string_above_max_length', `Invalid '${p}': the item's text and transcripts are longer than ${MAX_ITEM_TEXT_CHARS} characters in all.`, p);
+    }
+    return text;
+  };
   const content: ContentPart[] = raw.content.map((part: unknown, i: number): ContentPart => {
     const p = `${param}.content[${i}]`;
     if (!isObject(part)) throw new RealtimeError('invalid_type', `Invalid type for '${p}': expected an object.`, p);
@@ -160,14 +237,14 @@ export function parseMessageItem(raw: unknown, param: string): { item: MessageIt
     switch (part.type) {
       case 'input_text':
       case 'text':
-        return { type: role === 'assistant' ? 'output_text' : 'input_text', text: textField(part, 'text', p) } as ContentPart;
+        return { type: role === 'assistant' ? 'output_text' : 'input_text', text: counted(textField(part, 'text', p), `${p}.text`) } as ContentPart;
       case 'output_text':
-        return { type: 'output_text', text: textField(part, 'text', p) };
+        return { type: 'output_text', text: counted(textField(part, 'text', p), `${p}.text`) };
       case 'input_audio': {
         if (part.audio !== undefined && part.audio !== null && typeof part.audio !== 'string') {
           throw new RealtimeError('invalid_type', `Invalid type for '${p}.audio': expected a base64 string.`, `${p}.audio`);
         }
-        const transcript = typeof part.transcript === 'string' ? part.transcript : null;
+        const transcript = typeof part.transcript === 'string' ? counted(part.transcript, `${p}.transcript`) : null;
         if (transcript === null && typeof part.audio !== 'string') {
           throw new RealtimeError('missing_required_parameter', `'${p}' needs 'audio' (base64 PCM16) or 'transcript'.`, `${p}.audio`);
         }
@@ -175,7 +252,7 @@ export function parseMessageItem(raw: unknown, param: string): { item: MessageIt
         return { type: 'input_audio', transcript };
       }
       default: // output_audio / audio (assistant)
-        return { type: 'output_audio', transcript: typeof part.transcript === 'string' ? part.transcript : '' };
+        return { type: 'output_audio', transcript: typeof part.transcript === 'string' ? counted(part.transcript, `${p}.transcript`) : '' };
     }
   });
   const status = raw.status === 'incomplete' || raw.status === 'in_progress' ? raw.status : 'completed';

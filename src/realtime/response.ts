@@ -21,6 +21,12 @@
  * Ending: completed once the speech has played out; cancelled (client or barge-in) at once — the
  * avatar is interrupted so audio and video stop on the next frame; failed when a provider fails
  * (an `error` event is sent first). Either way every open part is closed and response.done comes.
+ *
+ * A run cannot be left half-started: every entry point (start, the generation task, the avatar's
+ * audio and frame callbacks) is guarded, and anything thrown inside one fails the run (`error`
+ * event naming the response.create that asked for it, then response.done with status failed).
+ * `done` is emitted once whatever happens while the closing events are sent, so the engine always
+ * learns that the run is over; `finished` is the run's own truth.
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
@@ -46,7 +52,10 @@ export interface ResponseSpec {
   /** Instructions first, then the context. */
   messages: ChatMessage[];
   maxOutputTokens: number | 'inf';
-  metadata: unknown;
+  /** Validated OpenAI metadata (string pairs), echoed in the response object. */
+  metadata: Record<string, string> | null;
+  /** The event_id of the response.create that asked for it (null for automatic responses): failures name it. */
+  clientEventId: string | null;
   voiceName: string;
   speed: number;
   /** The assistant item this response fills (status in_progress, no content yet). */
@@ -128,31 +137,42 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     return Math.round((this.samplesSent * 1000) / OUTPUT_SAMPLE_RATE_HZ);
   }
 
+  /** Announces the response and starts generating; a failure on the way fails the run (never throws). */
   start(): void {
-    const { spec } = this;
-    this.deps.emit({ type: 'response.created', response: this.responseObject('in_progress', null) });
-    this.deps.emit({ type: 'response.output_item.added', response_id: this.id, output_index: 0, item: { ...spec.item, content: [] } });
-    if (this.inConversation) {
-      this.deps.emit({ type: 'conversation.item.added', previous_item_id: spec.previousItemId, item: { ...spec.item, content: [] } });
-    }
-    this.deps.emit({
-      type: 'response.content_part.added',
-      ...this.partRef(),
-      part: this.audioOut ? { type: 'audio', transcript: '' } : { type: 'text', text: '' },
+    this.guarded(() => {
+      const { spec } = this;
+      this.deps.emit({ type: 'response.created', response: this.responseObject('in_progress', null) });
+      this.deps.emit({ type: 'response.output_item.added', response_id: this.id, output_index: 0, item: { ...spec.item, content: [] } });
+      if (this.inConversation) {
+        this.deps.emit({ type: 'conversation.item.added', previous_item_id: spec.previousItemId, item: { ...spec.item, content: [] } });
+      }
+      this.deps.emit({
+        type: 'response.content_part.added',
+        ...this.partRef(),
+        part: this.audioOut ? { type: 'audio', transcript: '' } : { type: 'text', text: '' },
+      });
+      void this.generate();
     });
-    void this.generate();
   }
 
   /** Stops at once: generation and synthesis are aborted, the avatar goes idle, response.done follows. */
   cancel(reason: CancelReason): void {
     if (this.state !== 'running') return;
-    this.abort.abort();
-    if (this.audioOut) this.deps.avatar.interrupt();
+    this.stopOutput();
     this.finish('cancelled', { type: 'cancelled', reason });
   }
 
   /** Audio the avatar played in one tick. */
   onAudio(chunk: AvatarAudioChunk): void {
+    this.guarded(() => this.forwardAudio(chunk));
+  }
+
+  /** A frame the avatar rendered. */
+  onFrame(frame: AvatarFrame): void {
+    this.guarded(() => this.forwardFrame(frame));
+  }
+
+  private forwardAudio(chunk: AvatarAudioChunk): void {
     if (this.state !== 'running' || !this.audioOut) return;
     const first = this.sentences[0];
     if (!first) return;
@@ -175,8 +195,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     if (this.synthesisDone && this.sentUpToNs >= last.endPtsNs) this.finish('completed', null);
   }
 
-  /** A frame the avatar rendered. */
-  onFrame(frame: AvatarFrame): void {
+  private forwardFrame(frame: AvatarFrame): void {
     if (this.state !== 'running' || !this.spec.images) return;
     this.deps.emit({
       type: 'response.output_image.delta',
@@ -210,9 +229,9 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   }
 
   private async generate(): Promise<void> {
-    const splitter = new SentenceSplitter();
-    const speech = this.audioOut ? new SpeechQueue(this, this.deps, this.spec, this.abort.signal) : null;
     try {
+      const splitter = new SentenceSplitter();
+      const speech = this.audioOut ? new SpeechQueue(this, this.deps, this.spec, this.abort.signal) : null;
       const stream = this.deps.llm.generate({
         messages: this.spec.messages,
         maxOutputTokens: this.spec.maxOutputTokens === 'inf' ? null : this.spec.maxOutputTokens,
@@ -246,13 +265,43 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
       if (this.sentences.length === 0) this.finish('completed', null);
       // Otherwise onAudio finishes the response once the last sentence has played.
     } catch (err) {
-      if (this.state !== 'running') return;
-      this.deps.log.warn('response failed', { responseId: this.id, err });
-      this.abort.abort();
-      if (this.audioOut) this.deps.avatar.interrupt();
-      this.deps.emit(errorEvent(err, null));
-      const e = err instanceof AppError ? err : null;
-      this.finish('failed', { type: 'failed', error: { type: e?.type ?? 'server_error', code: e?.code ?? 'response_failed' } });
+      this.fail(err);
+    }
+  }
+
+  /** Runs `step`; anything it throws fails the run instead of escaping to the caller. */
+  private guarded(step: () => void): void {
+    try {
+      step();
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** Ends a running response as failed: an `error` event naming the response.create, then response.done. */
+  private fail(err: unknown): void {
+    if (this.state !== 'running') {
+      // Work still unwinding after a cancel (an aborted provider call) fails harmlessly: nothing is open.
+      this.deps.log.debug('response step failed after the response ended', { responseId: this.id, err });
+      return;
+    }
+    const internal = !(err instanceof AppError);
+    if (internal) this.deps.log.error('response failed', { responseId: this.id, clientEventId: this.spec.clientEventId, err });
+    else this.deps.log.warn('response failed', { responseId: this.id, clientEventId: this.spec.clientEventId, err });
+    this.stopOutput();
+    this.deps.emit(errorEvent(err, this.spec.clientEventId));
+    const e = internal ? null : err;
+    this.finish('failed', { type: 'failed', error: { type: e?.type ?? 'server_error', code: e?.code ?? 'response_failed' } });
+  }
+
+  /** Aborts generation and synthesis and silences the avatar; a failing interrupt is logged, not thrown. */
+  private stopOutput(): void {
+    this.abort.abort();
+    if (!this.audioOut) return;
+    try {
+      this.deps.avatar.interrupt();
+    } catch (err) {
+      this.deps.log.error('avatar interrupt failed', { responseId: this.id, err });
     }
   }
 
@@ -287,6 +336,25 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     this.state = 'finished';
     const { spec } = this;
     const item = spec.item;
+    try {
+      this.sendClosingEvents(status, statusDetails);
+    } catch (err) {
+      // The run is over either way; the engine must hear so (it would otherwise keep it active).
+      this.deps.log.error('closing events of a response failed', { responseId: this.id, err });
+    } finally {
+      this.emit('done', {
+        status,
+        item,
+        usage: this.usage,
+        audioSeconds: this.samplesSent / OUTPUT_SAMPLE_RATE_HZ,
+        frames: this.framesSent,
+      });
+    }
+  }
+
+  private sendClosingEvents(status: ResponseStatus, statusDetails: unknown): void {
+    const { spec } = this;
+    const item = spec.item;
     if (this.audioOut) {
       // What was heard: everything on completion, the played part otherwise.
       const transcript = status === 'completed' ? this.sentences.map((s) => s.text).join(' ') : this.transcriptAt(this.playedMs);
@@ -304,13 +372,6 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     this.deps.emit({ type: 'response.output_item.done', response_id: this.id, output_index: 0, item });
     if (this.inConversation) this.deps.emit({ type: 'conversation.item.done', previous_item_id: spec.previousItemId, item });
     this.deps.emit({ type: 'response.done', response: this.responseObject(status, statusDetails) });
-    this.emit('done', {
-      status,
-      item,
-      usage: this.usage,
-      audioSeconds: this.samplesSent / OUTPUT_SAMPLE_RATE_HZ,
-      frames: this.framesSent,
-    });
   }
 
   private partRef() {
@@ -330,7 +391,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
       max_output_tokens: spec.maxOutputTokens,
       audio: { output: { format: { type: 'audio/pcm', rate: OUTPUT_SAMPLE_RATE_HZ }, voice: spec.voiceName } },
       usage: status === 'in_progress' ? null : usageObject(this.usage),
-      metadata: spec.metadata ?? null,
+      metadata: spec.metadata,
     };
   }
 }

@@ -7,12 +7,20 @@
  * Rules kept here:
  *  - events are handled strictly in arrival order (one chain), so a session.update that switches
  *    faces completes before the response.create after it;
- *  - every bad event gets an `error` event naming its event_id, and the session goes on;
+ *  - every bad event gets an `error` event naming its event_id, and the session goes on; a failure
+ *    that is not the client's (a bug) is logged with the event's id and type, answered with a
+ *    server_error naming the event, and the session goes on too: nothing a handler, a response or
+ *    a server event throws escapes the engine or leaves it wedged (a response is active exactly
+ *    while its run has not finished, whatever failed on the way);
  *  - one response at a time; user speech (server VAD with interrupt_response) cancels it
  *    (barge-in), and so does response.cancel;
  *  - a voice turn: speech_started → speech_stopped → input_audio_buffer.committed →
  *    conversation.item.added → transcription (.delta*, .completed | .failed) →
- *    conversation.item.done → response (when create_response).
+ *    conversation.item.done → response (when create_response);
+ *  - memory is bounded: the conversation keeps at most MAX_CONVERSATION_ITEMS items and
+ *    MAX_CONVERSATION_TEXT_CHARS characters (conversation.ts), dropping the oldest (each announced
+ *    with conversation.item.deleted, never the response in progress), and at most
+ *    MAX_RECORDED_CHAT_CHARS of chat history is written to the store per session.
  */
 import type { Logger } from '../core/log.js';
 import type { LanguageModels, ChatMessage } from '../providers/llm/base.js';
@@ -22,13 +30,15 @@ import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import { SpeechSegmenter, INPUT_SAMPLE_RATE_HZ, type SpeechStartedEvent, type SpeechStoppedEvent } from '../providers/vad/segmenter.js';
 import { AppError } from '../core/errors.js';
 import type { AvatarOutput } from './avatar-output.js';
-import { Conversation, type MessageItem, itemText, parseMessageItem, toMessages } from './conversation.js';
+import { Conversation, MAX_CONVERSATION_ITEMS, type MessageItem, itemText, parseMessageItem, toMessages } from './conversation.js';
+import { MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
 import {
   type ClientEvent,
   type Dialect,
   type Json,
   type ServerEventDraft,
   RealtimeError,
+  checkMaxLength,
   decodePcm16,
   errorEvent,
   eventIdOf,
@@ -36,8 +46,9 @@ import {
   newConversationId,
   newItemId,
   newResponseId,
+  optionalMetadata,
   optionalString,
-  parseClientEvent,
+  readClientEvent,
   requireInteger,
   requireObject,
   requireString,
@@ -50,6 +61,16 @@ import { applySessionUpdate, type SessionSettings } from './session-update.js';
 export const MIN_COMMIT_MS = 100;
 /** The input buffer holds at most this much uncommitted audio (about 15 MiB, OpenAI's limit). */
 const MAX_INPUT_BUFFER_SAMPLES = INPUT_SAMPLE_RATE_HZ * 60 * 5;
+/** Voice names in a response.create: at most this long (as in session.update). */
+const MAX_VOICE_NAME_CHARS = 200;
+/**
+ * Chat history (user and assistant turns) one session writes to the store, in characters. Turns
+ * beyond it are not recorded (a warning says so, once): 4M characters is hours of conversation, and
+ * at most a few MB of database per session.
+ */
+export const MAX_RECORDED_CHAT_CHARS = 4_000_000;
+/** A too-large event's event_id is looked for in its first this many characters (it is not parsed). */
+const OVERSIZE_EVENT_ID_SCAN_CHARS = 4096;
 /** Told to the model when the reply will be spoken: the avatar should talk, not write. */
 export const SPOKEN_REPLY_GUIDANCE =
   'Your replies are spoken aloud by an animated avatar in a live conversation: answer in one to three short sentences of plain speech, without lists, markdown, code or emoji.';
@@ -99,7 +120,10 @@ export class RealtimeSessionEngine {
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
 
-  private active: ResponseRun | null = null;
+  /** The latest response run; it is the active one until it has finished (see `active`). */
+  private current: ResponseRun | null = null;
+  private recordedChatChars = 0;
+  private chatLimitWarned = false;
   private segmenter: SpeechSegmenter | null = null;
   private vad: VoiceActivityDetector | null = null;
   private inputChunks: Int16Array[] = [];
@@ -113,6 +137,7 @@ export class RealtimeSessionEngine {
     private readonly deps: EngineDeps,
   ) {
     this.settings = applySessionUpdate(null, options.initial, options.defaultModel);
+    // Runs guard their own callbacks (a failure fails the run); nothing here can throw into the avatar.
     deps.avatar.on('audio', (chunk) => this.active?.onAudio(chunk));
     deps.avatar.on('frame', (frame) => this.active?.onFrame(frame));
     deps.avatar.on('failed', (err) => {
@@ -122,30 +147,39 @@ export class RealtimeSessionEngine {
     });
   }
 
+  /** The response in progress: the latest run, until it has finished (however it finished). */
+  private get active(): ResponseRun | null {
+    return this.current && !this.current.finished ? this.current : null;
+  }
+
   /** Sends session.created and starts turn detection; call once, before the first message. */
   async start(): Promise<void> {
     await this.applyTurnDetection();
     this.emit({ type: 'session.created', session: this.sessionObject() });
   }
 
-  /** One text message from the client; handled after every earlier one. */
+  /** One text message from the client; handled after every earlier one. Never throws. */
   receive(text: string): void {
-    const size = Buffer.byteLength(text);
-    if (size > MAX_CLIENT_EVENT_BYTES) {
-      // Not parsed (that is the point of the limit): the event_id is looked for in its first bytes.
-      const eventId = /"event_id"\s*:\s*"([^"\\]{1,512})"/.exec(text.slice(0, 4096))?.[1] ?? null;
-      this.emit(errorEvent(new RealtimeError('message_too_large', `The event is ${size} bytes; the limit is ${MAX_CLIENT_EVENT_BYTES}.`), eventId));
-      return;
-    }
-    let event: ClientEvent;
     try {
-      event = parseClientEvent(text);
+      const size = Buffer.byteLength(text);
+      if (size > MAX_CLIENT_EVENT_BYTES) {
+        // Not parsed (that is the point of the limit): the event_id is looked for in its first characters.
+        const eventId = eventIdOf(text.slice(0, OVERSIZE_EVENT_ID_SCAN_CHARS));
+        this.emit(errorEvent(new RealtimeError('message_too_large', `The event is ${size} bytes; the limit is ${MAX_CLIENT_EVENT_BYTES}.`), eventId));
+        return;
+      }
+      const read = readClientEvent(text);
+      if (read.error) {
+        this.emit(errorEvent(read.error, read.eventId));
+        return;
+      }
+      const event: ClientEvent = read.event;
+      // Audio appends are cheap and ordered with everything else through the same chain.
+      this.chain = this.chain.then(() => this.handle(event));
     } catch (err) {
-      this.emit(errorEvent(err, eventIdOf(text)));
-      return;
+      this.deps.log.error('reading a client event failed', { sessionId: this.options.sessionId, err });
+      this.emit(errorEvent(err, null));
     }
-    // Audio appends are cheap and ordered with everything else through the same chain.
-    this.chain = this.chain.then(() => this.handle(event));
   }
 
   /** Resolves once every message received so far has been handled. */
@@ -192,8 +226,21 @@ export class RealtimeSessionEngine {
     await Promise.allSettled([...this.transcriptions]);
   }
 
+  /**
+   * Sends a server event. One that cannot be sent (it failed to serialise: a bug, since client
+   * values are depth-checked and bounded) is logged with its type and replaced by a server_error,
+   * so a handler or a response never fails half-way because of its own output.
+   */
   private emit(event: ServerEventDraft): void {
-    if (!this.closed) this.deps.send(event);
+    if (this.closed) return;
+    try {
+      this.deps.send(event);
+    } catch (err) {
+      this.deps.log.error('server event could not be sent', { sessionId: this.options.sessionId, type: event.type, err });
+      if (event.type !== 'error') {
+        this.emit(errorEvent(new RealtimeError('server_error', `The server could not send a ${event.type} event.`, null, 'server_error'), null));
+      }
+    }
   }
 
   private async handle(event: ClientEvent): Promise<void> {
@@ -222,7 +269,9 @@ export class RealtimeSessionEngine {
           return this.onResponseCancel(event);
       }
     } catch (err) {
-      if (!(err instanceof AppError)) this.deps.log.error('realtime event failed', { sessionId: this.options.sessionId, type: event.type, err });
+      if (!(err instanceof AppError)) {
+        this.deps.log.error('realtime event failed', { sessionId: this.options.sessionId, eventId: event.eventId, type: event.type, err });
+      }
       this.emit(errorEvent(err, event.eventId));
     }
   }
@@ -290,11 +339,12 @@ export class RealtimeSessionEngine {
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
     if (pcm) {
       this.transcribe(item, previousItemId, pcm, false);
+      this.enforceConversationBound();
       return;
     }
     this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
-    const text = itemText(item);
-    if (item.role !== 'system' && text.trim() !== '') void this.record(() => this.deps.recorder.appendTurn(item.role as 'user' | 'assistant', text));
+    this.enforceConversationBound();
+    if (item.role !== 'system') this.recordTurn(item.role, itemText(item));
   }
 
   private onItemTruncate(event: ClientEvent): void {
@@ -327,6 +377,21 @@ export class RealtimeSessionEngine {
     this.conversation.delete(itemId);
     this.truncatable.delete(itemId);
     this.emit({ type: 'conversation.item.deleted', item_id: itemId });
+  }
+
+  /**
+   * Drops the oldest items while the conversation is beyond its bound (never the response in
+   * progress), announcing each with conversation.item.deleted so a client's mirror stays exact.
+   */
+  private enforceConversationBound(): void {
+    const activeItem = this.active?.itemId ?? null;
+    const dropped = this.conversation.overflow((id) => id === activeItem);
+    for (const id of dropped) {
+      this.conversation.delete(id);
+      this.truncatable.delete(id);
+      this.emit({ type: 'conversation.item.deleted', item_id: id });
+    }
+    if (dropped.length > 0) this.deps.log.debug('oldest conversation items dropped', { sessionId: this.options.sessionId, dropped: dropped.length });
   }
 
   private onItemRetrieve(event: ClientEvent): void {
@@ -406,6 +471,7 @@ export class RealtimeSessionEngine {
     this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
     this.transcribe(item, previousItemId, pcm, respond);
+    this.enforceConversationBound();
   }
 
   /** Transcribes a user audio item; responses wait for transcriptions in progress. */
@@ -428,7 +494,7 @@ export class RealtimeSessionEngine {
           transcript,
           usage: transcriptionUsage(result.audioSeconds, transcript),
         });
-        if (transcript !== '') void this.record(() => this.deps.recorder.appendTurn('user', transcript));
+        this.recordTurn('user', transcript);
         ok = transcript !== '';
       } catch (err) {
         const e = err instanceof AppError ? err : new RealtimeError('transcription_failed', 'Transcription failed.', null, 'server_error');
@@ -440,7 +506,10 @@ export class RealtimeSessionEngine {
           error: { type: e.type, code: e.code, message: e.message, param: e.param },
         });
       }
-      if (this.conversation.get(item.id)) this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
+      if (this.conversation.get(item.id)) {
+        this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
+        this.enforceConversationBound();
+      }
       if (respond && !this.closed) {
         // Chained like a client's response.create, so it is ordered with the client's events.
         this.chain = this.chain.then(() => this.respondToTurn(ok));
@@ -463,7 +532,7 @@ export class RealtimeSessionEngine {
     if (body !== undefined && body !== null && !isObject(body)) {
       throw new RealtimeError('invalid_type', "Invalid type for 'response': expected an object.", 'response');
     }
-    await this.startResponse(body ?? null);
+    await this.startResponse(body ?? null, event.eventId);
   }
 
   /**
@@ -485,13 +554,14 @@ export class RealtimeSessionEngine {
       this.active.cancel('turn_detected');
     }
     try {
-      await this.startResponse(null);
+      await this.startResponse(null, null);
     } catch (err) {
       this.emit(errorEvent(err, null));
     }
   }
 
-  private async startResponse(body: Json | null): Promise<void> {
+  /** Validates a response request and starts its run; `clientEventId` is the response.create's (null: automatic). */
+  private async startResponse(body: Json | null, clientEventId: string | null): Promise<void> {
     if (this.active) {
       throw new RealtimeError(
         'conversation_already_has_active_response',
@@ -512,17 +582,32 @@ export class RealtimeSessionEngine {
     if (conversation !== 'auto' && conversation !== 'none') {
       throw new RealtimeError('invalid_value', "'response.conversation' must be 'auto' or 'none'.", 'response.conversation');
     }
-    const instructions = r.instructions === undefined ? s.instructions : requireString(r, 'instructions', 'response.instructions');
+    const instructions =
+      r.instructions === undefined ? s.instructions : checkMaxLength(requireString(r, 'instructions', 'response.instructions'), MAX_INSTRUCTIONS_CHARS, 'response.instructions');
     const audioOut = isObject(r.audio) && isObject(r.audio.output) ? r.audio.output : {};
-    const voiceOverride = optionalString(audioOut, 'voice', 'response.audio.output.voice') ?? optionalString(r, 'voice', 'response.voice');
+    const voiceName = (key: string, obj: Json, param: string) => {
+      const v = optionalString(obj, key, param);
+      return v === null ? null : checkMaxLength(v, MAX_VOICE_NAME_CHARS, param);
+    };
+    const voiceOverride = voiceName('voice', audioOut, 'response.audio.output.voice') ?? voiceName('voice', r, 'response.voice');
+    const metadata = optionalMetadata(r, 'metadata', 'response.metadata');
     const maxTokens = r.max_output_tokens ?? r.max_response_output_tokens ?? s.max_output_tokens;
     if (maxTokens !== 'inf' && !(typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= 4096)) {
       throw new RealtimeError('invalid_value', "'response.max_output_tokens' must be an integer from 1 to 4096 or 'inf'.", 'response.max_output_tokens');
     }
     let context: ChatMessage[];
-    if (Array.isArray(r.input)) context = this.inputContext(r.input);
-    else if (r.input !== undefined && r.input !== null) throw new RealtimeError('invalid_type', "'response.input' must be an array of items.", 'response.input');
-    else context = this.conversation.messages();
+    if (Array.isArray(r.input)) {
+      if (r.input.length > MAX_CONVERSATION_ITEMS) {
+        throw new RealtimeError(
+          'array_above_max_length',
+          `Invalid 'response.input': array too long. Expected an array with maximum length ${MAX_CONVERSATION_ITEMS}, but got an array with length ${r.input.length} instead.`,
+          'response.input',
+        );
+      }
+      context = this.inputContext(r.input);
+    } else if (r.input !== undefined && r.input !== null) {
+      throw new RealtimeError('invalid_type', "'response.input' must be an array of items.", 'response.input');
+    } else context = this.conversation.messages();
     // Wait for transcriptions in progress so the model hears what was said.
     if (this.transcriptions.size > 0) await Promise.allSettled([...this.transcriptions]);
     if (this.closed) return;
@@ -542,7 +627,8 @@ export class RealtimeSessionEngine {
         outputModalities: modalities,
         messages: [{ role: 'system', content: system }, ...context],
         maxOutputTokens: maxTokens as number | 'inf',
-        metadata: r.metadata ?? null,
+        metadata,
+        clientEventId,
         voiceName: voiceOverride ?? s.audio.output.voice,
         speed: s.audio.output.speed,
         item,
@@ -558,9 +644,12 @@ export class RealtimeSessionEngine {
         onProgress: (text) => void this.record(() => this.deps.recorder.setCurrentTranscript(text)),
       },
     );
-    this.active = run;
+    this.current = run;
     run.once('done', (outcome) => this.onResponseDone(run, outcome));
+    // start() never throws: a failure on the way finishes the run as failed (response.done), and
+    // `active` follows the run's own state, so the session cannot be left with a dead response.
     run.start();
+    if (inConversation) this.enforceConversationBound();
   }
 
   private inputContext(input: unknown[]): ChatMessage[] {
@@ -574,12 +663,14 @@ export class RealtimeSessionEngine {
   }
 
   private onResponseDone(run: ResponseRun, outcome: ResponseOutcome): void {
-    if (this.active === run) this.active = null;
-    this.truncatable.set(run.itemId, run);
-    while (this.truncatable.size > 8) this.truncatable.delete(this.truncatable.keys().next().value as string);
-    const text = itemText(outcome.item);
+    if (this.current === run) this.current = null;
+    if (run.inConversation && this.conversation.get(run.itemId)) {
+      this.truncatable.set(run.itemId, run);
+      while (this.truncatable.size > 8) this.truncatable.delete(this.truncatable.keys().next().value as string);
+      this.recordTurn('assistant', itemText(outcome.item));
+      this.enforceConversationBound();
+    }
     void this.record(async () => {
-      if (run.inConversation && text.trim() !== '') await this.deps.recorder.appendTurn('assistant', text);
       await this.deps.recorder.setCurrentTranscript('');
       await this.deps.recorder.addUsage({
         audioSecondsOut: outcome.audioSeconds,
@@ -600,6 +691,23 @@ export class RealtimeSessionEngine {
       );
     }
     this.active.cancel('client_cancelled');
+  }
+
+  /** Records a chat turn in the store, within the session's MAX_RECORDED_CHAT_CHARS. */
+  private recordTurn(role: 'user' | 'assistant', text: string): void {
+    if (text.trim() === '') return;
+    if (this.recordedChatChars + text.length > MAX_RECORDED_CHAT_CHARS) {
+      if (!this.chatLimitWarned) {
+        this.chatLimitWarned = true;
+        this.deps.log.warn('chat history limit reached: later turns of this session are not recorded', {
+          sessionId: this.options.sessionId,
+          limitChars: MAX_RECORDED_CHAT_CHARS,
+        });
+      }
+      return;
+    }
+    this.recordedChatChars += text.length;
+    void this.record(() => this.deps.recorder.appendTurn(role, text));
   }
 
   /** Store writes never break the conversation: a failure is logged. */

@@ -9,7 +9,10 @@
  * speak with our `default` voice, so those clients work unchanged.
  */
 import { AppError, invalidParam } from '../core/errors.js';
-import { DEFAULT_INSTRUCTIONS, DEFAULT_VOICE } from '../sessions/session-config.js';
+import { DEFAULT_INSTRUCTIONS, DEFAULT_VOICE, MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
+
+/** model, voice, face and driving names: at most this long (as in POST /v1/sessions). */
+const MAX_NAME_CHARS = 200;
 
 export const OPENAI_VOICES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'sage', 'shimmer', 'verse', 'marin', 'cedar'];
 const OUTPUT_MODALITIES = ['text', 'audio', 'image'];
@@ -54,6 +57,16 @@ function stringAt(obj: Obj, key: string, param: string): string | null {
   const v = obj[key];
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v.trim() === '') throw invalidParam(param, `'${param}' must be a non-empty string.`, 'invalid_type');
+  if (v.length > MAX_NAME_CHARS) throw invalidParam(param, `'${param}' must be at most ${MAX_NAME_CHARS} characters.`, 'string_above_max_length');
+  return v;
+}
+
+function instructionsOf(input: Obj): string {
+  const v = input.instructions;
+  if (typeof v !== 'string') return DEFAULT_INSTRUCTIONS;
+  if (v.length > MAX_INSTRUCTIONS_CHARS) {
+    throw invalidParam('session.instructions', `'session.instructions' must be at most ${MAX_INSTRUCTIONS_CHARS} characters.`, 'string_above_max_length');
+  }
   return v;
 }
 
@@ -88,7 +101,7 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
     object: 'realtime.session',
     model: stringAt(input, 'model', 'session.model') ?? defaultModel,
     output_modalities: modalities,
-    instructions: typeof input.instructions === 'string' ? input.instructions : DEFAULT_INSTRUCTIONS,
+    instructions: instructionsOf(input),
     voice,
     face: stringAt(input, 'face', 'session.face'),
     driving: stringAt(input, 'driving', 'session.driving'),

@@ -10,7 +10,7 @@
  *    `output_audio_format`, `speed`, `max_response_output_tokens`, `temperature` (ignored).
  */
 import { OPENAI_VOICES, effectiveRealtimeSession, type RealtimeSessionObject } from './session-object.js';
-import { type Json, RealtimeError, isObject } from './protocol.js';
+import { type Json, RealtimeError, checkMaxLength, describeValue, isObject, quoted } from './protocol.js';
 import type { SegmenterConfig } from '../providers/vad/segmenter.js';
 import { AppError } from '../core/errors.js';
 
@@ -22,6 +22,14 @@ const KNOWN_FIELDS = new Set([
   'turn_detection', 'input_audio_transcription', 'input_audio_format', 'output_audio_format', 'input_audio_noise_reduction',
   'speed', 'max_response_output_tokens', 'temperature',
 ]);
+
+/** Transcription model and language names: at most this long (real ones are a few characters). */
+const MAX_TRANSCRIPTION_NAME_CHARS = 200;
+/**
+ * A transcription prompt: at most this long. Whisper reads only the last 224 tokens (about 900
+ * characters) of a prompt; this keeps any real prompt whole and a 16 MiB one out of the recogniser.
+ */
+const MAX_TRANSCRIPTION_PROMPT_CHARS = 4000;
 
 /** Semantic VAD has no model here; its eagerness maps to how long a pause ends a turn. */
 const SEMANTIC_EAGERNESS_SILENCE_MS: Record<string, number> = { low: 1200, medium: 700, auto: 700, high: 350 };
@@ -50,12 +58,12 @@ export interface SessionSettings {
 /** Applies `update` (the `session` of a session.update) to `previous` (null = initial config). */
 export function applySessionUpdate(previous: Json | null, update: Json, defaultModel: string): SessionSettings {
   for (const key of Object.keys(update)) {
-    if (!KNOWN_FIELDS.has(key)) throw new RealtimeError('unknown_parameter', `Unknown parameter: 'session.${key}'.`, `session.${key}`);
+    if (!KNOWN_FIELDS.has(key)) throw new RealtimeError('unknown_parameter', `Unknown parameter: 'session.${quoted(key)}'.`, `session.${quoted(key)}`);
   }
   if (update.type !== undefined && update.type !== 'realtime') {
     throw new RealtimeError(
       'invalid_value',
-      `Invalid value for 'session.type': '${String(update.type)}'. This server runs realtime sessions ('realtime'); transcription-only sessions are not supported.`,
+      `Invalid value for 'session.type': ${describeValue(update.type)}. This server runs realtime sessions ('realtime'); transcription-only sessions are not supported.`,
       'session.type',
     );
   }
@@ -134,7 +142,7 @@ function betaFormat(value: unknown, param: string): Json {
 function checkFormat(format: unknown, param: string): void {
   if (!isObject(format)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
   if (format.type !== 'audio/pcm') {
-    throw new RealtimeError('unsupported_audio_format', `Audio format '${String(format.type)}' is not supported; use {"type":"audio/pcm","rate":24000}.`, `${param}.type`);
+    throw new RealtimeError('unsupported_audio_format', `Audio format ${describeValue(format.type)} is not supported; use {"type":"audio/pcm","rate":24000}.`, `${param}.type`);
   }
   if (format.rate !== undefined && format.rate !== 24000) {
     throw new RealtimeError('invalid_value', `Invalid value for '${param}.rate': only 24000 is supported.`, `${param}.rate`);
@@ -223,11 +231,11 @@ function parseTranscription(value: unknown): TranscriptionSettings {
   if (value === null || value === undefined) return { model: null, language: null, prompt: null };
   const param = 'session.audio.input.transcription';
   if (!isObject(value)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object or null.`, param);
-  const str = (key: string): string | null => {
+  const str = (key: string, maxChars: number): string | null => {
     const v = value[key];
     if (v === undefined || v === null || v === '') return null;
     if (typeof v !== 'string') throw new RealtimeError('invalid_type', `Invalid type for '${param}.${key}': expected a string.`, `${param}.${key}`);
-    return v;
+    return checkMaxLength(v, maxChars, `${param}.${key}`);
   };
-  return { model: str('model'), language: str('language'), prompt: str('prompt') };
+  return { model: str('model', MAX_TRANSCRIPTION_NAME_CHARS), language: str('language', MAX_TRANSCRIPTION_NAME_CHARS), prompt: str('prompt', MAX_TRANSCRIPTION_PROMPT_CHARS) };
 }

@@ -19,7 +19,7 @@ export const DEFAULT_VOICE = 'default';
 export const TTS_SOURCES = ['auto', 'offline', 'piper', 'flite', 'espeak-ng', 'openai'] as const;
 export const VIDEO_CODECS: readonly VideoCodec[] = ['h264', 'vp8'];
 const MAX_MODEL_CHARS = 200;
-const MAX_INSTRUCTIONS_CHARS = 100_000;
+export const MAX_INSTRUCTIONS_CHARS = 100_000;
 export const TARGET_FPS_RANGE = { min: 1, max: 60 } as const;
 export const UPSAMPLE_FACTOR_RANGE = { min: 1, max: 4 } as const;
 

@@ -8,7 +8,22 @@ import * as assert from 'uvu/assert';
 import { SentenceSplitter } from '../../src/realtime/sentences.js';
 import { applySessionUpdate } from '../../src/realtime/session-update.js';
 import { Conversation, parseMessageItem } from '../../src/realtime/conversation.js';
-import { RealtimeError, decodePcm16, parseClientEvent, renameForDialect } from '../../src/realtime/protocol.js';
+import { RealtimeError, decodePcm16, eventIdOf, parseClientEvent, renameForDialect } from '../../src/realtime/protocol.js';
+
+/** The RealtimeError `fn` throws (fails the test when it throws nothing or something else). */
+function thrown(fn: () => unknown): RealtimeError {
+  try {
+    fn();
+  } catch (err) {
+    assert.instance(err, RealtimeError);
+    return err as RealtimeError;
+  }
+  assert.unreachable('no error was thrown');
+  throw new Error('unreachable');
+}
+
+/** `{"a":{"a":...0...}}` nested `depth` levels, written as text (JSON.stringify cannot write the deepest). */
+const deepObjectText = (depth: number) => `${'{"a":'.repeat(depth)}0${'}'.repeat(depth)}`;
 
 function split(chunks: string[]): string[] {
   const s = new SentenceSplitter();
@@ -110,6 +125,49 @@ test('parseMessageItem refuses function calls and wrong content for the role', (
   assert.throws(() => parseMessageItem({ type: 'message', role: 'user', content: [] }, 'item'), (e: RealtimeError) => e.param === 'item.content');
 });
 
+test('parseMessageItem bounds an item: 100,000 characters of text and transcripts, 32 parts (issue 8)', () => {
+  const long = 'x'.repeat(100_001);
+  const part = (text: string) => ({ type: 'input_text', text });
+  let err = thrown(() => parseMessageItem({ type: 'message', role: 'user', content: [part(long)] }, 'item'));
+  assert.equal([err.code, err.param], ['string_above_max_length', 'item.content[0].text']);
+  err = thrown(() => parseMessageItem({ type: 'message', role: 'user', content: [{ type: 'input_audio', transcript: long }] }, 'item'));
+  assert.equal([err.code, err.param], ['string_above_max_length', 'item.content[0].transcript']);
+  err = thrown(() => parseMessageItem({ type: 'message', role: 'user', content: [part('x'.repeat(60_000)), part('y'.repeat(60_000))] }, 'item'));
+  assert.equal([err.code, err.param], ['string_above_max_length', 'item.content[1].text']);
+  err = thrown(() => parseMessageItem({ type: 'message', role: 'user', content: Array.from({ length: 33 }, () => part('a')) }, 'item'));
+  assert.equal([err.code, err.param], ['array_above_max_length', 'item.content']);
+  assert.is(parseMessageItem({ type: 'message', role: 'user', content: [part('x'.repeat(100_000))] }, 'item').item.content.length, 1);
+});
+
+test('Conversation.overflow names the oldest items beyond 1000 items or 1,000,000 characters, sparing the one kept', () => {
+  const c = new Conversation('conv_1');
+  const add = (id: string, chars: number) => c.insert(parseMessageItem({ id, type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x'.repeat(chars) }] }, 'item').item);
+  for (let i = 0; i < 10; i++) add(`big${i}`, 100_000);
+  assert.equal(c.overflow(() => false), []);
+  add('big10', 100_000);
+  assert.equal(c.overflow(() => false), ['big0']);
+  assert.equal(c.overflow((id) => id === 'big0'), ['big1']);
+  const many = new Conversation('conv_2');
+  for (let i = 0; i < 1002; i++) many.insert(parseMessageItem({ id: `i${i}`, type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }, 'item').item);
+  assert.equal(many.overflow(() => false), ['i0', 'i1']);
+});
+
+test('applySessionUpdate bounds the strings it keeps: instructions, names, a transcription prompt; long keys are not echoed whole', () => {
+  const cases: Array<[Record<string, unknown>, string, string]> = [
+    [{ instructions: 'x'.repeat(100_001) }, 'string_above_max_length', 'session.instructions'],
+    [{ model: 'm'.repeat(201) }, 'string_above_max_length', 'session.model'],
+    [{ audio: { input: { transcription: { model: 'whisper-1', prompt: 'p'.repeat(4001) } } } }, 'string_above_max_length', 'session.audio.input.transcription.prompt'],
+  ];
+  for (const [update, code, param] of cases) {
+    const err = thrown(() => applySessionUpdate(null, update, 'm'));
+    assert.equal([err.code, err.param], [code, param]);
+  }
+  const err = thrown(() => applySessionUpdate(null, { ['k'.repeat(100_000)]: 1 }, 'm'));
+  assert.is(err.code, 'unknown_parameter');
+  assert.ok((err.param ?? '').length < 100 && err.message.length < 200, err.message.slice(0, 300));
+  assert.is(applySessionUpdate(null, { instructions: 'x'.repeat(100_000) }, 'm').session.instructions.length, 100_000);
+});
+
 test('parseClientEvent names what is wrong with a message', () => {
   const code = (text: string) => {
     try {
@@ -124,6 +182,60 @@ test('parseClientEvent names what is wrong with a message', () => {
   assert.is(code('{"event_id":"e1"}'), 'invalid_event');
   assert.is(code('{"type":"session.explode"}'), 'invalid_event');
   assert.is(code('{"type":"response.create"}'), 'ok');
+});
+
+test('parseClientEvent refuses events nested deeper than 64 levels, naming the field, without recursing (issue 8)', () => {
+  // The event object is level 1: response (2), metadata (3), then 61 more levels is exactly 64.
+  const at = (levels: number) => `{"event_id":"e1","type":"response.create","response":{"metadata":${deepObjectText(levels)}}}`;
+  assert.is(parseClientEvent(at(62)).type, 'response.create');
+  for (const levels of [63, 5000, 100_000]) {
+    const err = thrown(() => parseClientEvent(at(levels)));
+    assert.is(err.code, 'nesting_too_deep');
+    assert.is(err.param, 'response.metadata.a');
+  }
+  // Arrays count too, and a message that never closes its brackets is refused before JSON.parse sees it.
+  assert.is(thrown(() => parseClientEvent(`{"type":"session.update","session":{"tools":${'['.repeat(70)}${']'.repeat(70)}}}`)).param, 'session.tools[0]');
+  assert.is(thrown(() => parseClientEvent('['.repeat(1_000_000))).code, 'nesting_too_deep');
+  // Brackets and escaped quotes inside strings are not nesting.
+  const quoted = JSON.stringify({ type: 'response.create', response: { metadata: { k: '[{'.repeat(1000) + '\\"'.repeat(1000) } } });
+  assert.is(parseClientEvent(quoted).type, 'response.create');
+});
+
+test('parseClientEvent refuses events of more than 100,000 elements unparsed, naming the field (issue 8)', () => {
+  // 16 MiB of {} would take JSON.parse seconds and hundreds of MB to build.
+  const many = (n: number, item: string) => `{"event_id":"many","type":"response.create","response":{"input":[${Array(n).fill(item).join(',')}]}}`;
+  let err = thrown(() => parseClientEvent(many(2_000_000, '{}')));
+  assert.equal([err.code, err.param], ['too_many_elements', 'response.input']);
+  err = thrown(() => parseClientEvent(many(200_000, '0')));
+  assert.is(err.code, 'too_many_elements');
+  assert.is(eventIdOf(many(200_000, '0')), 'many');
+  assert.is(parseClientEvent(many(20_000, '{"type":"item_reference","id":"x"}')).type, 'response.create');
+  // Commas and brackets inside strings are text, not elements.
+  assert.is(parseClientEvent(JSON.stringify({ type: 'response.create', response: { instructions: ',[{'.repeat(200_000) } })).type, 'response.create');
+});
+
+test('eventIdOf finds the event_id of a message that is too deep or malformed, and never one over 512 characters', () => {
+  assert.is(eventIdOf(`{"type":"response.create","event_id":"deep_1","response":${deepObjectText(100_000)}}`), 'deep_1');
+  assert.is(eventIdOf('{"event_id":"cut_\\u00e9","type":"session.upd'), 'cut_é');
+  assert.is(eventIdOf('{"x":{"event_id":"inner"},"type":"a"}'), null);
+  assert.is(eventIdOf(JSON.stringify({ event_id: 'x'.repeat(513), type: 'response.create' })), null);
+  assert.is(eventIdOf(JSON.stringify({ event_id: 'x'.repeat(512), type: 'response.create' })), 'x'.repeat(512));
+});
+
+test('decodePcm16 checks base64 of any size up to the event limit without a stack overflow (issue 8)', () => {
+  const samples = new Int16Array((15 * 1024 * 1024 * 3) / 4 / 2);
+  samples[0] = 1234;
+  samples[samples.length - 1] = -5;
+  const decoded = decodePcm16(Buffer.from(samples.buffer).toString('base64'), 'audio');
+  assert.is(decoded.length, samples.length);
+  assert.is(decoded[0], 1234);
+  assert.is(decoded[samples.length - 1], -5);
+  const huge = Buffer.alloc(12 * 1024 * 1024).toString('base64');
+  assert.is(thrown(() => decodePcm16(`${huge.slice(0, -4)}!AAA`, 'audio')).code, 'invalid_value');
+  for (const bad of ['QUJD\nREVG', 'QUJD-_EF', 'AAA', 'AA=A', '====', 'AAAA====', 'QUJDRA']) {
+    assert.is(thrown(() => decodePcm16(bad, 'audio')).param, 'audio', bad);
+  }
+  assert.is(decodePcm16('', 'audio').length, 0);
 });
 
 test('decodePcm16 takes strict base64 with whole samples only', () => {

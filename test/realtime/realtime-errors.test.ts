@@ -62,6 +62,98 @@ test('bad events get an error naming them and the connection stays usable', asyn
   await c.close();
 });
 
+/** A user text item and a response to it; resolves with the response.done. */
+async function textTurn(c: RealtimeTestClient, text = 'Hi', response: Record<string, unknown> = {}): Promise<any> {
+  const from = c.events.length;
+  c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+  c.send({ type: 'response.create', response: { output_modalities: ['text'], ...response } });
+  return c.waitFor('response.done', { from });
+}
+
+test('response.create with metadata nested 5,000 levels deep is refused, naming the field, and the session is not wedged (issue 8)', async () => {
+  const c = await connect();
+  const deep = `${'{"a":'.repeat(5000)}"x"${'}'.repeat(5000)}`;
+  await expectError(c, `{"type":"response.create","event_id":"deep","response":{"metadata":${deep}}}`, 'deep', 'nesting_too_deep', 'response.metadata.a');
+  await expectError(c, `{"type":"session.update","event_id":"deep2","session":{"tools":[${deep}]}}`, 'deep2', 'nesting_too_deep', 'session.tools[0]');
+  assert.is((await textTurn(c)).response.status, 'completed');
+  c.send({ type: 'session.update', session: { type: 'realtime', instructions: 'Still fine.' } });
+  assert.is((await c.waitFor('session.updated')).session.instructions, 'Still fine.');
+  assert.is(c.ofType('error').filter((e) => e.error.type === 'server_error').length, 0);
+  await c.close();
+});
+
+test('response.metadata is OpenAI metadata: up to 16 string pairs, keys up to 64 and values up to 512 characters, echoed in response.done', async () => {
+  const c = await connect();
+  const bad: unknown[] = [
+    Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])),
+    { ['k'.repeat(65)]: 'v' },
+    { k: 'v'.repeat(513) },
+    { k: 1 },
+    { k: { nested: 'v' } },
+  ];
+  for (const [i, metadata] of bad.entries()) {
+    await expectError(c, JSON.stringify({ type: 'response.create', event_id: `m${i}`, response: { metadata } }), `m${i}`, 'invalid_value', 'response.metadata');
+  }
+  await expectError(c, JSON.stringify({ type: 'response.create', event_id: 'm_type', response: { metadata: ['a'] } }), 'm_type', 'invalid_type', 'response.metadata');
+  const done = await textTurn(c, 'Hi', { metadata: { topic: 'weather', turn: '3' } });
+  assert.equal(done.response.metadata, { topic: 'weather', turn: '3' });
+  await c.close();
+});
+
+test('a valid 15 MiB input_audio_buffer.append is accepted (no stack overflow in the base64 check) (issue 8)', async () => {
+  const c = await connect();
+  c.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: null } } } });
+  await c.waitFor('session.updated');
+  const audio = Buffer.alloc(((15 * 1024 * 1024) / 4) * 3).toString('base64');
+  assert.is(audio.length, 15 * 1024 * 1024);
+  const from = c.events.length;
+  c.sendRaw(JSON.stringify({ type: 'input_audio_buffer.append', event_id: 'huge', audio }));
+  c.send({ type: 'input_audio_buffer.commit', event_id: 'commit' });
+  const committed = await c.waitFor((e) => e.type === 'input_audio_buffer.committed' || e.type === 'error', { from });
+  assert.is(committed.type, 'input_audio_buffer.committed', JSON.stringify(committed));
+  await c.close();
+});
+
+test('conversation items are bounded: text over 100,000 characters is refused naming the part; the oldest items go beyond 1,000,000 characters (issue 8)', async () => {
+  const c = await connect();
+  const sessionId = (c.events[0] as any).session.id as string;
+  await expectError(
+    c,
+    JSON.stringify({ type: 'conversation.item.create', event_id: 'long', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x'.repeat(100_001) }] } }),
+    'long',
+    'string_above_max_length',
+    'item.content[0].text',
+  );
+  // 41 items of 100,000 characters: the conversation keeps the newest 10 and says which it dropped;
+  // the chat history records 4,000,000 characters (40 turns) and no more.
+  const ids: string[] = [];
+  for (let i = 0; i < 41; i++) {
+    const id = `item_big${i}`;
+    ids.push(id);
+    c.send({ type: 'conversation.item.create', item: { id, type: 'message', role: 'user', content: [{ type: 'input_text', text: `${i} `.padEnd(100_000, 'x') }] } });
+  }
+  await c.waitFor((e) => e.type === 'conversation.item.done' && e.item.id === 'item_big40', { timeoutMs: 60_000 });
+  const deleted = c.ofType('conversation.item.deleted').map((e) => e.item_id);
+  assert.equal(deleted, ids.slice(0, 31));
+  c.send({ type: 'conversation.item.retrieve', item_id: 'item_big30', event_id: 'gone' });
+  assert.is((await c.waitFor((e) => e.type === 'error' && e.error.event_id === 'gone')).error.code, 'item_not_found');
+  c.send({ type: 'conversation.item.retrieve', item_id: 'item_big31' });
+  assert.is((await c.waitFor('conversation.item.retrieved')).item.id, 'item_big31');
+  const chat = await t.request('GET', `/v1/sessions/${sessionId}/chat`);
+  assert.is(chat.status, 200);
+  const recorded = chat.body.turns.reduce((n: number, turn: { content: string }) => n + turn.content.length, 0);
+  assert.is(chat.body.turns.length, 40);
+  assert.ok(recorded <= 4_000_000, `${recorded} characters recorded`);
+  // The session still answers, and the model is given the conversation as it now is: the new
+  // question pushed the oldest kept item (31) out too.
+  t.llm.requests.length = 0;
+  assert.is((await textTurn(c, 'And now?')).response.status, 'completed');
+  assert.is(c.ofType('conversation.item.deleted').at(-1)?.item_id, 'item_big31');
+  const sent = t.llm.requests[0]?.messages.map((m) => m.content.slice(0, 4)) ?? [];
+  assert.equal(sent.slice(1), ['32 x', '33 x', '34 x', '35 x', '36 x', '37 x', '38 x', '39 x', '40 x', 'And ']);
+  await c.close();
+});
+
 test('a second response while one is active is refused; the first completes', async () => {
   const c = await connect();
   c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } });

@@ -1,0 +1,163 @@
+/**
+ * The realtime engine when something inside it fails (issue 8): a server event that cannot be
+ * sent, a voice that throws while a response starts, an asset check that throws something that is
+ * not an AppError. In each case the failure is reported (a named error event, logged with the event
+ * id and type when it is internal), the response in flight ends with response.done, and the session
+ * takes the next response: nothing leaves it wedged with a dead "active" response. The engine is
+ * driven directly (no socket) with fakes, so each failure is injected exactly where it matters.
+ */
+import { EventEmitter } from 'node:events';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { memoryLogger, type LogFields } from '../../src/core/log.js';
+import type { LanguageModels } from '../../src/providers/llm/base.js';
+import { FakeLlm } from '../../src/providers/llm/fake-llm.js';
+import type { SpeechService } from '../../src/providers/tts/base.js';
+import type { AvatarOutput, AvatarOutputEvents } from '../../src/realtime/avatar-output.js';
+import type { ServerEventDraft } from '../../src/realtime/protocol.js';
+import { RealtimeSessionEngine, type EngineDeps } from '../../src/realtime/session-engine.js';
+
+class SilentAvatar extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
+  readonly fps = 25;
+  pushSpeech() {
+    return { startPtsNs: 0, endPtsNs: 0 };
+  }
+  interrupt(): void {}
+  async setFace(): Promise<void> {}
+  async setDriving(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+interface Ctx {
+  events: ServerEventDraft[];
+  records: LogFields[];
+  engine: RealtimeSessionEngine;
+  /** Makes deps.send throw for the next event of this type. */
+  failNextSendOf: string | null;
+  voiceThrows: boolean;
+  assetThrows: boolean;
+}
+
+const test = suite<Ctx>('RealtimeSessionEngine faults', {} as Ctx);
+
+test.before.each(async (ctx) => {
+  ctx.events = [];
+  ctx.failNextSendOf = null;
+  ctx.voiceThrows = false;
+  ctx.assetThrows = false;
+  const { logger, records } = memoryLogger('debug');
+  ctx.records = records;
+  const llm = new FakeLlm({ reply: 'Fine, thanks.' });
+  const models: LanguageModels = { forModel: () => llm, close: async () => undefined };
+  const tts: SpeechService = {
+    // Not async on purpose: a voice service that throws synchronously, before any promise exists.
+    voice: () => {
+      if (ctx.voiceThrows) throw new TypeError('voice table is broken');
+      return Promise.resolve({ id: 'v', engine: 'fake', speak: async function* () {} });
+    },
+    close: async () => undefined,
+  };
+  const deps: EngineDeps = {
+    send: (event) => {
+      if (event.type === ctx.failNextSendOf) {
+        ctx.failNextSendOf = null;
+        throw new RangeError('Maximum call stack size exceeded');
+      }
+      ctx.events.push(event);
+    },
+    avatar: new SilentAvatar(),
+    llm: models,
+    tts,
+    asr: { forModel: () => assert.unreachable('no transcription in these tests') as never, close: async () => undefined },
+    createVad: () => Promise.reject(new Error('no VAD in these tests')),
+    assets: {
+      require: async () => {
+        if (ctx.assetThrows) throw new TypeError("Cannot read properties of undefined (reading 'owner')");
+      },
+    },
+    recorder: { appendTurn: async () => undefined, setCurrentTranscript: async () => undefined, addUsage: async () => undefined },
+    log: logger,
+  };
+  ctx.engine = new RealtimeSessionEngine(
+    {
+      sessionId: 'sess_1',
+      userId: 'u1',
+      dialect: 'ga',
+      defaultModel: 'm',
+      expiresAt: 0,
+      ttsSource: 'auto',
+      legacyVideo: false,
+      initial: { audio: { input: { turn_detection: null } } },
+    },
+    deps,
+  );
+  await ctx.engine.start();
+});
+
+test.after.each(async (ctx) => {
+  await ctx.engine.close();
+});
+
+/** The first event from index `from` matching, waiting (by polling the engine's own chain and timers) up to 10 s. */
+async function waitFor(ctx: Ctx, pred: (e: ServerEventDraft) => boolean, from = 0): Promise<ServerEventDraft> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    await ctx.engine.idle();
+    const found = ctx.events.slice(from).find(pred);
+    if (found) return found;
+    if (Date.now() > deadline) throw new Error(`timed out; got ${ctx.events.map((e) => e.type).join(', ')}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+const errorOf = (e: ServerEventDraft) => e.error as { type: string; code: string; event_id: string | null };
+
+async function textTurn(ctx: Ctx, eventId: string): Promise<ServerEventDraft> {
+  const from = ctx.events.length;
+  ctx.engine.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } }));
+  ctx.engine.receive(JSON.stringify({ type: 'response.create', event_id: eventId, response: { output_modalities: ['text'] } }));
+  return waitFor(ctx, (e) => e.type === 'response.done', from);
+}
+
+test('a server event that cannot be sent is logged with its type and replaced by a server_error; the response still ends and the next starts', async (ctx) => {
+  ctx.failNextSendOf = 'response.created';
+  const done = await textTurn(ctx, 'first');
+  assert.is((done.response as { status: string }).status, 'completed');
+  const err = await waitFor(ctx, (e) => e.type === 'error');
+  assert.equal([errorOf(err).type, errorOf(err).code], ['server_error', 'server_error']);
+  const logged = ctx.records.find((r) => r.msg === 'server event could not be sent');
+  assert.is(logged?.type, 'response.created');
+  const again = await textTurn(ctx, 'second');
+  assert.is((again.response as { status: string }).status, 'completed');
+});
+
+test('a response whose voice throws while it starts ends failed, naming its response.create, and the session takes the next response', async (ctx) => {
+  ctx.voiceThrows = true;
+  const from = ctx.events.length;
+  ctx.engine.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } }));
+  ctx.engine.receive(JSON.stringify({ type: 'response.create', event_id: 'spoken' }));
+  const done = await waitFor(ctx, (e) => e.type === 'response.done', from);
+  assert.is((done.response as { status: string }).status, 'failed');
+  const err = await waitFor(ctx, (e) => e.type === 'error', from);
+  assert.is(errorOf(err).event_id, 'spoken');
+  ctx.voiceThrows = false;
+  ctx.engine.receive(JSON.stringify({ type: 'response.cancel', event_id: 'nothing_to_cancel' }));
+  const cancel = await waitFor(ctx, (e) => e.type === 'error' && errorOf(e).event_id === 'nothing_to_cancel');
+  assert.is(errorOf(cancel).code, 'response_cancel_not_active');
+  const again = await textTurn(ctx, 'after');
+  assert.is((again.response as { status: string }).status, 'completed');
+});
+
+test('an internal failure in a handler is logged with the event id and type, answered with an error naming the event, and the session goes on', async (ctx) => {
+  ctx.assetThrows = true;
+  ctx.engine.receive(JSON.stringify({ type: 'session.update', event_id: 'upd', session: { voice: 'alice' } }));
+  const err = await waitFor(ctx, (e) => e.type === 'error');
+  assert.equal([errorOf(err).code, errorOf(err).event_id], ['server_error', 'upd']);
+  const logged = ctx.records.find((r) => r.msg === 'realtime event failed');
+  assert.equal([logged?.eventId, logged?.type, logged?.level], ['upd', 'session.update', 'error']);
+  ctx.assetThrows = false;
+  const done = await textTurn(ctx, 'then');
+  assert.is((done.response as { status: string }).status, 'completed');
+});
+
+test.run();
