@@ -20,6 +20,12 @@ import { OpenAiModel } from './openai.js';
 
 /** The manifest entry (models/manifest.json) of the default local model. */
 export const DEFAULT_LLM_MODEL_NAME = 'llm-default';
+/**
+ * OpenAI-compatible clients kept, one per upstream model name (the session's model name when
+ * LLM_MODEL is unset, which any client chooses): the least recently used is let go beyond this, so
+ * a stream of made-up model names cannot grow memory. A real deployment uses a handful.
+ */
+export const MAX_OPENAI_CLIENTS = 32;
 
 export type { LlmConfig } from './config.js';
 export { LLM_CONFIG_VARS, loadLlmConfig } from './config.js';
@@ -95,12 +101,19 @@ class RoutedLanguageModels implements LanguageModels {
 
   private openaiFor(upstreamModel: string): OpenAiModel {
     let model = this.openai.get(upstreamModel);
-    if (!model) {
+    if (model) {
+      // Most recently used last (Map order), so the first entry is the one to let go.
+      this.openai.delete(upstreamModel);
+      this.openai.set(upstreamModel, model);
+    } else {
+      // A client let go is not closed: replies in flight keep using it; it holds no other resource.
+      while (this.openai.size >= MAX_OPENAI_CLIENTS) this.openai.delete(this.openai.keys().next().value as string);
       model = new OpenAiModel({
         baseUrl: this.config.baseUrl,
         apiKey: this.config.apiKey,
         model: upstreamModel,
         maxOutputTokens: this.config.maxOutputTokens,
+        contextTokens: this.config.contextTokens,
         timeoutMs: this.config.requestTimeoutMs,
       });
       this.openai.set(upstreamModel, model);

@@ -8,8 +8,12 @@
  * turn re-evaluates only the new part when it lands on the same sequence again.
  *
  * The prompt is formatted by the chat template the GGUF carries (node-llama-cpp's chat wrapper
- * resolution), so a system message is honoured as the model was trained to. Usage is computed by
- * tokenizing: input = the formatted prompt, output = the reply text. A request's output limit (or
+ * resolution), so a system message is honoured as the model was trained to. Only the newest turns
+ * that fit the context are formatted at all (context.ts: a character budget from `contextTokens`
+ * less the reply's room, applied before anything is tokenized), so formatting and tokenizing on
+ * the event loop cost the same for a conversation of a megabyte as for one of a page; llama.cpp's
+ * context shift does the exact fit of that bounded text. Usage is computed by tokenizing: input =
+ * the formatted prompt, output = the reply text. A request's output limit (or
  * the configured default) becomes llama.cpp's maxTokens; abort stops generation between tokens.
  *
  * Only the CPU build is used (`gpu: false`): package.json's overrides replace the CUDA and Vulkan
@@ -21,6 +25,7 @@ import type { Llama, LlamaChat, LlamaContext, LlamaContextSequence, LlamaModel, 
 import type { Logger } from '../../core/log.js';
 import type { ChatMessage, FinishReason, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
 import { ProviderError, llmUnavailable } from './base.js';
+import { fitMessages, promptCharBudget } from './context.js';
 
 export interface LlamaCppModelOptions {
   /** The GGUF file. */
@@ -83,11 +88,11 @@ export class LlamaCppModel implements LanguageModel {
     this.active.add(stop);
     const queue = new ChunkQueue();
     try {
-      const history = toHistory(request.messages);
+      const limit = request.maxOutputTokens ?? this.options.maxOutputTokens;
+      const history = toHistory(fitMessages(request.messages, promptCharBudget(this.options.contextTokens, limit)));
       const inputTokens = chat.chatWrapper
         .generateContextState({ chatHistory: history })
         .contextText.tokenize(loaded.model.tokenizer).length;
-      const limit = request.maxOutputTokens ?? this.options.maxOutputTokens;
       const run = chat
         .generateResponse(history, {
           maxTokens: limit,

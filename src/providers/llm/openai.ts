@@ -10,11 +10,15 @@
  * (retryable for 408, 429 and 5xx), the same code for connection loss before or during the stream.
  * The SDK's own retries (before any byte is streamed) are limited to one, so a dead server costs
  * little time. Aborting ends the stream with finishReason 'aborted'.
+ *
+ * The messages sent are the newest turns that fit `contextTokens` (context.ts), the same list the
+ * local model gets, so a long conversation is not sent whole on every reply.
  */
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import type { FinishReason, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
 import { ProviderError, llmUnavailable } from './base.js';
+import { fitMessages, promptCharBudget } from './context.js';
 
 /** Retries the SDK makes for connection errors, 408, 429 and 5xx before the first byte. */
 const OPENAI_MAX_RETRIES = 1;
@@ -32,6 +36,8 @@ export interface OpenAiModelOptions {
   model: string;
   /** Output limit when a request gives none. */
   maxOutputTokens: number;
+  /** Context window the conversation is cut to (LLM_CONTEXT_TOKENS), in tokens. */
+  contextTokens: number;
   /** How long the server may take to start answering. */
   timeoutMs: number;
 }
@@ -59,7 +65,7 @@ export class OpenAiModel implements LanguageModel {
     const limit = request.maxOutputTokens ?? this.options.maxOutputTokens;
     const params: ChatCompletionCreateParamsStreaming = {
       model: this.options.model,
-      messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
+      messages: fitMessages(request.messages, promptCharBudget(this.options.contextTokens, limit)).map((m) => ({ role: m.role, content: m.content })),
       stream: true,
       stream_options: { include_usage: true },
       ...(this.officialApi ? { max_completion_tokens: limit } : { max_tokens: limit }),

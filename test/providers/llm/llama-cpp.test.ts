@@ -113,6 +113,36 @@ modelTest("aborting ends generate() with 'aborted' and no text after the abort; 
   assert.ok(again.some((c) => c.type === 'text'));
 });
 
+modelTest('a 15 MB conversation: only what fits the context is tokenized, and the event loop is not blocked (issue 8)', async (ctx) => {
+  // The tester's case: long turns, then a question. Before, all 15 MB was formatted and tokenized on
+  // the event loop (19 s here); now the newest turns within the context's character budget are.
+  const turn = 'The quick brown fox jumps over the lazy dog near the river bank today. '.repeat(1400);
+  const messages: GenerateRequest['messages'] = [{ role: 'system', content: 'You are brief.' }];
+  for (let i = 0; (messages.length - 1) * turn.length < 15_000_000; i++) messages.push({ role: i % 2 ? 'assistant' : 'user', content: turn });
+  messages.push({ role: 'user', content: 'Which animal jumps? Answer in one word.' });
+  let last = performance.now();
+  let worstGapMs = 0;
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    worstGapMs = Math.max(worstGapMs, now - last);
+    last = now;
+  }, 5);
+  const chunks: GenerateChunk[] = [];
+  try {
+    for await (const c of ctx.model.generate({ messages, maxOutputTokens: 8, signal: new AbortController().signal })) chunks.push(c);
+  } finally {
+    clearInterval(ticker);
+  }
+  const done = chunks.at(-1);
+  assert.ok(done?.type === 'done' && done.usage !== null);
+  if (done?.type !== 'done' || !done.usage) return;
+  process.stdout.write(`LlamaCppModel: 15 MB conversation: ${done.usage.inputTokens} input tokens, longest event-loop stall ${Math.round(worstGapMs)} ms\n`);
+  assert.ok(done.usage.inputTokens <= 2048, `${done.usage.inputTokens} input tokens for a 2048-token context`);
+  assert.ok(chunks.some((c) => c.type === 'text'));
+  // Seconds before (the whole conversation tokenized at once); tens of ms now. 2 s separates the two on any machine.
+  assert.ok(worstGapMs < 2000, `the event loop stalled ${Math.round(worstGapMs)} ms`);
+});
+
 modelTest('concurrent requests beyond the sequences wait their turn and all complete', async (ctx) => {
   const run = async (q: string) => {
     const out: GenerateChunk[] = [];

@@ -59,8 +59,8 @@ function delta(content: string | null, finish: string | null = null): unknown {
   };
 }
 
-function model(ctx: Ctx, apiKey: string | null = 'sk-test'): OpenAiModel {
-  return new OpenAiModel({ baseUrl: ctx.baseUrl, apiKey, model: 'test-model', maxOutputTokens: 77, timeoutMs: 5000 });
+function model(ctx: Ctx, apiKey: string | null = 'sk-test', contextTokens = 4096): OpenAiModel {
+  return new OpenAiModel({ baseUrl: ctx.baseUrl, apiKey, model: 'test-model', maxOutputTokens: 77, contextTokens, timeoutMs: 5000 });
 }
 
 function request(signal: AbortSignal = new AbortController().signal, maxOutputTokens: number | null = null): GenerateRequest {
@@ -120,6 +120,27 @@ test('generate() sends the model, the messages in order, stream options, max_tok
   assert.equal(first!.body.stream_options, { include_usage: true });
   assert.is(first!.body.max_tokens, 5);
   assert.is(second!.body.max_tokens, 77, 'a request without a limit gets the configured default');
+});
+
+test('generate() sends only the newest turns that fit contextTokens, with the instructions, not a 15 MB conversation (issue 8)', async (ctx) => {
+  ctx.handler = (_req, _body, res) => {
+    const send = sse(res);
+    send(delta('ok', 'stop'));
+    send('[DONE]');
+    res.end();
+  };
+  const turn = 'word '.repeat(200);
+  const messages: GenerateRequest['messages'] = [{ role: 'system', content: 'Be brief.' }];
+  for (let i = 0; messages.length * turn.length < 15_000_000; i++) messages.push({ role: i % 2 ? 'assistant' : 'user', content: `${i} ${turn}` });
+  messages.push({ role: 'user', content: 'The last question?' });
+  await collect(model(ctx, 'sk-test', 1024).generate({ messages, maxOutputTokens: 24, signal: new AbortController().signal }));
+  const sent = ctx.requests[0]!.body.messages as { role: string; content: string }[];
+  const sentChars = sent.reduce((n, m) => n + m.content.length, 0);
+  assert.ok(sentChars <= (1024 - 24) * 4, `${sentChars} characters sent`);
+  assert.equal(sent[0], { role: 'system', content: 'Be brief.' });
+  assert.equal(sent.at(-1), { role: 'user', content: 'The last question?' });
+  assert.equal(sent.slice(1, -1).map((m) => m.content), messages.slice(-sent.length + 1, -1).map((m) => m.content), 'a contiguous stretch of the newest turns');
+  assert.ok(sent.length > 3);
 });
 
 test("generate() reports finishReason 'length' and usage null when the server sends no usage", async (ctx) => {

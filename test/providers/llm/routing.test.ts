@@ -13,7 +13,7 @@ import { fetchModels } from '../../../src/cli/fetch-models.js';
 import { ConfigError } from '../../../src/config.js';
 import { Logger, type LogLevel } from '../../../src/core/log.js';
 import { LLM_CONFIG_VARS, loadLlmConfig, matchRoute, parseRoutes } from '../../../src/providers/llm/config.js';
-import { createLanguageModels } from '../../../src/providers/llm/index.js';
+import { MAX_OPENAI_CLIENTS, createLanguageModels } from '../../../src/providers/llm/index.js';
 
 interface Ctx {
   dir: string;
@@ -130,6 +130,18 @@ test('createLanguageModels() auto-selects openai when LLM_BASE_URL is set; LLM_M
   const fixed = createLanguageModels(loadLlmConfig({ LLM_API_KEY: 'sk-x', LLM_MODEL: 'qwen2.5:0.5b' }), ctx.dir, ctx.log);
   assert.is(fixed.forModel('gpt-5.2').id, 'openai:qwen2.5:0.5b');
   await Promise.all([byName.close(), fixed.close()]);
+});
+
+test('createLanguageModels() keeps at most MAX_OPENAI_CLIENTS upstream clients, letting the least recently used go (issue 8)', async (ctx) => {
+  const models = createLanguageModels(loadLlmConfig({ LLM_BASE_URL: 'http://127.0.0.1:9/v1' }), ctx.dir, ctx.log);
+  const first = models.forModel('model-0');
+  const kept = models.forModel('kept');
+  for (let i = 1; i < 10 * MAX_OPENAI_CLIENTS; i++) {
+    models.forModel(`model-${i}`);
+    assert.is(models.forModel('kept'), kept, 'a model in use stays');
+  }
+  assert.is.not(models.forModel('model-0'), first, 'a client not used for a while was let go');
+  await models.close();
 });
 
 test('createLanguageModels() routes by LLM_MODEL_ROUTES and falls back to the default provider', async (ctx) => {
