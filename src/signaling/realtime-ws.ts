@@ -45,6 +45,8 @@ export const AUTH_TIMEOUT_MS = 10_000;
 /** Hard frame limit of the socket (the engine answers larger events than MAX_CLIENT_EVENT_BYTES with an error). */
 const MAX_FRAME_BYTES = 4 * MAX_CLIENT_EVENT_BYTES;
 const INSECURE_KEY_PROTOCOL = 'openai-insecure-api-key.';
+/** Longest message read as a `{"type":"auth"}` event (a key is under 100 characters); longer ones are not parsed. */
+const MAX_AUTH_MESSAGE_CHARS = 4096;
 
 export const CLOSE = {
   NORMAL: 1000,
@@ -355,11 +357,15 @@ export class RealtimeGateway {
         resolve(null);
       });
       setWaiter((text) => {
-        let msg: unknown;
-        try {
-          msg = JSON.parse(text);
-        } catch {
-          msg = null;
+        let msg: unknown = null;
+        // An auth event is small; a large message from a client not yet known is not parsed at all
+        // (16 MiB of JSON objects takes JSON.parse seconds and gigabytes: issue 8).
+        if (text.length <= MAX_AUTH_MESSAGE_CHARS) {
+          try {
+            msg = JSON.parse(text);
+          } catch {
+            msg = null;
+          }
         }
         const eventId = isObject(msg) && typeof msg.event_id === 'string' ? msg.event_id : null;
         if (!isObject(msg) || msg.type !== 'auth') {
@@ -386,7 +392,7 @@ export class RealtimeGateway {
 }
 
 function isAuthMessage(text: string): boolean {
-  if (text.length > 4096) return false;
+  if (text.length > MAX_AUTH_MESSAGE_CHARS) return false;
   try {
     const msg: unknown = JSON.parse(text);
     return isObject(msg) && msg.type === 'auth';

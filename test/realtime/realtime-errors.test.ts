@@ -205,6 +205,32 @@ test('auth by header, by the browser subprotocol (echoing realtime) and by a fir
   await c.close();
 });
 
+test('a large message before authentication is refused unparsed: no stall, and the socket can still authenticate (issue 8)', async () => {
+  const c = await RealtimeTestClient.connect(t.url, { key: null, query: 'model=gpt-realtime' });
+  // 48 MiB of empty objects: JSON.parse took ~15 s and gigabytes for it, holding up every session.
+  const huge = `[${'{},'.repeat(16 * 1024 * 1024)}{}]`;
+  let last = performance.now();
+  let worstGapMs = 0;
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    worstGapMs = Math.max(worstGapMs, now - last);
+    last = now;
+  }, 10);
+  try {
+    await new Promise<void>((resolve, reject) => c.ws.send(huge, (err) => (err ? reject(err) : resolve())));
+    last = performance.now();
+    worstGapMs = 0;
+    assert.is((await c.waitFor('error')).error.code, 'not_authenticated');
+  } finally {
+    clearInterval(ticker);
+  }
+  // Seconds of parsing before; the bytes arriving and one length check now. 3 s separates the two on any machine.
+  assert.ok(worstGapMs < 3000, `the event loop stalled ${Math.round(worstGapMs)} ms`);
+  c.send({ type: 'auth', api_key: t.key });
+  await c.waitFor('session.created');
+  await c.close();
+});
+
 test('an ephemeral key connects with the session config it was issued for', async () => {
   const secret = await t.request('POST', '/v1/realtime/client_secrets', { json: { session: { type: 'realtime', instructions: 'Ephemeral rules.' } } });
   assert.is(secret.status, 200);
