@@ -5,6 +5,7 @@
 import client from 'prom-client';
 import type { Store } from '../store/store.js';
 import type { WorkerPool } from '../sessions/worker-pool.js';
+import { escapedErrors } from '../core/process-guard.js';
 
 export interface HttpMetrics {
   observe(method: string, route: string, status: number, seconds: number): void;
@@ -33,6 +34,16 @@ export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: bo
       const used = pool.used();
       this.set({ state: 'used' }, used);
       this.set({ state: 'free' }, pool.capacity - used);
+    },
+  });
+  new client.Gauge({
+    name: 'avatar_process_escaped_errors',
+    help: 'Exceptions and promise rejections that escaped every handler since the process started (bugs; the process went on), by kind. Alert on any increase.',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      // Process-wide counts (core/process-guard.ts), read at scrape time.
+      for (const [kind, n] of Object.entries(escapedErrors())) this.set({ kind }, n);
     },
   });
   if (webhookEnabled) {

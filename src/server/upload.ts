@@ -4,8 +4,19 @@
  *                         `voice`, `driving`), optional text fields `name` and `description`
  *   raw body              the file bytes with their own Content-Type; `name`, `description` and
  *                         `filename` from the query string
- * Both stop reading at MAX_UPLOAD_BYTES and answer 413.
+ *
+ * Invariants:
+ * - Every stream read here has an 'error' listener (the request, the multipart parser, each file
+ *   part, parts that are skipped): a body cut short, malformed or aborted is a 400
+ *   `invalid_multipart` (or `incomplete_body`), never an unhandled 'error' event.
+ * - The body is bounded before and while it is read: a Content-Length over the limit is refused
+ *   before a byte is read, and counting stops at MAX_UPLOAD_BYTES (413 `request_too_large`).
+ * - A refused body is not cut off mid-stream: the rest is read and thrown away (up to
+ *   DISCARD_LIMIT_BYTES, for at most DISCARD_TIMEOUT_MS) so the client, still sending, gets to read
+ *   the 413 instead of a reset connection; past either bound the connection is closed.
+ * Decoding and validating the file is not done here (assets/asset-service.ts, off the event loop).
  */
+import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { AppError } from '../core/errors.js';
 import type { AppContext } from './context.js';
@@ -21,87 +32,178 @@ export interface ReceivedFile {
 
 const FILE_FIELDS = ['file', 'image', 'face', 'audio', 'voice', 'driving', 'motion'];
 const MAX_TEXT_FIELD_BYTES = 4096;
+const MAX_TEXT_FIELDS = 10;
+/** Multipart framing around the file (boundaries, part headers, the text fields) on top of the file itself. */
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+/**
+ * A refused body is read and discarded up to this much more, so a client still sending sees the
+ * answer (HTTP clients read the response only once their write is done or fails). 64 MiB is a
+ * few seconds on a fast link; a client that keeps going past it is cut off.
+ */
+const DISCARD_LIMIT_BYTES = 64 * 1024 * 1024;
+/** ...and for at most this long (a client that declared more than it sends would hold the socket). */
+const DISCARD_TIMEOUT_MS = 10_000;
 
 export async function receiveUpload(ctx: AppContext, maxBytes: number): Promise<ReceivedFile> {
-  const declaredLength = Number(ctx.get('content-length') || 0);
-  if (declaredLength > maxBytes + 64 * 1024) throw tooLarge(maxBytes);
   const type = ctx.get('content-type').toLowerCase();
-  if (type.startsWith('multipart/form-data')) return receiveMultipart(ctx, maxBytes);
+  const multipart = type.startsWith('multipart/form-data');
+  const declared = Number(ctx.get('content-length') || 0);
+  if (declared > maxBytes + (multipart ? MULTIPART_OVERHEAD_BYTES : 0)) {
+    discardRest(ctx.req);
+    throw tooLarge(maxBytes);
+  }
   if (type.startsWith('application/x-www-form-urlencoded')) {
+    discardRest(ctx.req);
     throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data (field "file") or as the raw body.', {
       status: 415,
       param: 'file',
     });
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) throw tooLarge(maxBytes);
-    chunks.push(chunk as Buffer);
-  }
+  if (multipart) return receiveMultipart(ctx, maxBytes);
+  const data = await readRaw(ctx.req, maxBytes);
   const query = (key: string): string | null => (typeof ctx.query[key] === 'string' ? (ctx.query[key] as string) : null);
-  return {
-    data: Buffer.concat(chunks),
-    contentType: type || null,
-    filename: query('filename'),
-    name: query('name'),
-    description: query('description'),
-  };
+  return { data, contentType: type || null, filename: query('filename'), name: query('name'), description: query('description') };
+}
+
+/** The whole body, up to `maxBytes` (413 beyond, the rest discarded). */
+function readRaw(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        stop();
+        discardRest(req);
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      stop();
+      resolve(Buffer.concat(chunks));
+    };
+    const onFail = () => {
+      stop();
+      reject(incompleteBody());
+    };
+    const stop = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onFail);
+      req.off('aborted', onFail);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onFail);
+    req.on('aborted', onFail);
+  });
 }
 
 function receiveMultipart(ctx: AppContext, maxBytes: number): Promise<ReceivedFile> {
+  const req = ctx.req;
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
       parser = busboy({
-        headers: ctx.req.headers,
-        limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: MAX_TEXT_FIELD_BYTES },
+        headers: req.headers,
+        limits: { fileSize: maxBytes, files: 1, fields: MAX_TEXT_FIELDS, fieldSize: MAX_TEXT_FIELD_BYTES },
       });
     } catch (err) {
-      reject(new AppError('invalid_multipart', `Malformed multipart request: ${(err as Error).message}`, { status: 400 }));
+      discardRest(req);
+      reject(malformed((err as Error).message));
       return;
     }
     const fields: Record<string, string> = {};
     let file: { data: Buffer; contentType: string; filename: string } | null = null;
-    let failure: AppError | null = null;
+    let settled = false;
+    /**
+     * Ends reading: the parser is detached (not destroyed: busboy fails when destroyed from inside
+     * its own callbacks; unfed, it is simply collected), the rest of the body discarded on failure.
+     */
+    const finish = (outcome: { error: AppError } | { file: ReceivedFile }) => {
+      if (settled) return;
+      settled = true;
+      req.unpipe(parser);
+      req.off('error', onRequestError);
+      req.off('aborted', onRequestError);
+      if ('error' in outcome) {
+        parser.removeAllListeners('close');
+        parser.on('error', () => undefined); // errors after the answer was decided change nothing
+        discardRest(req);
+        reject(outcome.error);
+      } else {
+        resolve(outcome.file);
+      }
+    };
+    const onRequestError = () => finish({ error: incompleteBody() });
 
     parser.on('field', (name, value) => {
       fields[name] = value;
     });
     parser.on('file', (field, stream, info) => {
+      // Every part stream gets an error listener, skipped ones too: a body cut inside any part
+      // makes busboy emit 'error' on that part's stream.
+      stream.on('error', (err: Error) => finish({ error: malformed(err.message) }));
       if (!FILE_FIELDS.includes(field) || file) {
         stream.resume();
         return;
       }
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('limit', () => {
-        failure = tooLarge(maxBytes);
-      });
+      stream.on('limit', () => finish({ error: tooLarge(maxBytes) }));
       stream.on('end', () => {
-        file = { data: Buffer.concat(chunks), contentType: info.mimeType, filename: info.filename ?? "" };
+        if (!stream.truncated) file = { data: Buffer.concat(chunks), contentType: info.mimeType, filename: info.filename ?? '' };
       });
     });
-    parser.on('error', (err: Error) => {
-      reject(new AppError('invalid_multipart', `Malformed multipart request: ${err.message}`, { status: 400 }));
-    });
+    parser.on('error', (err: Error) => finish({ error: malformed(err.message) }));
     parser.on('close', () => {
-      if (failure) return reject(failure);
       if (!file) {
-        return reject(
-          new AppError('missing_file', `No file in the form; send it in a part named "file".`, { status: 400, param: 'file' }),
-        );
+        finish({ error: new AppError('missing_file', 'No file in the form; send it in a part named "file".', { status: 400, param: 'file' }) });
+        return;
       }
       const found: { data: Buffer; contentType: string; filename: string } = file;
-      resolve({
-        data: found.data,
-        contentType: found.contentType || null,
-        filename: found.filename || null,
-        name: fields.name ?? null,
-        description: fields.description ?? null,
+      finish({
+        file: {
+          data: found.data,
+          contentType: found.contentType || null,
+          filename: found.filename || null,
+          name: fields.name ?? null,
+          description: fields.description ?? null,
+        },
       });
     });
-    ctx.req.pipe(parser);
+    req.on('error', onRequestError);
+    req.on('aborted', onRequestError);
+    req.pipe(parser);
   });
+}
+
+/**
+ * Reads and drops whatever the client still sends, bounded in bytes and time, so that the answer
+ * already decided reaches it (see the module comment). The connection stays usable when the body
+ * ends within the bounds.
+ */
+export function discardRest(req: IncomingMessage): void {
+  if (req.readableEnded || req.destroyed) return;
+  let discarded = 0;
+  const timer = setTimeout(() => req.destroy(), DISCARD_TIMEOUT_MS);
+  timer.unref();
+  req.removeAllListeners('data');
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_LIMIT_BYTES) req.destroy();
+  });
+  req.on('error', () => undefined); // the client went away while we discarded: nothing to answer
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
+}
+
+function malformed(detail: string): AppError {
+  return new AppError('invalid_multipart', `Malformed multipart request: ${detail}.`.replace(/\.\.$/, '.'), { status: 400, param: 'file' });
+}
+
+function incompleteBody(): AppError {
+  return new AppError('incomplete_body', 'The request body ended before it was complete (the connection was closed).', { status: 400 });
 }

@@ -39,6 +39,8 @@ Ops('GET /metrics exposes sessions by status, worker slots and request latency',
   assert.match(res.text, /avatar_worker_slots\{state="free"\} 4/);
   assert.match(res.text, /avatar_http_request_duration_seconds_count\{method="POST",route="\/v1\/sessions",status="200"\} 1/);
   assert.match(res.text, /avatar_http_request_duration_seconds_count\{method="DELETE",route="\/v1\/sessions\/:session_id",status="200"\} 1/);
+  assert.match(res.text, /avatar_process_escaped_errors\{kind="uncaught_exception"\} 0/, 'the safety net counters are exported');
+  assert.match(res.text, /avatar_process_escaped_errors\{kind="unhandled_rejection"\} 0/);
 });
 
 Ops.run();
