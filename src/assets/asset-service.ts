@@ -17,9 +17,10 @@ import type { Clock } from '../core/clock.js';
 import { AppError, notFound } from '../core/errors.js';
 import { isUuid, newAssetId } from '../core/ids.js';
 import type { AssetKind, AssetRecord, Store } from '../store/store.js';
-import { AudioFileError, decodeAudio, sniffAudio } from './audio-file.js';
+import { OffThread } from '../core/off-thread.js';
+import { sniffAudio } from './audio-file.js';
 import { KIND_DIRS, type StandardAssets } from './catalog.js';
-import { MotionTemplateError, parseMotionTemplate } from './motion-template.js';
+import type { MotionTemplate } from './motion-template.js';
 
 /** Finds the face in a photo (src/media/face-registration.ts); throws a 422 AppError when there is no usable face. */
 export interface FaceRegistrar {
@@ -74,14 +75,24 @@ const MIME_OF: Record<string, string> = {
 /** Faces smaller than this cannot give a usable 512x512 render; larger ones are pointlessly costly. */
 const FACE_MIN_PX = 64;
 const FACE_MAX_PX = 8192;
-/** A voice sample long enough to estimate pitch and rate, short enough to analyse quickly. */
-const VOICE_MIN_S = 1;
-const VOICE_MAX_S = 600;
-/** Below this RMS (-60 dBFS) a sample is silence: there is no voice to analyse. */
-const VOICE_SILENCE_RMS = 0.001;
+/**
+ * ...and at most this many pixels: a 50-megapixel phone photo (8000x6000) is fine; a few kB of
+ * PNG that inflates to 8000x8000 (192 MB of RGB) is refused before it is decoded.
+ */
+const FACE_MAX_PIXELS = 50_000_000;
 const MAX_NAME_CHARS = 200;
+/**
+ * A voice or motion check may take this long on its worker thread: a 600 s WAV decodes in well
+ * under a second here; past this the file is refused (processing_timeout) and the worker replaced.
+ */
+const INSPECT_TIMEOUT_MS = 30_000;
+/** After checking a file this big, the worker is ended so the memory its decode used is returned. */
+const RECYCLE_AFTER_BYTES = 1024 * 1024;
 
 export class AssetService implements AssetResolver {
+  /** Decodes uploaded voices and motions off the event loop (inspect.ts runs there). */
+  private readonly inspector = new OffThread(new URL('./inspect-worker.ts', import.meta.url), 'asset inspector');
+
   constructor(
     private readonly store: Store,
     readonly standard: StandardAssets,
@@ -90,6 +101,16 @@ export class AssetService implements AssetResolver {
     /** Face photos are registered (landmarks, pose) at upload; one without a usable face is a 422. */
     private readonly faces: FaceRegistrar,
   ) {}
+
+  /** A driving file's motion template, parsed off the event loop (a long template takes tens of ms). */
+  readMotion(data: Buffer): Promise<MotionTemplate> {
+    return this.inspector.run<MotionTemplate>('template', data, { timeoutMs: INSPECT_TIMEOUT_MS });
+  }
+
+  /** Ends the inspection worker. */
+  async close(): Promise<void> {
+    await this.inspector.close();
+  }
 
   async require(kind: AssetKind, id: string, userId: string, param: string): Promise<void> {
     if (this.standard.find(kind, id)) return;
@@ -182,78 +203,59 @@ export class AssetService implements AssetResolver {
   }
 
   private async inspect(kind: AssetKind, data: Buffer): Promise<Record<string, unknown>> {
-    try {
-      if (kind === 'face') {
-        const image = await inspectImage(data);
-        const face = await this.faces.register(data);
-        return {
-          ...image,
-          face_box: face.box.map((v) => Math.round(v)),
-          face_pose: face.pose,
-          landmarks: face.landmarks.length,
-          faces_found: face.faces,
-        };
-      }
-      if (kind === 'voice') return await inspectVoice(data);
-      const motion = parseMotionTemplate(data);
+    if (kind === 'face') {
+      const image = await inspectImage(data);
+      const face = await this.faces.register(data);
       return {
-        n_frames: motion.nFrames,
-        output_fps: motion.outputFps,
-        duration_seconds: round3(motion.nFrames / motion.outputFps),
+        ...image,
+        face_box: face.box.map((v) => Math.round(v)),
+        face_pose: face.pose,
+        landmarks: face.landmarks.length,
+        faces_found: face.faces,
       };
-    } catch (err) {
-      if (err instanceof AppError) throw err;
-      if (err instanceof AudioFileError || err instanceof MotionTemplateError) throw invalidFile(err.message, err);
-      throw invalidFile(`The file could not be decoded: ${(err as Error).message}`, err);
     }
+    // The bytes are copied to the worker (the caller still writes them to disk).
+    return this.inspector.run<Record<string, unknown>>(kind === 'voice' ? 'voice' : 'motion', data, {
+      timeoutMs: INSPECT_TIMEOUT_MS,
+      recycle: data.length > RECYCLE_AFTER_BYTES,
+    });
   }
 }
 
+/**
+ * The image's size from its header first (refused outside FACE_MIN_PX..FACE_MAX_PX before any
+ * pixel is decoded), then a full decode on libuv's pool bounded by that size (`limitInputPixels`:
+ * a header that lies cannot make libvips allocate more).
+ */
 async function inspectImage(data: Buffer): Promise<Record<string, unknown>> {
+  let header: { width: number; height: number };
+  try {
+    const meta = await sharp(data).metadata();
+    header = { width: meta.autoOrient.width, height: meta.autoOrient.height };
+  } catch (err) {
+    throw invalidFile(`The image could not be decoded: ${(err as Error).message}`, err);
+  }
+  checkImageSize(header.width, header.height);
   let info: { width: number; height: number; channels: number };
   try {
     // A full decode, not just the header. failOn 'warning': libjpeg reports corrupt entropy data
     // only as a warning, and a damaged face photo must be refused at upload, not at render time.
-    ({ info } = await sharp(data, { failOn: 'warning' }).rotate().raw().toBuffer({ resolveWithObject: true }));
+    ({ info } = await sharp(data, { failOn: 'warning', limitInputPixels: header.width * header.height }).rotate().raw().toBuffer({ resolveWithObject: true }));
   } catch (err) {
     throw invalidFile(`The image could not be decoded: ${(err as Error).message}`, err);
   }
-  if (info.width < FACE_MIN_PX || info.height < FACE_MIN_PX || info.width > FACE_MAX_PX || info.height > FACE_MAX_PX) {
-    throw new AppError(
-      'invalid_image_size',
-      `Face images must be ${FACE_MIN_PX} to ${FACE_MAX_PX} pixels on each side; this one is ${info.width}x${info.height}.`,
-      { status: 400, param: 'file' },
-    );
-  }
+  checkImageSize(info.width, info.height);
   return { width: info.width, height: info.height, channels: info.channels };
 }
 
-async function inspectVoice(data: Buffer): Promise<Record<string, unknown>> {
-  const audio = await decodeAudio(data);
-  if (audio.durationSeconds < VOICE_MIN_S || audio.durationSeconds > VOICE_MAX_S) {
+function checkImageSize(width: number, height: number): void {
+  if (width < FACE_MIN_PX || height < FACE_MIN_PX || width > FACE_MAX_PX || height > FACE_MAX_PX || width * height > FACE_MAX_PIXELS) {
     throw new AppError(
-      'invalid_audio_duration',
-      `Voice samples must last ${VOICE_MIN_S} to ${VOICE_MAX_S} seconds; this one lasts ${round3(audio.durationSeconds)} s.`,
+      'invalid_image_size',
+      `Face images must be ${FACE_MIN_PX} to ${FACE_MAX_PX} pixels on each side and at most ${FACE_MAX_PIXELS / 1e6} megapixels; this one is ${width}x${height}.`,
       { status: 400, param: 'file' },
     );
   }
-  let energy = 0;
-  for (const s of audio.samples) energy += s * s;
-  const rms = Math.sqrt(energy / Math.max(1, audio.samples.length));
-  if (rms < VOICE_SILENCE_RMS) {
-    throw new AppError('silent_audio', 'The voice sample is silent; upload a recording of the voice speaking.', {
-      status: 400,
-      param: 'file',
-    });
-  }
-  return {
-    format: audio.format,
-    sample_rate: audio.sampleRate,
-    channels: audio.channels,
-    bits_per_sample: audio.bitsPerSample,
-    duration_seconds: round3(audio.durationSeconds),
-    rms_dbfs: round3(20 * Math.log10(rms)),
-  };
 }
 
 function sniff(kind: AssetKind, data: Buffer): string | null {
@@ -292,4 +294,3 @@ function clip(text: string | null): string | null {
   return text === null || text.trim() === '' ? null : text.trim().slice(0, MAX_NAME_CHARS);
 }
 
-const round3 = (x: number): number => Math.round(x * 1000) / 1000;

@@ -1,13 +1,12 @@
 /**
  * Turns asset ids into what the media engine renders: a face id (standard or an uploaded face the
  * user owns) into a `FaceInput` (decoded photo + registered landmarks), a driving id into a
- * `MotionInput`. Landmarks come from the FaceRegistry (cached on disk by image hash); decoded faces
+ * `MotionInput` (the template parsed off the event loop). Landmarks come from the FaceRegistry (cached on disk by image hash); decoded faces
  * and motions are kept in a small in-memory cache because every session of a face needs them.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { AssetService } from '../assets/asset-service.js';
-import { parseMotionTemplate } from '../assets/motion-template.js';
 import type { AssetKind } from '../store/store.js';
 import { faceInputFromImage } from './face-input.js';
 import type { FaceRegistry } from './face-registration.js';
@@ -42,7 +41,7 @@ export class AvatarAssets {
 
   motion(drivingId: string, userId: string): Promise<MotionInput> {
     return cached(this.motions, `${userId}\0${drivingId}`, MAX_CACHED_MOTIONS, async () =>
-      motionInputFromTemplate(parseMotionTemplate(await this.file('driving', drivingId, userId))),
+      motionInputFromTemplate(await this.assets.readMotion(await this.file('driving', drivingId, userId))),
     );
   }
 

@@ -10,9 +10,10 @@
  *   MediaPipe order here by geometry, not by trusting the library's order.
  * - All coordinates are in the ORIGINAL image's pixels after EXIF rotation (x right, y down; z is
  *   relative depth in the same pixel scale as x, smaller = nearer the camera), rounded to 0.01 px.
- * - One model load per process: the Human instance is created on the first detection by any
- *   registry and kept for the life of the process (Human caches models in module scope, so it
- *   cannot be unloaded and reloaded safely). Detections are serialized through one queue.
+ * - Detection runs on a worker thread (face-detect-worker.ts), one per process, shared by every
+ *   registry, detections one at a time: the event loop only decodes (sharp, on libuv's pool) and
+ *   maps coordinates. The worker loads the models on its first photo and ends after a few idle
+ *   minutes; a worker that fails is replaced on the next photo.
  * - A result is cached as `<cacheDir>/<sha256 of the image bytes>.json` (written to a temporary
  *   file, then renamed), so the same bytes never run the model twice; the usability rules are
  *   re-applied to cached results, so tightening a rule takes effect without clearing the cache.
@@ -20,19 +21,16 @@
  *   only while the models load, and the wasm binaries come from @tensorflow/tfjs-backend-wasm.
  *
  * It does not: track faces over video, recognise identities, estimate age/emotion, or judge image
- * quality beyond the rules in checkUsable(). Detection runs on the calling thread (about 60-100 ms
- * of wasm work per photo that blocks the event loop), which is acceptable for a one-off upload
- * step but not for per-frame use.
+ * quality beyond the rules in checkUsable(). It is a one-off step per photo (60-100 ms of wasm
+ * work warm), not for per-frame use.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import sharp from 'sharp';
-import type { Config, FaceResult, Human } from '@vladmandic/human';
 import { AppError } from '../core/errors.js';
+import { OffThread } from '../core/off-thread.js';
+import { humanModelId } from './human-package.js';
 
 export interface FacePose {
   /** Nodding; as Human reports it, converted to degrees. */
@@ -96,11 +94,10 @@ export const MAX_PITCH_DEG = 30;
 const DETECT_LONG_SIDE_PX = 1024;
 /** FaceMesh input size, pixels: Human returns z in units of this crop, not of the image. */
 const FACEMESH_INPUT_PX = 192;
-/** Detector candidates kept before our own score rule; low so that a weak face is reported as
- * "not confident" rather than as "no face". */
-const DETECTOR_MIN_CONFIDENCE = 0.2;
-/** Faces considered per photo; the largest is registered. */
-const MAX_FACES = 10;
+/** A photo's detection may take this long on the worker (first use loads the models, ~1 s). */
+const DETECT_TIMEOUT_MS = 60_000;
+/** The detection worker stays this long after its last photo, keeping the models loaded. */
+const DETECTOR_IDLE_EXIT_MS = 5 * 60_000;
 /** Outputs are rounded to 1/100 pixel or degree: far below the models' own accuracy. */
 const ROUND_PER_UNIT = 100;
 
@@ -156,7 +153,7 @@ export class FaceRegistry {
     }
     const decoded = await decode(image);
     this.runs++;
-    const faces = await detectFaces(decoded);
+    const faces = await detector.run<DetectedFace[]>('detect', detectRequest(decoded), { timeoutMs: DETECT_TIMEOUT_MS });
     const result = toLandmarks(faces, decoded);
     throwIfUnusable(result);
     await writeAtomic(file, JSON.stringify(result));
@@ -213,6 +210,33 @@ function unusable(code: string, message: string): AppError {
 // ---------------------------------------------------------------------------------------------
 // Image decoding and the mapping between detector pixels and source pixels.
 
+/** What the detection worker (face-detect-worker.ts) is given: the decoded pixels and the detector's size. */
+export interface DetectRequest {
+  rgb: Uint8Array;
+  decodedWidth: number;
+  decodedHeight: number;
+  detectWidth: number;
+  detectHeight: number;
+}
+
+/** What it returns of each face Human found (Human's FaceResult, reduced to what registration reads). */
+export interface DetectedFace {
+  /** Human's Point: [x, y, z?] in detector pixels. */
+  mesh: [number, number, number?][];
+  size: [number, number];
+  box: [number, number, number, number];
+  score: number;
+  angle: { pitch: number; yaw: number; roll: number } | null;
+}
+
+/** One detection worker per process: Human caches its models in module scope, so one load serves all registries. */
+const detector = new OffThread(new URL('./face-detect-worker.ts', import.meta.url), 'face detection', { idleExitMs: DETECTOR_IDLE_EXIT_MS });
+
+function detectRequest(image: DecodedImage): DetectRequest {
+  const { rgb, decodedWidth, decodedHeight, detectWidth, detectHeight } = image;
+  return { rgb, decodedWidth, decodedHeight, detectWidth, detectHeight };
+}
+
 interface DecodedImage {
   /** Source size after EXIF rotation. */
   width: number;
@@ -255,7 +279,7 @@ async function decode(image: Buffer): Promise<DecodedImage> {
   }
 }
 
-function toLandmarks(faces: FaceResult[], image: DecodedImage): FaceLandmarks {
+function toLandmarks(faces: DetectedFace[], image: DecodedImage): FaceLandmarks {
   const withMesh = faces.filter((f) => f.mesh.length >= LANDMARK_COUNT);
   const face = largest(withMesh);
   if (!face) {
@@ -278,7 +302,7 @@ function toLandmarks(faces: FaceResult[], image: DecodedImage): FaceLandmarks {
     return [(x + (x < 0 ? -0.5 : 0.5)) * sx, (y + (y < 0 ? -0.5 : 0.5)) * sy, z * sz];
   });
   putIrisesInMediaPipeOrder(points);
-  const angle = face.rotation?.angle ?? { pitch: 0, yaw: 0, roll: 0 };
+  const angle = face.angle ?? { pitch: 0, yaw: 0, roll: 0 };
   return {
     width: image.width,
     height: image.height,
@@ -291,12 +315,12 @@ function toLandmarks(faces: FaceResult[], image: DecodedImage): FaceLandmarks {
     },
     score: round(face.score),
     faces: withMesh.length,
-    model: modelId(),
+    model: humanModelId(),
   };
 }
 
-function largest(faces: FaceResult[]): FaceResult | undefined {
-  let best: FaceResult | undefined;
+function largest(faces: DetectedFace[]): DetectedFace | undefined {
+  let best: DetectedFace | undefined;
   for (const f of faces) if (!best || f.box[2] * f.box[3] > best.box[2] * best.box[3]) best = f;
   return best;
 }
@@ -348,7 +372,7 @@ async function readCached(file: string): Promise<FaceLandmarks | null> {
   try {
     const value = JSON.parse(text) as FaceLandmarks;
     // A result from another model version, or a damaged file, is recomputed and overwritten.
-    if (value.model !== modelId() || !Array.isArray(value.landmarks) || value.landmarks.length !== LANDMARK_COUNT) return null;
+    if (value.model !== humanModelId() || !Array.isArray(value.landmarks) || value.landmarks.length !== LANDMARK_COUNT) return null;
     return value;
   } catch {
     // Unparseable cache entries are safe to ignore: the entry is recomputed and replaced.
@@ -368,153 +392,3 @@ async function writeAtomic(file: string, text: string): Promise<void> {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The shared Human instance: loaded lazily, once per process, from files inside node_modules.
-
-const require = createRequire(import.meta.url);
-
-interface HumanPackage {
-  root: string;
-  version: string;
-}
-
-let humanPackage: HumanPackage | null = null;
-
-/** Human's `exports` map hides package.json and the node-wasm build, so resolve the main entry
- * (dist/human.node.js) and build paths from the package root. */
-function locateHuman(): HumanPackage {
-  if (!humanPackage) {
-    const root = path.resolve(path.dirname(require.resolve('@vladmandic/human')), '..');
-    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string; version: string };
-    if (pkg.name !== '@vladmandic/human') throw new Error(`unexpected package at ${root}: ${pkg.name}`);
-    humanPackage = { root, version: pkg.version };
-  }
-  return humanPackage;
-}
-
-function modelId(): string {
-  return `human@${locateHuman().version} facemesh+iris`;
-}
-
-const HUMAN_CONFIG: Partial<Config> = {
-  backend: 'wasm',
-  debug: false,
-  async: false,
-  warmup: 'none',
-  // Every photo is independent: no reuse of boxes or results from a previous call.
-  cacheSensitivity: 0,
-  filter: { enabled: false },
-  face: {
-    enabled: true,
-    detector: {
-      rotation: false,
-      maxDetected: MAX_FACES,
-      minConfidence: DETECTOR_MIN_CONFIDENCE,
-      skipFrames: 0,
-      skipTime: 0,
-      return: false,
-    },
-    mesh: { enabled: true },
-    iris: { enabled: true },
-    attention: { enabled: false },
-    emotion: { enabled: false },
-    description: { enabled: false },
-    antispoof: { enabled: false },
-    liveness: { enabled: false },
-    gear: { enabled: false },
-  },
-  body: { enabled: false },
-  hand: { enabled: false },
-  object: { enabled: false },
-  gesture: { enabled: false },
-  segmentation: { enabled: false },
-};
-
-let humanPromise: Promise<Human> | null = null;
-let queue: Promise<unknown> = Promise.resolve();
-
-/** Runs the face models on a decoded image at its detector size; calls are serialized
- * process-wide. */
-function detectFaces(image: DecodedImage): Promise<FaceResult[]> {
-  const run = async (): Promise<FaceResult[]> => {
-    const human = await loadHuman();
-    const { tf } = human;
-    const pixels = new Uint8Array(image.rgb.buffer, image.rgb.byteOffset, image.rgb.byteLength);
-    const decoded = tf.tensor3d(pixels, [image.decodedHeight, image.decodedWidth, 3], 'int32');
-    // Half-pixel centres: detector pixel centre (i + 0.5) maps to source (i + 0.5) / scale, so
-    // continuous coordinates scale by the plain ratio, which is what toLandmarks() assumes.
-    const input =
-      image.decodedWidth === image.detectWidth && image.decodedHeight === image.detectHeight
-        ? decoded
-        : tf.image.resizeBilinear(decoded, [image.detectHeight, image.detectWidth], false, true);
-    try {
-      const result = await human.detect(input);
-      if (result.error) throw new Error(`face detection failed: ${result.error}`);
-      return result.face;
-    } finally {
-      tf.dispose([decoded, input]);
-    }
-  };
-  const next = queue.then(run, run);
-  queue = next.catch(() => undefined);
-  return next;
-}
-
-function loadHuman(): Promise<Human> {
-  if (!humanPromise) {
-    humanPromise = createHuman();
-    // A failed load is retried by the next call rather than cached forever.
-    humanPromise.catch(() => {
-      humanPromise = null;
-    });
-  }
-  return humanPromise;
-}
-
-async function createHuman(): Promise<Human> {
-  const { root } = locateHuman();
-  const { Human: HumanClass } = require(path.join(root, 'dist/human.node-wasm.js')) as {
-    Human: new (config: Partial<Config>) => Human;
-  };
-  const wasmDir = path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm'));
-  const human = new HumanClass({
-    ...HUMAN_CONFIG,
-    // A local directory: the wasm backend then reads the .wasm files with fs, not fetch.
-    wasmPath: wasmDir + path.sep,
-    wasmPlatformFetch: false,
-    modelBasePath: pathToFileURL(path.join(root, 'models') + path.sep).href,
-  });
-  await withFileFetch(() => human.load());
-  const loaded = human.models.loaded();
-  for (const name of ['blazeface', 'facemesh', 'iris']) {
-    if (!loaded.includes(name)) throw new Error(`face model '${name}' did not load (loaded: ${loaded.join(', ') || 'none'})`);
-  }
-  return human;
-}
-
-/**
- * Node's fetch cannot read file:// URLs and tfjs loads models with fetch, so while `fn` runs,
- * file:// URLs and absolute paths are served from disk; everything else goes to the real fetch.
- * The original is restored afterwards (unless someone else replaced fetch in the meantime).
- */
-async function withFileFetch<T>(fn: () => Promise<T>): Promise<T> {
-  const realFetch = globalThis.fetch;
-  const shim: typeof fetch = async (input, init) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (url.startsWith('file://') || path.isAbsolute(url)) {
-      const file = url.startsWith('file://') ? fileURLToPath(url) : url;
-      try {
-        return new Response(await fs.readFile(file), { status: 200 });
-      } catch (err) {
-        return new Response(String((err as Error).message), { status: 404, statusText: 'Not Found' });
-      }
-    }
-    return realFetch(input, init);
-  };
-  globalThis.fetch = shim;
-  try {
-    return await fn();
-  } finally {
-    if (globalThis.fetch === shim) globalThis.fetch = realFetch;
-  }
-}

@@ -127,6 +127,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await runtime.close();
       await faces.close();
+      await assets.close();
       await store.close();
       log.info('stopped');
     })());

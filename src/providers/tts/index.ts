@@ -20,12 +20,11 @@
  * `voice_not_found` (no such voice for this user) or `tts_unavailable` (engine not installed,
  * model not fetched, OpenAI not configured, unknown source).
  */
-import fs from 'node:fs';
 import type { AssetService } from '../../assets/asset-service.js';
-import { decodeAudio } from '../../assets/audio-file.js';
 import type { VoiceEngineSettings } from '../../assets/catalog.js';
 import { modelPath } from '../../cli/fetch-models.js';
 import { AppError } from '../../core/errors.js';
+import { OffThread } from '../../core/off-thread.js';
 import type { Logger } from '../../core/log.js';
 import { speechSynthAvailable } from '../../media/speech-synth.js';
 import { TTS_SOURCES, ttsUnavailable, voiceNotFound, type SpeechService, type TtsSource, type Voice } from './base.js';
@@ -34,7 +33,7 @@ import { EspeakVoice } from './espeak.js';
 import { FliteVoice } from './flite.js';
 import { OPENAI_VOICES, OpenAiVoice } from './openai.js';
 import { piperVoice, type PiperModelFiles } from './piper.js';
-import { analyseVoice, type VoiceAnalysis } from './voice-analysis.js';
+import type { VoiceAnalysis } from './voice-analysis.js';
 
 export type { SpeechService, Voice, SpeechChunk, PhonemeTiming, SpeakOptions } from './base.js';
 export { TTS_CONFIG_VARS, loadTtsConfig, type TtsConfig } from './config.js';
@@ -77,8 +76,8 @@ const LOW_MALE_PITCH_HZ = 112;
 /** espeak-ng pitch scale fitted on measured Hz: en-us 20/50/80 → 75/98/134 Hz; en-us+f3 50/60/80 → 202/221/269 Hz. */
 const ESPEAK_MALE_HZ = { base: 55, perStep: 0.97 };
 const ESPEAK_FEMALE_HZ = { base: 90, perStep: 2.23 };
-/** Longest sample decoded for analysis (the analysis itself reads 30 s). */
-const MAX_SAMPLE_BYTES = 64 * 1024 * 1024;
+/** An uploaded sample's analysis may take this long on its worker thread (seconds are typical for minutes of audio). */
+const ANALYSIS_TIMEOUT_MS = 60_000;
 
 export interface SpeechServiceDeps {
   modelsDir: string;
@@ -93,6 +92,8 @@ export function createSpeechService(config: TtsConfig, deps: SpeechServiceDeps):
 class OfflineFirstSpeechService implements SpeechService {
   /** Analyses of uploaded samples by file hash: each sample is analysed once per process. */
   private readonly analyses = new Map<string, Promise<VoiceAnalysis>>();
+  /** Decodes and analyses samples off the event loop (analysis-worker.ts). */
+  private readonly analyser = new OffThread(new URL('./analysis-worker.ts', import.meta.url), 'voice analysis');
   private closed = false;
 
   constructor(
@@ -114,7 +115,8 @@ class OfflineFirstSpeechService implements SpeechService {
 
   async close(): Promise<void> {
     this.closed = true;
-    // Piper sessions are process-wide and shared (piper.ts); nothing per service to release.
+    // Piper sessions are process-wide and shared (piper.ts); the analysis worker is this service's.
+    await this.analyser.close();
   }
 
   /** The engine settings of a standard voice, an OpenAI voice name, or an uploaded voice. */
@@ -153,7 +155,7 @@ class OfflineFirstSpeechService implements SpeechService {
     let analysis = this.analyses.get(asset.sha256);
     if (!analysis) {
       const file = this.deps.assets.storedFilePath(asset);
-      analysis = analyseFile(file);
+      analysis = this.analyser.run<VoiceAnalysis>('analyse', file, { timeoutMs: ANALYSIS_TIMEOUT_MS });
       this.analyses.set(asset.sha256, analysis);
       analysis.then(
         (a) => this.deps.log.info('voice sample analysed', { voiceId, pitchHz: Math.round(a.pitchHz), syllablesPerSecond: +a.syllablesPerSecond.toFixed(2) }),
@@ -219,15 +221,6 @@ class OfflineFirstSpeechService implements SpeechService {
     const config = modelPath(this.deps.modelsDir, `${name}-config`);
     return model && config ? { model, config } : null;
   }
-}
-
-async function analyseFile(file: string): Promise<VoiceAnalysis> {
-  const stat = await fs.promises.stat(file);
-  if (stat.size > MAX_SAMPLE_BYTES) throw new Error(`sample file is ${stat.size} bytes, more than ${MAX_SAMPLE_BYTES}`);
-  const decoded = await decodeAudio(await fs.promises.readFile(file));
-  const analysis = analyseVoice(decoded.samples, decoded.sampleRate);
-  if (analysis.pitchHz <= 0) throw new Error('no voiced speech found in the sample');
-  return analysis;
 }
 
 /** Offline settings closest to an analysed sample (see the module comment for the rules). */
