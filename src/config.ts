@@ -31,6 +31,7 @@ export interface Config {
   ephemeralKeyTtlSeconds: number;
   rateLimitPerMinute: number;
   rateLimitBurst: number;
+  authFailuresPerMinute: number;
   maxJsonBytes: number;
   maxUploadBytes: number;
   bootstrapUserId: string;
@@ -62,7 +63,8 @@ export const CONFIG_VARS: VarSpec[] = [
   { name: 'DEFAULT_MODEL', default: 'gpt-5.2', description: 'Model of a session created without one.' },
   { name: 'EPHEMERAL_KEY_TTL_SECONDS', default: '60', description: 'Lifetime of a client secret when the request gives no expires_after.seconds, 1..7200.' },
   { name: 'RATE_LIMIT_PER_MINUTE', default: '600', description: 'Requests per minute per API key (token bucket); 0 turns rate limiting off.' },
-  { name: 'RATE_LIMIT_BURST', default: '60', description: 'Requests a key may make at once before the per-minute rate applies, 1..100000.' },
+  { name: 'RATE_LIMIT_BURST', default: '60', description: 'Requests a key may make at once before the per-minute rate applies, 1..100000. Realtime WebSocket connections take from the same bucket.' },
+  { name: 'AUTH_FAILURES_PER_MINUTE', default: '30', description: 'Failed authentications one remote address may make per minute (all at once, refilled evenly); past that, its authentication attempts get 429 (close code 4029 on WebSocket) until the budget refills. 0 turns it off, 0..100000.' },
   { name: 'MAX_JSON_BYTES', default: '1048576', description: 'Largest JSON request body; larger ones get 413.' },
   { name: 'MAX_UPLOAD_BYTES', default: '20971520', description: 'Largest asset upload (face, voice, driving); larger ones get 413.' },
   { name: 'BOOTSTRAP_USER_ID', default: 'default', description: 'Owner of the API key created and printed on first start with an empty store.' },
@@ -145,6 +147,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     ephemeralKeyTtlSeconds: int('EPHEMERAL_KEY_TTL_SECONDS', 1, 7200),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 0, 10_000_000),
     rateLimitBurst: int('RATE_LIMIT_BURST', 1, 100_000),
+    authFailuresPerMinute: int('AUTH_FAILURES_PER_MINUTE', 0, 100_000),
     maxJsonBytes: int('MAX_JSON_BYTES', 1024, 1 << 30),
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 1024, 1 << 30),
     bootstrapUserId,

@@ -5,8 +5,10 @@
  * keys are random and long, so a fast hash is the right tool: there is nothing to brute-force), and
  * shown exactly once at creation. Ephemeral keys (`ek_` + 40 characters, the prefix OpenAI's
  * browser SDK checks for) are minted by POST /v1/realtime/client_secrets, live 1..7200 s, carry the
- * user and the session config they were minted for, and are accepted only on the realtime call and
- * connection endpoints. Expired ephemeral keys are rejected and swept.
+ * user, the API key that minted them and the session config they were minted for, and are accepted
+ * only on the realtime call and connection endpoints. Expired ephemeral keys, and those whose API
+ * key was revoked, are rejected; expired ones are swept. Revocation reaching open connections and
+ * live sessions is revocations.ts's part.
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../core/clock.js';
@@ -24,7 +26,12 @@ const TOUCH_INTERVAL_US = 60_000_000;
 
 export type Principal =
   | { kind: 'api_key'; userId: string; keyId: string }
-  | { kind: 'ephemeral'; userId: string; session: Record<string, unknown>; expiresAtUs: number };
+  | { kind: 'ephemeral'; userId: string; session: Record<string, unknown>; expiresAtUs: number; apiKeyId: string | null };
+
+/** The API key behind a principal: its own, or the one that minted its ephemeral key (null for keys minted before that was recorded). */
+export function apiKeyIdOf(principal: Principal): string | null {
+  return principal.kind === 'api_key' ? principal.keyId : principal.apiKeyId;
+}
 
 export const hashKey = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
@@ -55,15 +62,17 @@ export class KeyService {
     return { key, record };
   }
 
+  /** Mints an ephemeral key for the holder of API key `apiKeyId` (revoking that key revokes this one). */
   async createEphemeralKey(
     userId: string,
+    apiKeyId: string,
     session: Record<string, unknown>,
     ttlSeconds: number,
   ): Promise<{ key: string; expiresAtUs: number }> {
     const key = EPHEMERAL_KEY_PREFIX + randomBase62(SECRET_LENGTH);
     const now = this.clock.nowUs();
     const expiresAtUs = now + ttlSeconds * 1_000_000;
-    await this.store.insertEphemeralKey({ hash: hashKey(key), userId, session, createdAtUs: now, expiresAtUs });
+    await this.store.insertEphemeralKey({ hash: hashKey(key), userId, apiKeyId, session, createdAtUs: now, expiresAtUs });
     return { key, expiresAtUs };
   }
 
@@ -85,7 +94,10 @@ export class KeyService {
           status: 401,
         });
       }
-      return { kind: 'ephemeral', userId: record.userId, session: record.session, expiresAtUs: record.expiresAtUs };
+      if (record.apiKeyId !== null && (await this.store.getApiKey(record.apiKeyId))?.revokedAtUs != null) {
+        throw new AppError('api_key_revoked', 'The API key this ephemeral key was minted with has been revoked.', { status: 401 });
+      }
+      return { kind: 'ephemeral', userId: record.userId, session: record.session, expiresAtUs: record.expiresAtUs, apiKeyId: record.apiKeyId };
     }
     if (!token.startsWith(API_KEY_PREFIX)) throw invalidKey();
     const record = await this.store.findApiKeyByHash(hashKey(token));

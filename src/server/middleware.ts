@@ -2,7 +2,8 @@
  * The HTTP middleware chain, outermost first:
  *   errors      every thrown error becomes {"error":{message,type,code,param}}; 5xx are logged
  *   observe     request id, structured access log, latency histogram
- *   auth        (per route) bearer key -> ctx.state.principal; ephemeral keys only where allowed
+ *   auth        (per route) bearer key -> ctx.state.principal; ephemeral keys only where allowed;
+ *               an address past its failed-authentication budget gets 429 (auth/throttle.ts)
  *   rateLimit   (per route, after auth) token bucket per API key -> 429 with Retry-After
  *   jsonBody    (per route) bounded JSON body parsing -> 400 invalid_json / 413 / 415
  */
@@ -11,8 +12,10 @@ import type Koa from 'koa';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { bearerToken, type KeyService, type Principal } from '../auth/keys.js';
+import type { AuthThrottle } from '../auth/throttle.js';
 import type { AppContext, AppState } from './context.js';
 import type { HttpMetrics } from './metrics.js';
+import type { RateLimiter } from '../core/rate-limiter.js';
 
 type Middleware = Koa.Middleware<AppState, AppContext>;
 
@@ -82,11 +85,11 @@ export interface AuthOptions {
   optional?: boolean;
 }
 
-export function authMiddleware(keys: KeyService, options: AuthOptions = {}): Middleware {
+export function authMiddleware(keys: KeyService, throttle: AuthThrottle, options: AuthOptions = {}): Middleware {
   return async (ctx, next) => {
     const token = bearerToken(ctx.get('authorization') || undefined);
     if (options.optional && !token) return next();
-    const principal: Principal = await keys.authenticate(token);
+    const principal: Principal = await throttle.guard(ctx.ip, () => keys.authenticate(token));
     if (principal.kind === 'ephemeral' && !options.ephemeral) {
       throw new AppError(
         'ephemeral_key_not_allowed',
@@ -104,34 +107,6 @@ export function principalOf(ctx: AppContext): Principal {
   const principal = ctx.state.principal;
   if (!principal) throw new AppError('missing_api_key', 'You did not provide an API key.', { status: 401 });
   return principal;
-}
-
-/**
- * Per-key token bucket: `burst` requests at once, refilled at `perMinute`. In memory: limits are
- * about the next few seconds, so they need not survive a restart. Keyed by API key id (ephemeral
- * keys by user).
- */
-export class RateLimiter {
-  private readonly buckets = new Map<string, { tokens: number; updatedMs: number }>();
-
-  constructor(
-    readonly perMinute: number,
-    readonly burst: number,
-  ) {}
-
-  /** Takes one token if there is one; otherwise says how many seconds until there will be. */
-  take(key: string, nowMs: number): { allowed: boolean; remaining: number; retryAfterS: number } {
-    const rate = this.perMinute / 60_000;
-    const bucket = this.buckets.get(key) ?? { tokens: this.burst, updatedMs: nowMs };
-    bucket.tokens = Math.min(this.burst, bucket.tokens + (nowMs - bucket.updatedMs) * rate);
-    bucket.updatedMs = nowMs;
-    this.buckets.set(key, bucket);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return { allowed: true, remaining: Math.floor(bucket.tokens), retryAfterS: 0 };
-    }
-    return { allowed: false, remaining: 0, retryAfterS: Math.max(1, Math.ceil((1 - bucket.tokens) / rate / 1000)) };
-  }
 }
 
 export function rateLimitMiddleware(limiter: RateLimiter | null): Middleware {

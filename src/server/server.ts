@@ -2,7 +2,10 @@
  * Composition root of one server process: opens the store (migrating it), recovers sessions a
  * previous process left live, creates the first API key on an empty store, builds the services
  * and the HTTP server, and tears all of it down in order on close():
- *   stop accepting -> end live sessions (failed, server_shutdown) -> stop webhook -> close HTTP -> close store
+ *   stop accepting -> realtime sockets to close with 1001 -> end live sessions (failed, server_shutdown)
+ *   -> close sockets -> stop webhook and revocation watch -> close HTTP -> close store
+ * Revoked API keys (by any process: RevocationWatcher) end their sessions and close their
+ * realtime connections within a second.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -11,6 +14,8 @@ import type { Config } from '../config.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import { Logger } from '../core/log.js';
 import { KeyService } from '../auth/keys.js';
+import { AuthThrottle } from '../auth/throttle.js';
+import { RevocationWatcher } from '../auth/revocations.js';
 import { AssetService } from '../assets/asset-service.js';
 import { FaceRegistry } from '../media/face-registration.js';
 import { StandardAssets } from '../assets/catalog.js';
@@ -20,7 +25,7 @@ import { openStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
 import { WebhookDispatcher, webhookBody } from '../usage/webhook.js';
 import { createApp } from './app.js';
-import { RateLimiter } from './middleware.js';
+import { RateLimiter } from '../core/rate-limiter.js';
 import type { Services } from './services.js';
 import { createRealtimeRuntime } from './realtime-runtime.js';
 import { RealtimeGateway, type RealtimeRuntime } from '../signaling/realtime-ws.js';
@@ -95,6 +100,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     pool,
     webhook,
     rateLimiter: config.rateLimitPerMinute > 0 ? new RateLimiter(config.rateLimitPerMinute, config.rateLimitBurst) : null,
+    authThrottle: new AuthThrottle(config.authFailuresPerMinute),
     isAccepting: () => accepting,
   };
   const { app } = createApp(services);
@@ -102,6 +108,15 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const runtime = await createRealtimeRuntime({ config, assets, faces, log }, options.runtime);
   const gateway = new RealtimeGateway(services, runtime, { authTimeoutMs: options.realtimeAuthTimeoutMs });
   gateway.attach(server);
+  const revocations = new RevocationWatcher(store, log.child({ module: 'revocations' }));
+  revocations.on('revoked', (keyIds) => {
+    gateway.markRevokedKeys(keyIds);
+    sessions
+      .endForApiKeys(keyIds)
+      .catch((err: unknown) => log.error('ending the sessions of revoked keys failed', { err, keyIds }))
+      .finally(() => gateway.closeRevokedKeys());
+  });
+  await revocations.start();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -120,8 +135,10 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     (closing ??= (async () => {
       accepting = false;
       clearInterval(sweep);
+      gateway.beginShutdown();
       await sessions.shutdown();
       await gateway.close();
+      await revocations.stop();
       await webhook?.stop();
       server.closeIdleConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

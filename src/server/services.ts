@@ -3,12 +3,13 @@ import type { Config } from '../config.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { KeyService } from '../auth/keys.js';
+import type { AuthThrottle } from '../auth/throttle.js';
 import type { AssetService } from '../assets/asset-service.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { WorkerPool } from '../sessions/worker-pool.js';
 import type { Store } from '../store/store.js';
 import type { WebhookDispatcher } from '../usage/webhook.js';
-import type { RateLimiter } from './middleware.js';
+import type { RateLimiter } from '../core/rate-limiter.js';
 
 export interface Services {
   config: Config;
@@ -20,6 +21,8 @@ export interface Services {
   sessions: SessionService;
   pool: WorkerPool;
   rateLimiter: RateLimiter | null;
+  /** Failed authentications by remote address (REST, realtime, calls). */
+  authThrottle: AuthThrottle;
   /** Null when no WEBHOOK_URL is configured. */
   webhook: WebhookDispatcher | null;
   /** False while starting and once shutting down: /readyz answers 503. */

@@ -7,7 +7,8 @@
  *   pending -> active     start(): the media connection is up
  *   pending -> cancelled  end() before start (client gave up), or not started within pendingTimeoutMs
  *   pending -> failed     fail() before start (media could not start)
- *   active  -> ended      end(): DELETE, POST /sessions/{id}/end, socket/call closed, max duration
+ *   active  -> ended      end(): DELETE, POST /sessions/{id}/end, socket/call closed, max duration,
+ *                         its API key revoked (key_revoked)
  *   active  -> failed     fail(): media or worker error; server shutdown; found live after a crash
  *   terminal -> terminal  end()/fail() again: no change, the session is returned as it is
  *
@@ -77,7 +78,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
     userId: string,
     config: SessionConfig,
     origin: SessionOrigin,
-    opts: { start: boolean; params?: AssetParamNames },
+    opts: { start: boolean; params?: AssetParamNames; apiKeyId?: string | null },
   ): Promise<SessionRecord> {
     const params = opts.params ?? CURRENT_ASSET_PARAMS;
     // Assets first: a bad request must not take (even briefly) a slot someone else could win.
@@ -97,6 +98,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
     const record: SessionRecord = {
       id,
       userId,
+      apiKeyId: opts.apiKeyId ?? null,
       origin,
       ...config,
       status: opts.start ? 'active' : 'pending',
@@ -167,6 +169,14 @@ export class SessionService extends EventEmitter<SessionEvents> {
   async endForUser(userId: string, id: string): Promise<SessionRecord> {
     await this.get(userId, id);
     return this.end(id, null, 'client_request');
+  }
+
+  /** Ends every live session created with one of these API keys (they were revoked): end reason `key_revoked`. */
+  async endForApiKeys(apiKeyIds: string[]): Promise<SessionRecord[]> {
+    const ids = await this.store.listLiveSessionIdsByApiKey(apiKeyIds);
+    const ended: SessionRecord[] = [];
+    for (const id of ids) ended.push(await this.end(id, null, 'key_revoked'));
+    return ended;
   }
 
   async fail(id: string, reason: string): Promise<SessionRecord> {

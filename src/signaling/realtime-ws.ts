@@ -17,17 +17,27 @@
  * query parameters, a session made by the older REST form, or a beta client's
  * `OpenAI-Beta: realtime=v1` / `openai-beta.realtime-v1`) gets the older event names.
  *
+ * Limits: failed authentications per remote address (auth/throttle.ts) and connections per API key
+ * (the key's request bucket) are throttled: an `error` event, then close 4029. Messages that arrive
+ * before the engine is ready wait, at most MAX_PENDING_MESSAGES / MAX_PENDING_BYTES of them.
+ *
+ * Revocation: when the key a connection authenticated with (or the key that minted its ephemeral
+ * key) is revoked, the connection gets an `api_key_revoked` error and close 4003, and the sessions
+ * the key created end (server.ts wires RevocationWatcher to revokeKeys()).
+ *
  * Close codes (also in the README):
- *   1000 normal · 1011 internal error · 1013 no worker free (try again later) ·
- *   4001 authentication failed · 4008 no authentication in time · 4004 session not found ·
- *   4009 session not usable (ended, or attached elsewhere) · 4010 the session ended while connected.
+ *   1000 normal · 1001 server shutting down · 1011 internal error · 1013 no worker free (try again
+ *   later) · 4001 authentication failed · 4003 the key was revoked · 4004 session not found ·
+ *   4008 no authentication in time · 4009 session not usable (ended, or attached elsewhere) ·
+ *   4010 the session ended while connected · 4029 too many requests (failed authentications from
+ *   this address, or connections with this key).
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { bearerToken, type Principal } from '../auth/keys.js';
+import { apiKeyIdOf, bearerToken, type Principal } from '../auth/keys.js';
 import type { Services } from '../server/services.js';
 import type { SessionRecord } from '../store/store.js';
 import type { AvatarOutput } from '../realtime/avatar-output.js';
@@ -35,7 +45,7 @@ import type { LanguageModels } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
 import type { SpeechRecognizers } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
-import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, isObject, newServerEventId, renameForDialect, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
+import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, isObject, newServerEventId, renameForDialect, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import { RealtimeSessionEngine } from '../realtime/session-engine.js';
 import { DEFAULT_INSTRUCTIONS } from '../sessions/session-config.js';
 
@@ -48,15 +58,22 @@ const INSECURE_KEY_PROTOCOL = 'openai-insecure-api-key.';
 /** Longest message read as a `{"type":"auth"}` event (a key is under 100 characters); longer ones are not parsed. */
 const MAX_AUTH_MESSAGE_CHARS = 4096;
 
+/** Messages held while the engine starts (a client that pipelines events after connecting); more are refused. */
+const MAX_PENDING_MESSAGES = 256;
+const MAX_PENDING_BYTES = 32 * 1024 * 1024;
+
 export const CLOSE = {
   NORMAL: 1000,
+  GOING_AWAY: 1001,
   INTERNAL: 1011,
   TRY_AGAIN_LATER: 1013,
   AUTH_FAILED: 4001,
+  KEY_REVOKED: 4003,
   NOT_FOUND: 4004,
   AUTH_TIMEOUT: 4008,
   SESSION_UNUSABLE: 4009,
   SESSION_ENDED: 4010,
+  TOO_MANY_REQUESTS: 4029,
 } as const;
 
 /** What a connection needs beyond the REST services: providers and the avatar. */
@@ -71,6 +88,10 @@ export interface RealtimeRuntime {
 interface Connection {
   socket: WebSocket;
   sessionId: string | null;
+  /** The API key behind its credentials (null until authenticated, or for old ephemeral keys). */
+  apiKeyId: string | null;
+  /** Set when that key was revoked: the connection is closing with KEY_REVOKED. */
+  revoked: boolean;
   close(code: number, reason: string): void;
   /** Settles once the socket closed and its teardown (engine, avatar, session end) is over. */
   finished: Promise<void>;
@@ -86,6 +107,8 @@ export class RealtimeGateway {
   private readonly teardowns = new Set<Promise<void>>();
 
   private readonly authTimeoutMs: number;
+  /** Set by beginShutdown(): sockets close with 1001, whatever ends their sessions. */
+  private shuttingDown = false;
 
   constructor(
     private readonly services: Services,
@@ -102,6 +125,8 @@ export class RealtimeGateway {
     services.sessions.on('ended', (session) => {
       const conn = this.bySession.get(session.id);
       if (!conn) return;
+      if (conn.revoked) return this.closeRevoked(conn);
+      if (this.shuttingDown) return conn.close(CLOSE.GOING_AWAY, 'server shutting down');
       this.send(conn.socket, 'ga', errorEvent(new RealtimeError('session_ended', `The session ended (${session.endReason ?? session.status}).`), null));
       conn.close(CLOSE.SESSION_ENDED, `session ${session.status}`);
     });
@@ -123,10 +148,35 @@ export class RealtimeGateway {
     });
   }
 
+  /** From now on sockets close with 1001 (server shutdown), also when their sessions are ended for it. */
+  beginShutdown(): void {
+    this.shuttingDown = true;
+  }
+
+  /**
+   * The API keys `keyIds` were revoked: their connections are marked now (so the end of their
+   * sessions closes them with KEY_REVOKED, not SESSION_ENDED) and closed by closeRevokedKeys().
+   */
+  markRevokedKeys(keyIds: readonly string[]): void {
+    for (const conn of this.connections) if (conn.apiKeyId !== null && keyIds.includes(conn.apiKeyId)) conn.revoked = true;
+  }
+
+  /** Closes the marked connections still open (those attached to sessions that outlive the key). */
+  closeRevokedKeys(): void {
+    for (const conn of this.connections) if (conn.revoked) this.closeRevoked(conn);
+  }
+
+  private closeRevoked(conn: Connection): void {
+    if (conn.socket.readyState !== conn.socket.OPEN) return;
+    this.send(conn.socket, 'ga', errorEvent(new AppError('api_key_revoked', 'The API key of this connection has been revoked.', { status: 401 }), null));
+    conn.close(CLOSE.KEY_REVOKED, 'API key revoked');
+  }
+
   /** Closes every connection (server shutdown). */
   async close(): Promise<void> {
+    this.beginShutdown();
     const finishing = [...this.connections].map((conn) => {
-      conn.close(1001, 'server shutting down');
+      conn.close(CLOSE.GOING_AWAY, 'server shutting down');
       // Do not wait long for the peer's close frame: ending the TCP connection runs the teardown too.
       const kill = setTimeout(() => conn.socket.terminate(), 1000);
       return conn.finished.finally(() => clearTimeout(kill));
@@ -148,6 +198,7 @@ export class RealtimeGateway {
 
     // Until the engine exists, messages wait here (auth first, then everything else in order).
     const pending: string[] = [];
+    let pendingBytes = 0;
     let engine: RealtimeSessionEngine | null = null;
     let dialect: Dialect = beta || legacyQuery ? 'legacy' : 'ga';
     let closed = false;
@@ -157,6 +208,8 @@ export class RealtimeGateway {
     const conn: Connection = {
       socket: ws,
       sessionId: null,
+      apiKeyId: null,
+      revoked: false,
       close: (code, reason) => {
         if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason.slice(0, 120));
       },
@@ -172,7 +225,13 @@ export class RealtimeGateway {
       if (authenticated && isAuthMessage(text)) return; // already authenticated (header or subprotocol)
       if (engine) engine.receive(text);
       else if (authWaiter) authWaiter(text);
-      else pending.push(text);
+      else if (pending.length >= MAX_PENDING_MESSAGES || pendingBytes + text.length > MAX_PENDING_BYTES) {
+        const eventId = eventIdOf(text.slice(0, MAX_AUTH_MESSAGE_CHARS));
+        this.send(ws, dialect, errorEvent(new RealtimeError('session_not_ready', `The session is still starting and holds at most ${MAX_PENDING_MESSAGES} events meanwhile; send this event again after session.created.`), eventId));
+      } else {
+        pending.push(text);
+        pendingBytes += text.length;
+      }
     });
     let teardown: (() => Promise<void>) | null = null;
     ws.on('close', () => {
@@ -197,14 +256,23 @@ export class RealtimeGateway {
     try {
       const headerToken = bearerToken(req.headers.authorization);
       const protocolToken = offered.find((p) => p.startsWith(INSECURE_KEY_PROTOCOL))?.slice(INSECURE_KEY_PROTOCOL.length);
+      const address = req.socket.remoteAddress ?? 'unknown';
+      this.services.authThrottle.check(address); // a throttled address is refused before it sends anything
       const token = headerToken ?? protocolToken ?? (await this.awaitAuthMessage(ws, dialect, (fn) => (authWaiter = fn)));
       authWaiter = null;
       if (token === null) return; // closed while waiting
-      principal = await keys.authenticate(token);
+      principal = await this.services.authThrottle.guard(address, () => keys.authenticate(token));
       authenticated = true;
+      conn.apiKeyId = apiKeyIdOf(principal);
+      // Connections count against the key's request bucket, like REST requests.
+      const limited = this.services.rateLimiter?.take(conn.apiKeyId ?? `user:${principal.userId}`, Date.now());
+      if (limited && !limited.allowed) {
+        throw new AppError('rate_limit_exceeded', `Too many connections with this key; try again in ${limited.retryAfterS} s.`, { status: 429 });
+      }
     } catch (err) {
       this.send(ws, dialect, errorEvent(err, null));
-      conn.close(CLOSE.AUTH_FAILED, 'authentication failed');
+      const throttled = err instanceof AppError && err.status === 429;
+      conn.close(throttled ? CLOSE.TOO_MANY_REQUESTS : CLOSE.AUTH_FAILED, throttled ? 'too many requests' : 'authentication failed');
       return;
     }
     if (closed) return;
@@ -250,7 +318,7 @@ export class RealtimeGateway {
             videoCodec: null,
           },
           'realtime',
-          { start: true, params: legacyQuery ? { face: 'face_id', voice: 'voice_id', driving: 'driving' } : undefined },
+          { start: true, apiKeyId: conn.apiKeyId, params: legacyQuery ? { face: 'face_id', voice: 'voice_id', driving: 'driving' } : undefined },
         );
         autoCreated = true;
       }

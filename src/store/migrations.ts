@@ -129,4 +129,14 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX assets_user_kind ON assets(user_id, kind, created_at_us);
     `,
   },
+  {
+    version: 2,
+    name: 'which API key minted each ephemeral key and created each session (revocation reaches both)',
+    sql: `
+      ALTER TABLE ephemeral_keys ADD COLUMN api_key_id TEXT;
+      ALTER TABLE sessions ADD COLUMN api_key_id TEXT;
+      CREATE INDEX sessions_api_key_live ON sessions(api_key_id) WHERE status IN ('pending', 'active');
+      CREATE INDEX api_keys_revoked ON api_keys(revoked_at_us) WHERE revoked_at_us IS NOT NULL;
+    `,
+  },
 ];

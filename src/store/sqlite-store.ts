@@ -107,6 +107,16 @@ export class SqliteStore implements Store {
     this.db.prepare('UPDATE api_keys SET last_used_at_us = ? WHERE id = ?').run(atUs, id);
   }
 
+  async getApiKey(id: string): Promise<ApiKeyRecord | null> {
+    const row = this.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(id) as Row | undefined;
+    return row ? toApiKey(row) : null;
+  }
+
+  async listRevokedApiKeys(sinceUs: number): Promise<ApiKeyRecord[]> {
+    const rows = this.db.prepare('SELECT * FROM api_keys WHERE revoked_at_us >= ? ORDER BY revoked_at_us').all(sinceUs) as Row[];
+    return rows.map(toApiKey);
+  }
+
   async countApiKeys(): Promise<number> {
     return Number((this.db.prepare('SELECT COUNT(*) AS n FROM api_keys').get() as Row).n);
   }
@@ -115,8 +125,8 @@ export class SqliteStore implements Store {
 
   async insertEphemeralKey(k: EphemeralKeyRecord): Promise<void> {
     this.db
-      .prepare('INSERT INTO ephemeral_keys (hash, user_id, session_json, created_at_us, expires_at_us) VALUES (?, ?, ?, ?, ?)')
-      .run(k.hash, k.userId, JSON.stringify(k.session), k.createdAtUs, k.expiresAtUs);
+      .prepare('INSERT INTO ephemeral_keys (hash, user_id, api_key_id, session_json, created_at_us, expires_at_us) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(k.hash, k.userId, k.apiKeyId, JSON.stringify(k.session), k.createdAtUs, k.expiresAtUs);
   }
 
   async findEphemeralKey(hash: string): Promise<EphemeralKeyRecord | null> {
@@ -125,6 +135,7 @@ export class SqliteStore implements Store {
     return {
       hash: String(row.hash),
       userId: String(row.user_id),
+      apiKeyId: str(row.api_key_id),
       session: JSON.parse(String(row.session_json)) as Record<string, unknown>,
       createdAtUs: Number(row.created_at_us),
       expiresAtUs: Number(row.expires_at_us),
@@ -140,13 +151,13 @@ export class SqliteStore implements Store {
   async insertSession(s: SessionRecord): Promise<void> {
     this.db
       .prepare(
-        `INSERT INTO sessions (id, user_id, origin, model, voice, face, driving, instructions, video, target_fps,
+        `INSERT INTO sessions (id, user_id, api_key_id, origin, model, voice, face, driving, instructions, video, target_fps,
            upsample_factor, tts_source, video_codec, status, end_reason, created_at_us, started_at_us, ended_at_us,
            duration_seconds, deadline_us, last_seen_us, current_transcript)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
-        s.id, s.userId, s.origin, s.model, s.voice, s.face, s.driving, s.instructions, s.video ? 1 : 0, s.targetFps,
+        s.id, s.userId, s.apiKeyId, s.origin, s.model, s.voice, s.face, s.driving, s.instructions, s.video ? 1 : 0, s.targetFps,
         s.upsampleFactor, s.ttsSource, s.videoCodec, s.status, s.endReason, s.createdAtUs, s.startedAtUs,
         s.endedAtUs, s.durationSeconds, s.deadlineUs, s.lastSeenUs, s.currentTranscript,
       );
@@ -165,6 +176,14 @@ export class SqliteStore implements Store {
       .prepare(`SELECT * FROM sessions WHERE ${where.join(' AND ')} ORDER BY rowid DESC LIMIT @limit`)
       .all({ userId: q.userId, status: q.status ?? null, before: q.before ?? null, limit: q.limit }) as Row[];
     return rows.map(toSession);
+  }
+
+  async listLiveSessionIdsByApiKey(apiKeyIds: string[]): Promise<string[]> {
+    if (apiKeyIds.length === 0) return [];
+    const rows = this.db
+      .prepare(`SELECT id FROM sessions WHERE api_key_id IN (${apiKeyIds.map(() => '?').join(',')}) AND status IN ('pending', 'active') ORDER BY rowid`)
+      .all(...apiKeyIds) as Row[];
+    return rows.map((r) => String(r.id));
   }
 
   async listSessionsByStatus(statuses: SessionStatus[]): Promise<SessionRecord[]> {
@@ -415,6 +434,7 @@ function toSession(r: Row): SessionRecord {
   return {
     id: String(r.id),
     userId: String(r.user_id),
+    apiKeyId: str(r.api_key_id),
     origin: r.origin as SessionRecord['origin'],
     model: String(r.model),
     voice: String(r.voice),

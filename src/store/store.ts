@@ -18,6 +18,8 @@ export type VideoCodec = 'h264' | 'vp8';
 export interface SessionRecord {
   id: string;
   userId: string;
+  /** The API key that created it (directly or through an ephemeral key); null for sessions older than that record. */
+  apiKeyId: string | null;
   origin: SessionOrigin;
   model: string;
   voice: string;
@@ -87,6 +89,8 @@ export interface ApiKeyRecord {
 export interface EphemeralKeyRecord {
   hash: string;
   userId: string;
+  /** The API key that minted it: revoking that key revokes this one. Null for keys older than that record. */
+  apiKeyId: string | null;
   /** The effective realtime session config the key is bound to (JSON object). */
   session: Record<string, unknown>;
   createdAtUs: number;
@@ -152,6 +156,9 @@ export interface Store {
   /** Revokes by id or prefix; returns the keys revoked now. */
   revokeApiKey(idOrPrefix: string, atUs: number): Promise<ApiKeyRecord[]>;
   touchApiKey(id: string, atUs: number): Promise<void>;
+  getApiKey(id: string): Promise<ApiKeyRecord | null>;
+  /** Keys revoked at or after `sinceUs` (by any process), oldest revocation first. */
+  listRevokedApiKeys(sinceUs: number): Promise<ApiKeyRecord[]>;
   countApiKeys(): Promise<number>;
 
   // Ephemeral keys
@@ -164,6 +171,8 @@ export interface Store {
   getSession(id: string): Promise<SessionRecord | null>;
   listSessions(query: SessionListQuery): Promise<SessionRecord[]>;
   listSessionsByStatus(statuses: SessionStatus[]): Promise<SessionRecord[]>;
+  /** Ids of the pending or active sessions created with one of these API keys. */
+  listLiveSessionIdsByApiKey(apiKeyIds: string[]): Promise<string[]>;
   countSessionsByStatus(): Promise<Record<SessionStatus, number>>;
   /** pending -> active; false when the session was not pending. */
   markSessionStarted(id: string, startedAtUs: number, deadlineUs: number): Promise<boolean>;

@@ -279,7 +279,7 @@ const Fuzz = suite<{ proc: ServerProcess; dataDir: string }>('REST fuzz', {} as 
 
 Fuzz.before(async (ctx) => {
   ctx.dataDir = tempDir('avatar-fuzz-');
-  ctx.proc = await spawnServer({ DATA_DIR: ctx.dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', WORKER_CAPACITY: '4', MAX_UPLOAD_BYTES: '4194304' });
+  ctx.proc = await spawnServer({ DATA_DIR: ctx.dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', AUTH_FAILURES_PER_MINUTE: '0', WORKER_CAPACITY: '4', MAX_UPLOAD_BYTES: '4194304' });
 });
 
 Fuzz.after(async (ctx) => {

@@ -34,7 +34,7 @@ test('ending a session writes the usage record and outbox entry in one transacti
   const store = new SqliteStore(path.join(dir, 'b.db'));
   await store.migrate();
   await store.insertSession({
-    id: 'sess_1', userId: 'u', origin: 'rest', model: 'm', voice: 'default', face: null, driving: null,
+    id: 'sess_1', userId: 'u', apiKeyId: null, origin: 'rest', model: 'm', voice: 'default', face: null, driving: null,
     instructions: 'i', video: true, targetFps: null, upsampleFactor: null, ttsSource: null, videoCodec: null,
     status: 'active', endReason: null, createdAtUs: 1_000_000, startedAtUs: 1_000_000, endedAtUs: null,
     durationSeconds: null, deadlineUs: null, lastSeenUs: 1_000_000, currentTranscript: '',
@@ -49,6 +49,28 @@ test('ending a session writes the usage record and outbox entry in one transacti
   const due = await store.dueOutboxEntries(1, 10);
   assert.is(due.length, 1);
   assert.equal(JSON.parse(due[0]!.payload), { usage: 'usage_1' });
+  await store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+
+test('a store made before migration 2 keeps its rows: sessions and ephemeral keys read with apiKeyId null', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'old.db');
+  const db = new Database(file);
+  db.exec(MIGRATIONS[0]!.sql);
+  db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_us INTEGER NOT NULL)');
+  db.prepare('INSERT INTO schema_migrations VALUES (1, ?, 0)').run(MIGRATIONS[0]!.name);
+  db.prepare("INSERT INTO ephemeral_keys VALUES ('h', 'u', '{}', 1, 2)").run();
+  db.prepare(
+    "INSERT INTO sessions (id, user_id, origin, model, voice, instructions, video, status, created_at_us) VALUES ('sess_old', 'u', 'rest', 'm', 'default', 'i', 1, 'active', 1)",
+  ).run();
+  db.close();
+  const store = new SqliteStore(file);
+  assert.is(await store.migrate(), MIGRATIONS.at(-1)!.version);
+  assert.is((await store.getSession('sess_old'))?.apiKeyId, null);
+  assert.is((await store.findEphemeralKey('h'))?.apiKeyId, null);
+  assert.equal(await store.listLiveSessionIdsByApiKey(['key_x']), []);
   await store.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });

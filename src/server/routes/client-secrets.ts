@@ -3,6 +3,7 @@
  * the session config given. The response is a superset that rtAV clients (`client_secret` string,
  * `expires_in` seconds) and OpenAI SDKs (`value`, `expires_at`, `session`) both accept.
  */
+import { apiKeyIdOf } from '../../auth/keys.js';
 import { unixSeconds } from '../../core/clock.js';
 import { AppError, invalidParam } from '../../core/errors.js';
 import { requireObject } from '../../sessions/session-config.js';
@@ -16,7 +17,8 @@ export const CLIENT_SECRET_TTL_RANGE_S = { min: 1, max: 7200 } as const;
 
 export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuards): void {
   router.post('/v1/realtime/client_secrets', ...g.authed, g.json, async (ctx) => {
-    const { userId } = principalOf(ctx);
+    const principal = principalOf(ctx);
+    const { userId } = principal;
     const body = ctx.state.body === undefined ? {} : requireObject(ctx.state.body);
     const ttl = parseExpiresAfter(body.expires_after, s.config.ephemeralKeyTtlSeconds);
     const requested = body.session === undefined ? { type: 'realtime' } : body.session;
@@ -32,7 +34,10 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
       const id = session[kind];
       if (id !== null) await s.assets.require(kind, id, userId, `session.${kind}`);
     }
-    const { key, expiresAtUs } = await s.keys.createEphemeralKey(userId, session, ttl);
+    // The authed guard admits API keys only, so the principal is the minting key itself.
+    const mintedBy = apiKeyIdOf(principal);
+    if (mintedBy === null) throw new AppError('ephemeral_key_not_allowed', 'Client secrets are minted with an API key.', { status: 401 });
+    const { key, expiresAtUs } = await s.keys.createEphemeralKey(userId, mintedBy, session, ttl);
     const expiresAt = unixSeconds(expiresAtUs);
     ctx.body = {
       value: key,

@@ -19,9 +19,9 @@ export interface RouteGuards {
 export function routeGuards(s: Services): RouteGuards {
   const limit = rateLimitMiddleware(s.rateLimiter);
   return {
-    authed: [authMiddleware(s.keys), limit],
-    optionalAuth: [authMiddleware(s.keys, { optional: true, ephemeral: true }), limit],
-    realtime: [authMiddleware(s.keys, { ephemeral: true }), limit],
+    authed: [authMiddleware(s.keys, s.authThrottle), limit],
+    optionalAuth: [authMiddleware(s.keys, s.authThrottle, { optional: true, ephemeral: true }), limit],
+    realtime: [authMiddleware(s.keys, s.authThrottle, { ephemeral: true }), limit],
     json: jsonBodyMiddleware(s.config.maxJsonBytes),
   };
 }

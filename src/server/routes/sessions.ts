@@ -1,4 +1,5 @@
 /** Sessions, current form (spec 4.1) and older form (spec 4.2): thin handlers over SessionService. */
+import { apiKeyIdOf } from '../../auth/keys.js';
 import { invalidParam } from '../../core/errors.js';
 import type { SessionStatus } from '../../store/store.js';
 import { parseLegacySessionRequest, parseSessionRequest } from '../../sessions/session-config.js';
@@ -13,9 +14,9 @@ const MAX_LIST_LIMIT = 100;
 
 export function sessionRoutes(router: AppRouter, s: Services, g: RouteGuards): void {
   router.post('/v1/sessions', ...g.authed, g.json, async (ctx) => {
-    const { userId } = principalOf(ctx);
+    const principal = principalOf(ctx);
     const config = parseSessionRequest(ctx.state.body, s.config.defaultModel);
-    const session = await s.sessions.create(userId, config, 'rest', { start: true });
+    const session = await s.sessions.create(principal.userId, config, 'rest', { start: true, apiKeyId: apiKeyIdOf(principal) });
     ctx.status = 200;
     ctx.body = sessionView(session);
   });
@@ -54,9 +55,9 @@ export function sessionRoutes(router: AppRouter, s: Services, g: RouteGuards): v
   const legacyParams = { face: 'face_id', voice: 'voice', driving: 'driving' };
 
   router.post('/sessions', ...g.authed, g.json, async (ctx) => {
-    const { userId } = principalOf(ctx);
+    const principal = principalOf(ctx);
     const config = parseLegacySessionRequest(ctx.state.body);
-    const session = await s.sessions.create(userId, config, 'legacy', { start: true, params: legacyParams });
+    const session = await s.sessions.create(principal.userId, config, 'legacy', { start: true, params: legacyParams, apiKeyId: apiKeyIdOf(principal) });
     ctx.body = legacySessionView(session);
   });
 
