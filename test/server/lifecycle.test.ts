@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert';
 import { parseSessionRequest } from '../../src/sessions/session-config.js';
 import type { SessionRecord } from '../../src/store/store.js';
 import { spawnServer } from '../helpers/process.js';
+import { RealtimeTestClient } from '../helpers/realtime-client.js';
 import { request, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 const Lifecycle = suite<{ t: TestServer }>('session lifecycle', {} as { t: TestServer });
@@ -135,6 +136,35 @@ Crash('a session left active by a killed process is closed as failed on next sta
     assert.is(usage.body.data[0].session_id, created.body.id);
     assert.is(usage.body.data[0].end_reason, 'server_restart');
     assert.is(usage.body.data[0].voice, 'alice');
+    assert.is(t.server.services.pool.used(), 0);
+  } finally {
+    await t.close();
+  }
+});
+
+Crash('kill -9 in the middle of a spoken reply: every live session (realtime and REST) ends as failed with usage on the next start', async () => {
+  const dataDir = tempDir();
+  const proc = await spawnServer({ DATA_DIR: dataDir, LLM_PROVIDER: 'offline' });
+  const key = proc.bootstrapKey!;
+  const rest = await request(proc.url, 'POST', '/v1/sessions', { key, json: {} });
+  const ws = await RealtimeTestClient.connect(proc.url, { key, query: 'model=gpt-realtime' });
+  const created = await ws.waitFor('session.created');
+  ws.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Tell me about yourself.' }] } });
+  ws.send({ type: 'response.create' });
+  await ws.waitFor('response.output_audio.delta', { timeoutMs: 60_000 });
+  proc.child.kill('SIGKILL');
+  await proc.exited;
+  await ws.waitClose();
+
+  const t = await startTestServer({ dataDir });
+  try {
+    for (const id of [created.session.id as string, rest.body.id as string]) {
+      const got = await request(t.url, 'GET', `/v1/sessions/${id}`, { key });
+      assert.is(got.body.status, 'failed', id);
+      assert.type(got.body.duration_seconds, 'number');
+      const usage = await t.server.services.store.getUsageForSession(id);
+      assert.is(usage?.endReason, 'server_restart', id);
+    }
     assert.is(t.server.services.pool.used(), 0);
   } finally {
     await t.close();
