@@ -60,7 +60,7 @@ export const LLM_CONFIG_VARS: VarSpec[] = [
   { name: 'LLM_MODEL', default: '', description: "Upstream model name sent to the OpenAI-compatible server. Empty: the session's own model name." },
   { name: 'LLM_MODEL_ROUTES', default: '', description: 'Which provider serves which session model name: comma-separated pattern=provider rules, first match wins; * matches any characters; providers openai, llama-cpp, offline, default. E.g. gpt-*=openai,*=llama-cpp. Unmatched names use LLM_PROVIDER.' },
   { name: 'LLM_THREADS', default: '1', description: 'CPU threads of the local model, 1..256. One thread measured 14-16 tokens/s on a 2-core machine; two were 6-14x slower there because speech and video share the cores.' },
-  { name: 'LLM_CONTEXT_TOKENS', default: '4096', description: 'Context window of the local model per reply, 256..131072 tokens; older turns are dropped to fit.' },
+  { name: 'LLM_CONTEXT_TOKENS', default: '4096', description: 'Context window per reply, 256..131072 tokens: the local model\'s window, and the size every conversation is cut to before any model sees it (newest turns first, about 4 characters a token, less room for the reply; instructions at most half).' },
   { name: 'LLM_PARALLEL', default: '2', description: 'Replies the local model generates at the same time (sequences of one context, each with its own LLM_CONTEXT_TOKENS), 1..64; more requests wait in order.' },
   { name: 'LLM_GGUF_PATH', default: '', description: 'A GGUF chat model to use instead of the one npm run setup:models fetches.' },
   { name: 'LLM_MAX_OUTPUT_TOKENS', default: '1024', description: 'Reply length limit when the session sets none (max_output_tokens inf), 1..32768.' },
