@@ -85,8 +85,9 @@ const bench: Benchmark = {
   name: 'soak',
   description: `${SESSIONS} realtime sessions over WebSocket, ${CONCURRENCY} at a time, a third dropped mid-response: RSS per session, event-loop delay, leaked slots`,
   async run(ctx) {
+    const dataDir = tempDir('avatar-soak-');
     const server = await spawnServer({
-      DATA_DIR: tempDir('avatar-soak-'),
+      DATA_DIR: dataDir,
       LLM_PROVIDER: 'offline',
       PRELOAD_MODELS: 'true',
       WORKER_CAPACITY: String(WORKER_CAPACITY),
@@ -201,6 +202,7 @@ const bench: Benchmark = {
     } finally {
       server.child.kill('SIGTERM');
       await server.exited;
+      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   },
 };
@@ -304,7 +306,7 @@ async function waitForDrain(url: string): Promise<{ slotsUsed: number; liveSessi
     const m = await scrape(url);
     const slotsUsed = m.get('avatar_worker_slots{state="used"}') ?? Number.NaN;
     const liveSessions = (m.get('avatar_sessions{status="pending"}') ?? 0) + (m.get('avatar_sessions{status="active"}') ?? 0);
-    const escapedKeys = [...m.keys()].filter((k) => k.startsWith('avatar_process_escaped_errors_total'));
+    const escapedKeys = [...m.keys()].filter((k) => k.startsWith('avatar_process_escaped_errors{'));
     const escaped = escapedKeys.length ? escapedKeys.reduce((n, k) => n + (m.get(k) ?? 0), 0) : null;
     if ((slotsUsed === 0 && liveSessions === 0) || Date.now() > deadline) return { slotsUsed, liveSessions, escaped };
     await new Promise((resolve) => setTimeout(resolve, 200));
