@@ -19,7 +19,7 @@ import { isUuid, newAssetId } from '../core/ids.js';
 import type { AssetKind, AssetRecord, Store } from '../store/store.js';
 import { OffThread } from '../core/off-thread.js';
 import { sniffAudio } from './audio-file.js';
-import { KIND_DIRS, type StandardAssets } from './catalog.js';
+import { KIND_DIRS, isOpenAiVoiceName, type StandardAssets } from './catalog.js';
 import type { MotionTemplate } from './motion-template.js';
 
 /** Finds the face in a photo (src/media/face-registration.ts); throws a 422 AppError when there is no usable face. */
@@ -114,11 +114,12 @@ export class AssetService implements AssetResolver {
 
   async require(kind: AssetKind, id: string, userId: string, param: string): Promise<void> {
     if (this.standard.find(kind, id)) return;
+    if (kind === 'voice' && isOpenAiVoiceName(id)) return;
     if (isUuid(id)) {
       const asset = await this.store.getAsset(id.toLowerCase());
       if (asset && asset.kind === kind && asset.userId === userId) return;
     }
-    const ids = this.standard.entries(kind).map((e) => e.id).join(', ');
+    const ids = this.standard.entries(kind).map((e) => e.id).join(', ') + (kind === 'voice' ? ', or an OpenAI voice name' : '');
     throw new AppError(
       `unknown_${kind}`,
       `Unknown ${kind} '${id}'. Use a standard id (${ids}) or the UUID of a ${kind} you uploaded.`,

@@ -8,6 +8,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { AssetKind } from '../store/store.js';
 
+/**
+ * OpenAI's voice names. OpenAI clients send them (audio.output.voice); they are voices here too,
+ * wherever a voice id is taken: each speaks with a standard voice of a fitting character
+ * (providers/tts maps them), or upstream as given with tts_source `openai`.
+ */
+export const OPENAI_VOICE_NAMES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'nova', 'onyx', 'sage', 'shimmer', 'verse', 'marin', 'cedar'] as const;
+
+export function isOpenAiVoiceName(id: string): boolean {
+  return (OPENAI_VOICE_NAMES as readonly string[]).includes(id);
+}
+
 export interface VoiceEngineSettings {
   engine: 'flite' | 'espeak-ng' | 'piper';
   /** flite voice (slt, rms, awb, kal16), espeak-ng voice (en-us+f3, ...), or a Piper model's name in models/manifest.json (tts-piper-joe). */

@@ -1,11 +1,14 @@
 /**
  * The realtime engine's `AvatarOutput` over a native media session: speech in, the played audio
- * (PCM16 24 kHz, every tick) and the rendered frames (JPEG) out, on the session's one clock.
- * Used by WebSocket connections; WebRTC calls use the RTP outputs of the same media session.
+ * (PCM16 24 kHz, every tick) and the rendered frames (JPEG, when asked for) out, on the session's
+ * one clock. For a WebRTC call the same session also encodes H.264 or VP8 and Opus, handed to the
+ * call's transport through onMedia() as encoded access units / RTP packets (raw frames never
+ * reach JavaScript).
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
-import type { AvatarOutput, AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
+import type { AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
+import type { AvatarMediaEvents, CallAvatar } from '../signaling/realtime-connection.js';
 import type { PhonemeTiming } from '../providers/tts/base.js';
 import type { AvatarAssets } from './avatar-assets.js';
 import { MediaSession, createFaceRig } from './media-session.js';
@@ -22,11 +25,15 @@ export interface MediaAvatarOptions {
   fps: number;
   upsampleFactor: number;
   pipelinesDir: string;
+  /** JPEG frames (image events). */
+  jpeg: boolean;
+  /** RTP media of a call: a video codec (or none) and Opus. */
+  rtp: { video: 'h264' | 'vp8' | null; audio: boolean } | null;
   jpegQuality?: number;
   log?: Logger;
 }
 
-export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
+export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implements CallAvatar {
   readonly fps: number;
 
   private constructor(
@@ -51,7 +58,13 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
         height: AVATAR_SIZE_PX,
         fps: options.fps,
         upsampleFactor: options.upsampleFactor,
-        outputs: { jpeg: true, pcm: true },
+        outputs: {
+          pcm: true,
+          jpeg: options.jpeg,
+          h264: options.rtp?.video === 'h264',
+          vp8: options.rtp?.video === 'vp8',
+          opus: options.rtp?.audio ?? false,
+        },
         jpegQuality: options.jpegQuality,
         pacing: 'realtime',
         pipelinesDir: options.pipelinesDir,
@@ -69,6 +82,15 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
 
   interrupt(): void {
     this.media.interrupt();
+  }
+
+  onMedia<K extends keyof AvatarMediaEvents>(event: K, listener: (...args: AvatarMediaEvents[K]) => void): void {
+    // The native events carry more fields than a transport needs; they are a superset of AvatarMediaEvents.
+    this.media.on(event, listener as never);
+  }
+
+  requestKeyframe(): void {
+    if (!this.media.closed) this.media.requestKeyframe();
   }
 
   async setFace(faceId: string): Promise<void> {

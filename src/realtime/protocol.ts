@@ -49,6 +49,7 @@ export const CLIENT_EVENT_TYPES = [
   'input_audio_buffer.clear',
   'response.create',
   'response.cancel',
+  'output_audio_buffer.clear',
 ] as const;
 export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
 

@@ -17,9 +17,13 @@
  *   output_image.delta)* → output_audio.done → output_audio_transcript.done → content_part.done →
  *   output_image.done → output_item.done → conversation.item.done → response.done (always last).
  * Text responses use output_text.delta/.done in place of the audio and transcript events.
+ * On WebRTC (`audioDelivery: 'rtp'`) the audio goes out as RTP: no output_audio.delta; instead
+ * output_audio_buffer.started comes with the first audio played and output_audio_buffer.stopped
+ * (played out) or .cleared (cut) right before output_audio.done.
  *
- * Ending: completed once the speech has played out; cancelled (client or barge-in) at once — the
- * avatar is interrupted so audio and video stop on the next frame; failed when a provider fails
+ * Ending: completed once the speech has played out; cancelled (client, barge-in, or a truncate of
+ * its item while it plays) at once — the avatar is interrupted so audio and video stop on the next
+ * frame; failed when a provider fails
  * (an `error` event is sent first). Either way every open part is closed and response.done comes.
  *
  * A run cannot be left half-started: every entry point (start, the generation task, the avatar's
@@ -64,6 +68,12 @@ export interface ResponseSpec {
   previousItemId: string | null;
   /** Whether image deltas are sent. */
   images: boolean;
+  /**
+   * How the audio reaches the client: 'deltas' (WebSocket: response.output_audio.delta events) or
+   * 'rtp' (WebRTC: the avatar's audio goes out as RTP, so no deltas; output_audio_buffer.started /
+   * stopped / cleared tell the client when it plays, as OpenAI's WebRTC does).
+   */
+  audioDelivery: 'deltas' | 'rtp';
 }
 
 export interface ResponseDeps {
@@ -111,6 +121,8 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   private samplesSent = 0;
   private sentUpToNs = 0;
   private framesSent = 0;
+  /** Where a truncation cut the audio (ms of this response's audio); null: not truncated. */
+  private cutAtMs: number | null = null;
 
   constructor(spec: ResponseSpec, deps: ResponseDeps) {
     super();
@@ -162,6 +174,17 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     this.finish('cancelled', { type: 'cancelled', reason });
   }
 
+  /**
+   * conversation.item.truncate of this response while it runs (how the openai-agents SDK
+   * interrupts): the audio stops now, the transcript kept is what was heard up to `audioEndMs`
+   * (clamped to what was played), and the response ends cancelled. Returns the cut, in ms.
+   */
+  truncate(audioEndMs: number): number {
+    this.cutAtMs = Math.min(audioEndMs, this.playedMs);
+    this.cancel('client_cancelled');
+    return this.cutAtMs;
+  }
+
   /** Audio the avatar played in one tick. */
   onAudio(chunk: AvatarAudioChunk): void {
     this.guarded(() => this.forwardAudio(chunk));
@@ -185,9 +208,12 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
       const a = Math.round((from - chunk.ptsNs) / NS_PER_SAMPLE);
       const b = Math.round((to - chunk.ptsNs) / NS_PER_SAMPLE);
       if (b > a) {
+        if (this.samplesSent === 0 && this.spec.audioDelivery === 'rtp') this.deps.emit({ type: 'output_audio_buffer.started', response_id: this.id });
         this.announceSentencesUpTo(to);
-        const pcm = chunk.pcm.subarray(a * BYTES_PER_SAMPLE, b * BYTES_PER_SAMPLE);
-        this.deps.emit({ type: 'response.output_audio.delta', ...this.partRef(), delta: pcm.toString('base64') });
+        if (this.spec.audioDelivery === 'deltas') {
+          const pcm = chunk.pcm.subarray(a * BYTES_PER_SAMPLE, b * BYTES_PER_SAMPLE);
+          this.deps.emit({ type: 'response.output_audio.delta', ...this.partRef(), delta: pcm.toString('base64') });
+        }
         this.samplesSent += b - a;
       }
       this.sentUpToNs = to;
@@ -355,9 +381,13 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   private sendClosingEvents(status: ResponseStatus, statusDetails: unknown): void {
     const { spec } = this;
     const item = spec.item;
+    if (this.audioOut && this.spec.audioDelivery === 'rtp' && this.samplesSent > 0) {
+      // WebRTC: the audio buffer played out, or was cut.
+      this.deps.emit({ type: status === 'completed' ? 'output_audio_buffer.stopped' : 'output_audio_buffer.cleared', response_id: this.id });
+    }
     if (this.audioOut) {
-      // What was heard: everything on completion, the played part otherwise.
-      const transcript = status === 'completed' ? this.sentences.map((s) => s.text).join(' ') : this.transcriptAt(this.playedMs);
+      // What was heard: everything on completion, the played (or truncated) part otherwise.
+      const transcript = status === 'completed' ? this.sentences.map((s) => s.text).join(' ') : this.transcriptAt(this.cutAtMs ?? this.playedMs);
       item.content = [{ type: 'output_audio', transcript }];
       this.deps.emit({ type: 'response.output_audio.done', ...this.partRef() });
       this.deps.emit({ type: 'response.output_audio_transcript.done', ...this.partRef(), transcript });

@@ -27,9 +27,9 @@ import type { LanguageModels, ChatMessage } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
 import type { SpeechRecognizers } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
-import { SpeechSegmenter, INPUT_SAMPLE_RATE_HZ, type SpeechStartedEvent, type SpeechStoppedEvent } from '../providers/vad/segmenter.js';
 import { AppError } from '../core/errors.js';
 import type { AvatarOutput } from './avatar-output.js';
+import { InputAudio } from './input-audio.js';
 import { Conversation, MAX_CONVERSATION_ITEMS, type MessageItem, itemText, parseMessageItem, toMessages } from './conversation.js';
 import { MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
 import {
@@ -57,10 +57,6 @@ import {
 import { ResponseRun, type ResponseOutcome } from './response.js';
 import { applySessionUpdate, type SessionSettings } from './session-update.js';
 
-/** OpenAI refuses to commit less than this much audio. */
-export const MIN_COMMIT_MS = 100;
-/** The input buffer holds at most this much uncommitted audio (about 15 MiB, OpenAI's limit). */
-const MAX_INPUT_BUFFER_SAMPLES = INPUT_SAMPLE_RATE_HZ * 60 * 5;
 /** Voice names in a response.create: at most this long (as in session.update). */
 const MAX_VOICE_NAME_CHARS = 200;
 /**
@@ -87,10 +83,24 @@ export interface AssetChecker {
   require(kind: 'face' | 'voice' | 'driving', id: string, userId: string, param: string): Promise<void>;
 }
 
+/**
+ * The transport a session's client is on. 'webrtc': audio goes as RTP (no output_audio.delta;
+ * output_audio_buffer.* events instead), the microphone comes through pushMicrophone(), and
+ * input_audio_buffer events are refused.
+ */
+export type EngineTransport = 'websocket' | 'webrtc';
+
 export interface EngineOptions {
   sessionId: string;
   userId: string;
   dialect: Dialect;
+  /** Default 'websocket'. */
+  transport?: EngineTransport;
+  /**
+   * Whether frames may go out as image events when the client asks for images (default true).
+   * False for a call with a video track: its frames travel as RTP.
+   */
+  imageEvents?: boolean;
   defaultModel: string;
   /** Unix seconds at which the session ends (its maximum duration). */
   expiresAt: number;
@@ -124,12 +134,8 @@ export class RealtimeSessionEngine {
   private current: ResponseRun | null = null;
   private recordedChatChars = 0;
   private chatLimitWarned = false;
-  private segmenter: SpeechSegmenter | null = null;
-  private vad: VoiceActivityDetector | null = null;
-  private inputChunks: Int16Array[] = [];
-  private inputSamples = 0;
-  /** The item id announced by speech_started, used again by speech_stopped and the commit. */
-  private speechItemId: string | null = null;
+  /** The input audio buffer, a call's microphone, and server-VAD turns. */
+  private readonly input: InputAudio;
   private readonly transcriptions = new Set<Promise<void>>();
 
   constructor(
@@ -137,6 +143,9 @@ export class RealtimeSessionEngine {
     private readonly deps: EngineDeps,
   ) {
     this.settings = applySessionUpdate(null, options.initial, options.defaultModel);
+    this.input = new InputAudio(deps.createVad, deps.log.child({ sessionId: options.sessionId }));
+    this.input.on('speech_started', (e) => this.onSpeechStarted(e));
+    this.input.on('speech_stopped', (e) => this.onSpeechStopped(e));
     // Runs guard their own callbacks (a failure fails the run); nothing here can throw into the avatar.
     deps.avatar.on('audio', (chunk) => this.active?.onAudio(chunk));
     deps.avatar.on('frame', (frame) => this.active?.onFrame(frame));
@@ -221,8 +230,7 @@ export class RealtimeSessionEngine {
     if (this.closed) return;
     this.closed = true;
     this.active?.cancel('client_cancelled');
-    await this.segmenter?.close().catch(() => undefined);
-    await this.vad?.close().catch(() => undefined);
+    await this.input.close();
     await Promise.allSettled([...this.transcriptions]);
   }
 
@@ -260,9 +268,11 @@ export class RealtimeSessionEngine {
         case 'input_audio_buffer.append':
           return this.onAppend(event);
         case 'input_audio_buffer.commit':
-          return this.onCommit();
+          return this.onCommit(event);
         case 'input_audio_buffer.clear':
-          return this.onClear();
+          return this.onClear(event);
+        case 'output_audio_buffer.clear':
+          return this.onOutputAudioClear(event);
         case 'response.create':
           return await this.onResponseCreate(event);
         case 'response.cancel':
@@ -301,31 +311,15 @@ export class RealtimeSessionEngine {
   }
 
   private imagesWanted(): boolean {
+    if (this.options.imageEvents === false) return false;
     const modalities = this.settings.session.output_modalities;
     if (this.options.dialect === 'legacy') return this.options.legacyVideo || modalities.includes('image') || modalities.includes('video');
     return modalities.includes('image');
   }
 
-  /** Creates, reconfigures or removes the VAD segmenter to match the settings. */
+  /** Creates, reconfigures or removes the VAD to match the settings. */
   private async applyTurnDetection(): Promise<void> {
-    const td = this.settings.turnDetection;
-    if (td === null) {
-      if (this.segmenter) {
-        await this.segmenter.close();
-        this.segmenter = null;
-      }
-      return;
-    }
-    if (this.segmenter) {
-      this.segmenter.update(td.segmenter);
-      return;
-    }
-    this.vad ??= await this.deps.createVad();
-    const segmenter = new SpeechSegmenter(this.vad, td.segmenter);
-    segmenter.on('speech_started', (e) => this.onSpeechStarted(e));
-    segmenter.on('speech_stopped', (e) => this.onSpeechStopped(e));
-    segmenter.on('error', (err) => this.deps.log.warn('VAD frame failed', { sessionId: this.options.sessionId, err }));
-    this.segmenter = segmenter;
+    await this.input.configure(this.settings.turnDetection);
   }
 
   // ---- conversation items ----
@@ -347,26 +341,48 @@ export class RealtimeSessionEngine {
     if (item.role !== 'system') this.recordTurn(item.role, itemText(item));
   }
 
+  /**
+   * conversation.item.truncate. For an item whose response has finished: the transcript is cut at
+   * `audio_end_ms` (at most what was played). For the item of the response still playing (how the
+   * openai-agents SDK interrupts): its audio stops now, the transcript heard up to `audio_end_ms`
+   * is kept (clamped to what was played: a client's playback clock can run a little ahead of the
+   * server's count), and the response ends cancelled before conversation.item.truncated.
+   */
   private onItemTruncate(event: ClientEvent): void {
     const { body } = event;
     const itemId = requireString(body, 'item_id', 'item_id');
     const contentIndex = requireInteger(body, 'content_index', 'content_index', 0);
     const audioEndMs = requireInteger(body, 'audio_end_ms', 'audio_end_ms', 0);
     const item = this.conversation.require(itemId, 'item_id');
+    const running = this.active?.itemId === itemId ? this.active : null;
+    if (running) {
+      if (contentIndex !== 0) throw new RealtimeError('invalid_value', `Item '${itemId}' has its audio at content_index 0.`, 'content_index');
+      const cutMs = running.truncate(audioEndMs);
+      this.emit({ type: 'conversation.item.truncated', item_id: itemId, content_index: 0, audio_end_ms: cutMs });
+      return;
+    }
     const part = item.content[contentIndex];
     if (item.role !== 'assistant' || !part || part.type !== 'output_audio') {
       throw new RealtimeError('invalid_value', `Item '${itemId}' has no assistant audio at content_index ${contentIndex}.`, 'content_index');
     }
-    const run = this.active?.itemId === itemId ? this.active : this.truncatable.get(itemId);
+    const run = this.truncatable.get(itemId);
     if (!run) throw new RealtimeError('invalid_value', `Item '${itemId}' has no audio that can be truncated.`, 'item_id');
     if (audioEndMs > run.playedMs) {
       throw new RealtimeError('invalid_value', `audio_end_ms ${audioEndMs} is past the end of the item's audio (${run.playedMs} ms).`, 'audio_end_ms');
     }
-    if (this.active === run) run.cancel('client_cancelled');
     const transcript = run.transcriptAt(audioEndMs);
     item.content[contentIndex] = { type: 'output_audio', transcript };
     item.status = 'incomplete';
     this.emit({ type: 'conversation.item.truncated', item_id: itemId, content_index: contentIndex, audio_end_ms: audioEndMs });
+  }
+
+  /** output_audio_buffer.clear (WebRTC): the avatar stops speaking now and the response ends cancelled. */
+  private onOutputAudioClear(event: ClientEvent): void {
+    if (this.options.transport !== 'webrtc') {
+      throw new RealtimeError('unsupported_on_websocket', "'output_audio_buffer.clear' is for WebRTC calls; on WebSocket send response.cancel, or conversation.item.truncate.", 'type');
+    }
+    // Nothing playing: nothing to clear (the event names the response whose audio it cut).
+    this.active?.cancel('client_cancelled');
   }
 
   private onItemDelete(event: ClientEvent): void {
@@ -402,59 +418,49 @@ export class RealtimeSessionEngine {
   // ---- input audio ----
 
   private onAppend(event: ClientEvent): void {
+    this.refuseOnWebRtc(event);
     const audio = requireString(event.body, 'audio', 'audio');
-    const pcm = decodePcm16(audio, 'audio');
-    if (this.inputSamples + pcm.length > MAX_INPUT_BUFFER_SAMPLES) {
-      throw new RealtimeError('input_audio_buffer_full', 'The input audio buffer is full (5 minutes); commit or clear it.', 'audio');
-    }
-    this.inputChunks.push(pcm);
-    this.inputSamples += pcm.length;
-    this.segmenter?.push(pcm);
+    this.input.append(decodePcm16(audio, 'audio'));
   }
 
-  private onCommit(): void {
-    const ms = (this.inputSamples * 1000) / INPUT_SAMPLE_RATE_HZ;
-    if (ms < MIN_COMMIT_MS) {
-      throw new RealtimeError(
-        'input_audio_buffer_commit_empty',
-        `Error committing input audio buffer: buffer too small. Expected at least ${MIN_COMMIT_MS}ms of audio, but buffer only has ${ms.toFixed(2)}ms of audio.`,
-      );
-    }
-    const pcm = concat(this.inputChunks, this.inputSamples);
-    const itemId = this.speechItemId ?? newItemId();
-    this.speechItemId = null;
-    this.resetInput();
-    this.segmenter?.clear();
+  private onCommit(event: ClientEvent): void {
+    this.refuseOnWebRtc(event);
+    const { itemId, pcm } = this.input.commit();
     this.commitAudio(itemId, pcm, false);
   }
 
-  private onClear(): void {
-    this.resetInput();
-    this.speechItemId = null;
-    this.segmenter?.clear();
+  private onClear(event: ClientEvent): void {
+    this.refuseOnWebRtc(event);
+    this.input.clear();
     this.emit({ type: 'input_audio_buffer.cleared' });
   }
 
-  private resetInput(): void {
-    this.inputChunks = [];
-    this.inputSamples = 0;
+  /** Spec 4.5 rule 4: a call's microphone travels as RTP; input_audio_buffer events are WebSocket-only. */
+  private refuseOnWebRtc(event: ClientEvent): void {
+    if (this.options.transport !== 'webrtc') return;
+    throw new RealtimeError(
+      'unsupported_on_webrtc',
+      `'${event.type}' is not available on a WebRTC call: the microphone travels as RTP on the audio track, and server VAD commits turns. Send audio over /v1/realtime (WebSocket) to use the input audio buffer.`,
+      'type',
+    );
   }
 
-  private onSpeechStarted(e: SpeechStartedEvent): void {
+  /** Decoded microphone audio of a call (PCM16 mono 24 kHz): heard by the VAD like appended audio. */
+  pushMicrophone(pcm: Int16Array): void {
+    if (!this.closed) this.input.pushMicrophone(pcm);
+  }
+
+  private onSpeechStarted(e: { audioStartMs: number; itemId: string }): void {
     if (this.closed) return;
-    this.speechItemId = newItemId();
-    this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: this.speechItemId });
+    this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: e.itemId });
     const td = this.settings.turnDetection;
     if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
   }
 
-  private onSpeechStopped(e: SpeechStoppedEvent): void {
+  private onSpeechStopped(e: { audioEndMs: number; itemId: string; audio: Int16Array }): void {
     if (this.closed) return;
-    const itemId = this.speechItemId ?? newItemId();
-    this.speechItemId = null;
-    this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: itemId });
-    this.resetInput();
-    this.commitAudio(itemId, e.audio, this.settings.turnDetection?.createResponse ?? false);
+    this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: e.itemId });
+    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false);
   }
 
   /** input_audio_buffer.committed, the user item, its transcription, and (VAD) the response. */
@@ -544,7 +550,7 @@ export class RealtimeSessionEngine {
   private async respondToTurn(heardWords: boolean): Promise<void> {
     // A turn with no words (noise, a cough) answers only a turn that was left waiting.
     if (!heardWords && !this.owedResponse) return;
-    if (this.segmenter?.isSpeaking) {
+    if (this.input.isSpeaking) {
       this.owedResponse = true;
       return;
     }
@@ -634,6 +640,7 @@ export class RealtimeSessionEngine {
         item,
         previousItemId,
         images: this.imagesWanted() && (modalitiesRaw === undefined || modalities.includes('image') || this.options.legacyVideo),
+        audioDelivery: this.options.transport === 'webrtc' ? 'rtp' : 'deltas',
       },
       {
         emit: (e) => this.emit(e),
@@ -735,14 +742,4 @@ function transcriptionUsage(audioSeconds: number, transcript: string) {
     input_token_details: { text_tokens: 0, audio_tokens: audioTokens },
     output_tokens: outputTokens,
   };
-}
-
-function concat(chunks: Int16Array[], total: number): Int16Array {
-  const out = new Int16Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }

@@ -4,17 +4,18 @@
  * Used for the `session` of a client secret (and the key is bound to it) and, later, for
  * session.created / session.updated.
  *
- * Voices: the flat `voice` names one of our voices (standard id or uploaded UUID). OpenAI voice
- * names (alloy ... cedar) sent by OpenAI SDKs in audio.output.voice are kept there as given and
- * speak with our `default` voice, so those clients work unchanged.
+ * Voices: one voice, named by the flat `voice` (rtAV) or `audio.output.voice` (OpenAI), echoed in
+ * both: a standard id, an uploaded UUID, or an OpenAI voice name (alloy ... cedar), which speaks
+ * with a standard voice of a fitting character (assets/catalog.ts), so those clients work
+ * unchanged.
  */
 import { AppError, invalidParam } from '../core/errors.js';
 import { DEFAULT_INSTRUCTIONS, DEFAULT_VOICE, MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
+import { isOpenAiVoiceName } from '../assets/catalog.js';
 
 /** model, voice, face and driving names: at most this long (as in POST /v1/sessions). */
 const MAX_NAME_CHARS = 200;
 
-export const OPENAI_VOICES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'sage', 'shimmer', 'verse', 'marin', 'cedar'];
 const OUTPUT_MODALITIES = ['text', 'audio', 'image'];
 
 export interface RealtimeSessionObject {
@@ -76,7 +77,8 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
   const audioOut = isObj(audio.output) ? audio.output : {};
   const nestedVoice = stringAt(audioOut, 'voice', 'session.audio.output.voice');
   const flatVoice = stringAt(input, 'voice', 'session.voice');
-  const voice = flatVoice ?? (nestedVoice !== null && !OPENAI_VOICES.includes(nestedVoice) ? nestedVoice : DEFAULT_VOICE);
+  // One voice, however it was named: the flat and the nested field always agree.
+  const voice = flatVoice ?? nestedVoice ?? DEFAULT_VOICE;
 
   const modalitiesRaw = input.output_modalities ?? input.modalities;
   let modalities = ['audio'];
@@ -114,7 +116,7 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
       },
       output: {
         format: isObj(audioOut.format) ? (audioOut.format as { type: string }) : PCM_24K,
-        voice: nestedVoice ?? voice,
+        voice,
         speed,
       },
     },

@@ -9,7 +9,7 @@
  *  - beta top-level fields: `turn_detection`, `input_audio_transcription`, `input_audio_format`,
  *    `output_audio_format`, `speed`, `max_response_output_tokens`, `temperature` (ignored).
  */
-import { OPENAI_VOICES, effectiveRealtimeSession, type RealtimeSessionObject } from './session-object.js';
+import { effectiveRealtimeSession, type RealtimeSessionObject } from './session-object.js';
 import { type Json, RealtimeError, checkMaxLength, describeValue, isObject, quoted } from './protocol.js';
 import type { SegmenterConfig } from '../providers/vad/segmenter.js';
 import { AppError } from '../core/errors.js';
@@ -88,7 +88,7 @@ function asRealtimeError(err: unknown): unknown {
   return err instanceof AppError ? new RealtimeError(err.code, err.message, err.param) : err;
 }
 
-/** Beta top-level fields → their GA places; flat OpenAI voice names → audio.output.voice. */
+/** Beta top-level fields → their GA places. */
 function normaliseBeta(update: Json): Json {
   const out: Json = { ...update };
   const audio: Json = isObject(out.audio) ? { ...out.audio } : {};
@@ -119,10 +119,6 @@ function normaliseBeta(update: Json): Json {
   delete out.object;
   delete out.expires_at;
   delete out.client_secret;
-  if (typeof out.voice === 'string' && OPENAI_VOICES.includes(out.voice)) {
-    if (output.voice === undefined) output.voice = out.voice;
-    delete out.voice;
-  }
   if (Object.keys(input).length > 0) audio.input = input;
   if (Object.keys(output).length > 0) audio.output = output;
   if (Object.keys(audio).length > 0) out.audio = audio;

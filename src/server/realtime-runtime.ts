@@ -12,7 +12,7 @@ import { AvatarAssets } from '../media/avatar-assets.js';
 import { MediaAvatarOutput } from '../media/avatar-output.js';
 import type { FaceRegistry } from '../media/face-registration.js';
 import { SileroVad } from '../providers/vad/silero.js';
-import type { RealtimeRuntime } from '../signaling/realtime-ws.js';
+import type { RealtimeRuntime } from '../signaling/realtime-connection.js';
 
 const STANDARD_VOICES = ['default', 'alice', 'anthony'];
 const PIPELINES_DIR = path.resolve(import.meta.dirname, '../../pipelines');

@@ -28,7 +28,8 @@ import { createApp } from './app.js';
 import { RateLimiter } from '../core/rate-limiter.js';
 import type { Services } from './services.js';
 import { createRealtimeRuntime } from './realtime-runtime.js';
-import { RealtimeGateway, type RealtimeRuntime } from '../signaling/realtime-ws.js';
+import { RealtimeGateway } from '../signaling/realtime-ws.js';
+import { ConnectionRegistry, type ConnectionDeps, type RealtimeRuntime } from '../signaling/realtime-connection.js';
 
 /** Ephemeral keys past their expiry are deleted this often. */
 const EPHEMERAL_SWEEP_INTERVAL_MS = 60_000;
@@ -106,15 +107,20 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const { app } = createApp(services);
   const server = http.createServer(app.callback());
   const runtime = await createRealtimeRuntime({ config, assets, faces, log }, options.runtime);
-  const gateway = new RealtimeGateway(services, runtime, { authTimeoutMs: options.realtimeAuthTimeoutMs });
+  const registry = new ConnectionRegistry(sessions);
+  const connection: ConnectionDeps = { sessions, store, assets, clock, log: log.child({ module: 'realtime' }), defaultModel: config.defaultModel, runtime };
+  const gateway = new RealtimeGateway(
+    { connection, registry, keys, authThrottle: services.authThrottle, rateLimiter: services.rateLimiter, isAccepting: () => accepting, log },
+    { authTimeoutMs: options.realtimeAuthTimeoutMs },
+  );
   gateway.attach(server);
   const revocations = new RevocationWatcher(store, log.child({ module: 'revocations' }));
   revocations.on('revoked', (keyIds) => {
-    gateway.markRevokedKeys(keyIds);
+    registry.markRevokedKeys(keyIds);
     sessions
       .endForApiKeys(keyIds)
       .catch((err: unknown) => log.error('ending the sessions of revoked keys failed', { err, keyIds }))
-      .finally(() => gateway.closeRevokedKeys());
+      .finally(() => registry.endRevokedKeys());
   });
   await revocations.start();
   await new Promise<void>((resolve, reject) => {
@@ -135,8 +141,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     (closing ??= (async () => {
       accepting = false;
       clearInterval(sweep);
-      gateway.beginShutdown();
+      registry.beginShutdown();
       await sessions.shutdown();
+      await registry.closeAll();
       await gateway.close();
       await revocations.stop();
       await webhook?.stop();

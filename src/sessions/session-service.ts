@@ -78,7 +78,13 @@ export class SessionService extends EventEmitter<SessionEvents> {
     userId: string,
     config: SessionConfig,
     origin: SessionOrigin,
-    opts: { start: boolean; params?: AssetParamNames; apiKeyId?: string | null },
+    opts: {
+      start: boolean;
+      params?: AssetParamNames;
+      apiKeyId?: string | null;
+      /** The id to give the session when it is still unused (a client secret's session id); otherwise a new one. */
+      preferredId?: string | null;
+    },
   ): Promise<SessionRecord> {
     const params = opts.params ?? CURRENT_ASSET_PARAMS;
     // Assets first: a bad request must not take (even briefly) a slot someone else could win.
@@ -86,7 +92,8 @@ export class SessionService extends EventEmitter<SessionEvents> {
     if (config.face !== null) await this.assets.require('face', config.face, userId, params.face);
     if (config.driving !== null) await this.assets.require('driving', config.driving, userId, params.driving);
 
-    const id = newSessionId();
+    const preferred = opts.preferredId && /^sess_[0-9A-Za-z]{24}$/.test(opts.preferredId) ? opts.preferredId : null;
+    const id = preferred && !(await this.store.getSession(preferred)) && !this.pool.leaseOf(preferred) ? preferred : newSessionId();
     const lease = this.pool.tryAcquire(id);
     if (!lease) {
       throw new AppError('no_worker_available', 'All workers are busy. Retry later.', {

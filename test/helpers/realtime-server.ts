@@ -8,7 +8,7 @@
 import type { LanguageModel, LanguageModels, GenerateChunk, GenerateRequest } from '../../src/providers/llm/base.js';
 import type { SpeechService, Voice, SpeechChunk } from '../../src/providers/tts/base.js';
 import type { SpeechRecognizers, Transcriber, TranscriptionRequest, TranscriptionResult } from '../../src/providers/asr/base.js';
-import type { RealtimeRuntime } from '../../src/signaling/realtime-ws.js';
+import type { RealtimeRuntime } from '../../src/signaling/realtime-connection.js';
 import { startTestServer, type TestServer, type TestServerOptions } from './server.js';
 
 export interface ScriptOptions {

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import type { Clock } from '../../src/core/clock.js';
 import { Logger } from '../../src/core/log.js';
 import { startServer, type RunningServer } from '../../src/server/server.js';
-import type { RealtimeRuntime } from '../../src/signaling/realtime-ws.js';
+import type { RealtimeRuntime } from '../../src/signaling/realtime-connection.js';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 

@@ -86,6 +86,17 @@ test('applySessionUpdate maps beta top-level fields to their GA places', () => {
   assert.is(s.transcription.model, 'whisper-1');
 });
 
+test('every voice field agrees, whichever spelling set it: nested (an OpenAI name or ours) or flat (issue 9)', () => {
+  const a = applySessionUpdate(null, { type: 'realtime', audio: { output: { voice: 'marin' } } }, 'm');
+  assert.equal([a.session.voice, a.session.audio.output.voice], ['marin', 'marin']);
+  const b = applySessionUpdate(a.raw, { voice: 'alice' }, 'm');
+  assert.equal([b.session.voice, b.session.audio.output.voice], ['alice', 'alice']);
+  const c = applySessionUpdate(b.raw, { type: 'realtime', audio: { output: { voice: 'anthony' } } }, 'm');
+  assert.equal([c.session.voice, c.session.audio.output.voice], ['anthony', 'anthony']);
+  const d = applySessionUpdate(c.raw, { voice: 'alloy' }, 'm');
+  assert.equal([d.session.voice, d.session.audio.output.voice], ['alloy', 'alloy']);
+});
+
 test('applySessionUpdate rejects unknown fields, a transcription session, bad VAD values and G.711, naming the parameter', () => {
   const cases: Array<[Record<string, unknown>, string, string]> = [
     [{ colour: 'red' }, 'unknown_parameter', 'session.colour'],

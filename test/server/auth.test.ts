@@ -138,13 +138,13 @@ Auth('client_secrets validates its request', async ({ t }) => {
   assert.is(noBody.status, 200, 'the session config is optional');
 });
 
-Auth('an OpenAI voice name in audio.output.voice is kept and speaks with the default voice', async ({ t }) => {
+Auth('an OpenAI voice name in audio.output.voice is kept, and the flat voice field agrees with it', async ({ t }) => {
   const res = await t.request('POST', '/v1/realtime/client_secrets', {
     json: { session: { type: 'realtime', audio: { output: { voice: 'marin' } } } },
   });
   assert.is(res.status, 200, res.text);
   assert.is(res.body.session.audio.output.voice, 'marin');
-  assert.is(res.body.session.voice, 'default');
+  assert.is(res.body.session.voice, 'marin');
 });
 
 Auth.run();

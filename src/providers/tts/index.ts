@@ -21,7 +21,7 @@
  * model not fetched, OpenAI not configured, unknown source).
  */
 import type { AssetService } from '../../assets/asset-service.js';
-import type { VoiceEngineSettings } from '../../assets/catalog.js';
+import { isOpenAiVoiceName, type VoiceEngineSettings } from '../../assets/catalog.js';
 import { modelPath } from '../../cli/fetch-models.js';
 import { AppError } from '../../core/errors.js';
 import { OffThread } from '../../core/off-thread.js';
@@ -31,7 +31,7 @@ import { TTS_SOURCES, ttsUnavailable, voiceNotFound, type SpeechService, type Tt
 import type { TtsConfig } from './config.js';
 import { EspeakVoice } from './espeak.js';
 import { FliteVoice } from './flite.js';
-import { OPENAI_VOICES, OpenAiVoice } from './openai.js';
+import { OpenAiVoice } from './openai.js';
 import { piperVoice, type PiperModelFiles } from './piper.js';
 import type { VoiceAnalysis } from './voice-analysis.js';
 
@@ -107,7 +107,7 @@ class OfflineFirstSpeechService implements SpeechService {
     if (!(TTS_SOURCES as readonly string[]).includes(source)) {
       throw ttsUnavailable(`Unknown tts_source '${source}'; use one of ${TTS_SOURCES.join(', ')}.`);
     }
-    if (source === 'openai' && (OPENAI_VOICES as readonly string[]).includes(voiceId)) return this.openai(voiceId, voiceId);
+    if (source === 'openai' && isOpenAiVoiceName(voiceId)) return this.openai(voiceId, voiceId);
     const profile = await this.profile(voiceId, request.userId);
     if (source === 'openai') return this.openai(voiceId, profile.openaiVoice);
     return this.pick(voiceId, source as Exclude<TtsSource, 'openai'>, profile);

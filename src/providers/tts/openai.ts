@@ -21,7 +21,6 @@ const CHUNK_BYTES = (OPENAI_PCM_RATE_HZ / 10) * 2;
 const MAX_ERROR_BODY_CHARS = 500;
 
 /** The voice names the OpenAI speech API knows. */
-export const OPENAI_VOICES = ['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'nova', 'onyx', 'sage', 'shimmer', 'verse', 'marin', 'cedar'] as const;
 
 export class OpenAiVoice implements Voice {
   readonly engine = 'openai';

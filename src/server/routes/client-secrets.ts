@@ -5,6 +5,7 @@
  */
 import { apiKeyIdOf } from '../../auth/keys.js';
 import { unixSeconds } from '../../core/clock.js';
+import { newSessionId } from '../../core/ids.js';
 import { AppError, invalidParam } from '../../core/errors.js';
 import { requireObject } from '../../sessions/session-config.js';
 import { effectiveRealtimeSession } from '../../realtime/session-object.js';
@@ -37,12 +38,15 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
     // The authed guard admits API keys only, so the principal is the minting key itself.
     const mintedBy = apiKeyIdOf(principal);
     if (mintedBy === null) throw new AppError('ephemeral_key_not_allowed', 'Client secrets are minted with an API key.', { status: 401 });
-    const { key, expiresAtUs } = await s.keys.createEphemeralKey(userId, mintedBy, session, ttl);
+    // The session's id (OpenAI's RealtimeSessionCreateResponse requires one): the first connection
+    // made with this key runs a session of this id; later ones, if the key is used again, get new ids.
+    const bound = { ...session, id: newSessionId() };
+    const { key, expiresAtUs } = await s.keys.createEphemeralKey(userId, mintedBy, bound, ttl);
     const expiresAt = unixSeconds(expiresAtUs);
     ctx.body = {
       value: key,
       expires_at: expiresAt,
-      session: { ...session, expires_at: expiresAt },
+      session: { ...bound, expires_at: expiresAt },
       client_secret: key,
       expires_in: ttl,
     };

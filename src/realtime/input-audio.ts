@@ -1,0 +1,132 @@
+/**
+ * The input side of a session: the input audio buffer a WebSocket client appends to and commits,
+ * the microphone of a WebRTC call, and server-VAD turns over either. It keeps the audio and the
+ * turn state; the engine turns what it reports into events and user items.
+ *
+ * Rules:
+ *  - appended audio is buffered (at most MAX_INPUT_BUFFER_SAMPLES: 5 minutes, OpenAI's limit) until
+ *    a commit or clear, and goes through the VAD when turn detection is on;
+ *  - microphone audio only goes through the VAD: with turn detection off it is dropped, so a call
+ *    never grows a buffer nobody can commit (input_audio_buffer events are WebSocket-only);
+ *  - a turn's item id is chosen at speech start and used again by speech stop and the commit;
+ *  - times come from sample counts (SpeechSegmenter), never from the wall clock.
+ */
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../core/log.js';
+import type { VoiceActivityDetector } from '../providers/vad/base.js';
+import { SpeechSegmenter, INPUT_SAMPLE_RATE_HZ } from '../providers/vad/segmenter.js';
+import type { TurnDetection } from './session-update.js';
+import { RealtimeError, newItemId } from './protocol.js';
+
+/** OpenAI refuses to commit less than this much audio. */
+export const MIN_COMMIT_MS = 100;
+/** The input buffer holds at most this much uncommitted audio (about 15 MiB, OpenAI's limit). */
+const MAX_INPUT_BUFFER_SAMPLES = INPUT_SAMPLE_RATE_HZ * 60 * 5;
+
+export interface InputAudioEvents {
+  speech_started: [{ audioStartMs: number; itemId: string }];
+  /** The turn ended; `audio` is the turn's speech (with its prefix padding). */
+  speech_stopped: [{ audioEndMs: number; itemId: string; audio: Int16Array }];
+}
+
+export class InputAudio extends EventEmitter<InputAudioEvents> {
+  private segmenter: SpeechSegmenter | null = null;
+  private vad: VoiceActivityDetector | null = null;
+  private chunks: Int16Array[] = [];
+  private samples = 0;
+  /** The item id announced by speech_started, used again by speech_stopped and the commit. */
+  private speechItemId: string | null = null;
+
+  constructor(
+    private readonly createVad: () => Promise<VoiceActivityDetector>,
+    private readonly log: Logger,
+  ) {
+    super();
+  }
+
+  /** Whether the VAD hears the user speaking now. */
+  get isSpeaking(): boolean {
+    return this.segmenter?.isSpeaking ?? false;
+  }
+
+  /** Creates, reconfigures or removes the VAD segmenter (null: the client commits turns itself). */
+  async configure(turnDetection: TurnDetection | null): Promise<void> {
+    if (turnDetection === null) {
+      await this.segmenter?.close();
+      this.segmenter = null;
+      return;
+    }
+    if (this.segmenter) {
+      this.segmenter.update(turnDetection.segmenter);
+      return;
+    }
+    this.vad ??= await this.createVad();
+    const segmenter = new SpeechSegmenter(this.vad, turnDetection.segmenter);
+    segmenter.on('speech_started', (e) => {
+      this.speechItemId = newItemId();
+      this.emit('speech_started', { audioStartMs: e.audioStartMs, itemId: this.speechItemId });
+    });
+    segmenter.on('speech_stopped', (e) => {
+      const itemId = this.speechItemId ?? newItemId();
+      this.speechItemId = null;
+      this.resetBuffer();
+      this.emit('speech_stopped', { audioEndMs: e.audioEndMs, itemId, audio: e.audio });
+    });
+    segmenter.on('error', (err) => this.log.warn('VAD frame failed', { err }));
+    this.segmenter = segmenter;
+  }
+
+  /** input_audio_buffer.append: buffered, and heard by the VAD. */
+  append(pcm: Int16Array): void {
+    if (this.samples + pcm.length > MAX_INPUT_BUFFER_SAMPLES) {
+      throw new RealtimeError('input_audio_buffer_full', 'The input audio buffer is full (5 minutes); commit or clear it.', 'audio');
+    }
+    this.chunks.push(pcm);
+    this.samples += pcm.length;
+    this.segmenter?.push(pcm);
+  }
+
+  /** A call's microphone: heard by the VAD only (dropped with turn detection off). */
+  pushMicrophone(pcm: Int16Array): void {
+    this.segmenter?.push(pcm);
+  }
+
+  /** input_audio_buffer.commit: the buffered audio and the item id it becomes; the buffer empties. */
+  commit(): { itemId: string; pcm: Int16Array } {
+    const ms = (this.samples * 1000) / INPUT_SAMPLE_RATE_HZ;
+    if (ms < MIN_COMMIT_MS) {
+      throw new RealtimeError(
+        'input_audio_buffer_commit_empty',
+        `Error committing input audio buffer: buffer too small. Expected at least ${MIN_COMMIT_MS}ms of audio, but buffer only has ${ms.toFixed(2)}ms of audio.`,
+      );
+    }
+    const pcm = new Int16Array(this.samples);
+    let at = 0;
+    for (const c of this.chunks) {
+      pcm.set(c, at);
+      at += c.length;
+    }
+    const itemId = this.speechItemId ?? newItemId();
+    this.speechItemId = null;
+    this.resetBuffer();
+    this.segmenter?.clear();
+    return { itemId, pcm };
+  }
+
+  /** input_audio_buffer.clear. */
+  clear(): void {
+    this.resetBuffer();
+    this.speechItemId = null;
+    this.segmenter?.clear();
+  }
+
+  async close(): Promise<void> {
+    await this.segmenter?.close().catch(() => undefined);
+    await this.vad?.close().catch(() => undefined);
+  }
+
+  private resetBuffer(): void {
+    this.chunks = [];
+    this.samples = 0;
+  }
+}

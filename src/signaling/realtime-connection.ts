@@ -1,0 +1,360 @@
+/**
+ * The transport-free core of a realtime connection, shared by the WebSocket gateway
+ * (realtime-ws.ts) and the WebRTC call gateway (realtime-calls.ts): it holds the session the
+ * connection runs, starts the avatar and the engine, stamps and sends the engine's events in the
+ * connection's dialect, and tears everything down in order. The transports only move text (and,
+ * for calls, media) and say how an end reaches their client (close codes, hangups).
+ *
+ * Lifecycle of one connection:
+ *   registry.track(...)                        once the caller is authenticated
+ *   connection.run(session, options)           avatar start -> engine start (session.created)
+ *   connection.receive(text) / pushMicrophone  client events, microphone audio (calls)
+ *   connection.close()                         engine -> avatar -> the session ends if the
+ *                                              connection owns it (client_disconnected)
+ * A connection is ended from outside through the registry: its session ended (DELETE, maximum
+ * duration), its API key was revoked, or the server is shutting down. Each becomes one call of
+ * the transport's `end(reason, errorEvent)`, whichever comes first.
+ *
+ * Teardown never throws; a failure is logged. Nothing here knows about sockets or peers.
+ */
+import type { Clock } from '../core/clock.js';
+import { AppError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import type { AvatarOutput } from '../realtime/avatar-output.js';
+import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, newServerEventId, renameForDialect } from '../realtime/protocol.js';
+import { RealtimeSessionEngine, type AssetChecker, type EngineTransport } from '../realtime/session-engine.js';
+import type { LanguageModels } from '../providers/llm/base.js';
+import type { SpeechService } from '../providers/tts/base.js';
+import type { SpeechRecognizers } from '../providers/asr/base.js';
+import type { VoiceActivityDetector } from '../providers/vad/base.js';
+import type { SessionService } from '../sessions/session-service.js';
+import type { SessionConfig } from '../sessions/session-config.js';
+import { applySessionUpdate } from '../realtime/session-update.js';
+import type { SessionRecord, Store } from '../store/store.js';
+
+/** What the avatar of a connection renders and encodes. */
+export interface AvatarStartOptions {
+  userId: string;
+  faceId: string;
+  drivingId: string;
+  fps: number;
+  upsampleFactor: number;
+  /** JPEG frames for image events (WebSocket, or a call without a video track that asked for images). */
+  jpeg: boolean;
+  /** RTP media for a WebRTC call: the video codec (null: no video track) and Opus audio. */
+  rtp: { video: 'h264' | 'vp8' | null; audio: boolean } | null;
+}
+
+/** Encoded media the avatar hands to a call's transport, on the session clock. */
+export interface AvatarMediaEvents {
+  h264: [{ data: Buffer; ptsNs: number; keyframe: boolean }];
+  vp8: [{ data: Buffer; ptsNs: number; keyframe: boolean; marker: boolean }];
+  opus: [{ data: Buffer; ptsNs: number; durationNs: number }];
+}
+
+/** The avatar of a call: the engine's AvatarOutput plus its encoded RTP media. */
+export interface CallAvatar extends AvatarOutput {
+  onMedia<K extends keyof AvatarMediaEvents>(event: K, listener: (...args: AvatarMediaEvents[K]) => void): void;
+  requestKeyframe(): void;
+}
+
+/** What connections use besides the REST services: providers and the avatar. */
+export interface RealtimeRuntime {
+  llm: LanguageModels;
+  tts: SpeechService;
+  asr: SpeechRecognizers;
+  createVad(): Promise<VoiceActivityDetector>;
+  startAvatar(options: AvatarStartOptions): Promise<CallAvatar>;
+}
+
+export interface ConnectionDeps {
+  sessions: SessionService;
+  store: Store;
+  assets: AssetChecker;
+  clock: Clock;
+  log: Logger;
+  defaultModel: string;
+  runtime: RealtimeRuntime;
+}
+
+/**
+ * The REST session record fields of a realtime session config (an ephemeral key's session, a
+ * call's `session` JSON, WebSocket query parameters): validated by the same rules as
+ * session.update, so a bad config is refused before a session exists.
+ */
+export function sessionConfigFrom(initial: Json, defaultModel: string): SessionConfig {
+  const { session } = applySessionUpdate(null, initial, defaultModel);
+  return {
+    model: session.model,
+    voice: session.voice,
+    face: session.face,
+    driving: session.driving,
+    instructions: session.instructions,
+    video: false,
+    targetFps: null,
+    upsampleFactor: null,
+    ttsSource: null,
+    videoCodec: null,
+  };
+}
+
+/** Why a connection is ended from outside. */
+export type EndReason = 'session_ended' | 'key_revoked' | 'shutdown';
+
+/** What a transport does for the core. */
+export interface ConnectionTransport {
+  readonly kind: EngineTransport;
+  /** One stamped server event as JSON text. */
+  sendText(text: string): void;
+  /** Ends the connection for `reason`; `error` (when given) is the last event to send before. */
+  end(reason: EndReason, error: ServerEventDraft | null): void;
+}
+
+export interface RunOptions {
+  /** The session config the engine starts with (an ephemeral key's session, the call's, a REST session's fields). */
+  initial: Json;
+  /** The connection created the session: it ends with the connection. Attached REST sessions outlive it. */
+  ownsSession: boolean;
+  /** Older-form `video=true`: frames as response.video.delta. */
+  legacyVideo: boolean;
+  /** Avatar media beyond the engine's needs (calls). */
+  rtp: AvatarStartOptions['rtp'];
+  jpeg: boolean;
+}
+
+/**
+ * Live connections of both transports: ends them when their session ends, when their key is
+ * revoked, and at shutdown; knows which session already has a connection.
+ */
+export class ConnectionRegistry {
+  private readonly connections = new Set<RealtimeConnection>();
+  private shuttingDown = false;
+
+  constructor(sessions: SessionService) {
+    sessions.on('ended', (session) => {
+      for (const conn of this.connections) {
+        if (conn.sessionId !== session.id) continue;
+        if (conn.revoked) conn.end('key_revoked');
+        else if (this.shuttingDown) conn.end('shutdown');
+        else conn.end('session_ended', new RealtimeError('session_ended', `The session ended (${session.endReason ?? session.status}).`));
+      }
+    });
+  }
+
+  /** A new connection of an authenticated caller; it leaves the registry when closed. */
+  track(deps: ConnectionDeps, transport: ConnectionTransport, caller: { userId: string; apiKeyId: string | null }, dialect: Dialect): RealtimeConnection {
+    const conn = new RealtimeConnection(deps, transport, caller, dialect, () => this.connections.delete(conn));
+    this.connections.add(conn);
+    return conn;
+  }
+
+  hasSession(sessionId: string): boolean {
+    return [...this.connections].some((c) => c.sessionId === sessionId);
+  }
+
+  /** From now on, connections whose sessions end are ended as `shutdown`. */
+  beginShutdown(): void {
+    this.shuttingDown = true;
+  }
+
+  /** Ends every connection (shutdown) and waits for their teardowns. */
+  async closeAll(): Promise<void> {
+    this.beginShutdown();
+    const all = [...this.connections];
+    for (const conn of all) conn.end('shutdown');
+    await Promise.allSettled(all.map((conn) => conn.close()));
+  }
+
+  /**
+   * The API keys `keyIds` were revoked: their connections are marked now (so the end of their
+   * sessions ends them as key_revoked, not session_ended) and ended by endRevokedKeys().
+   */
+  markRevokedKeys(keyIds: readonly string[]): void {
+    for (const conn of this.connections) if (conn.apiKeyId !== null && keyIds.includes(conn.apiKeyId)) conn.revoked = true;
+  }
+
+  /** Ends the marked connections still open (those attached to sessions that outlive the key). */
+  endRevokedKeys(): void {
+    for (const conn of this.connections) if (conn.revoked) conn.end('key_revoked');
+  }
+
+  get size(): number {
+    return this.connections.size;
+  }
+}
+
+export class RealtimeConnection {
+  readonly userId: string;
+  readonly apiKeyId: string | null;
+  /** Set when its key was revoked (the registry ends it as key_revoked). */
+  revoked = false;
+  private session: SessionRecord | null = null;
+  private ownsSession = false;
+  private avatar: CallAvatar | null = null;
+  /** The engine once created; `engine` once it has started (client events go to it from then). */
+  private created: RealtimeSessionEngine | null = null;
+  private engine: RealtimeSessionEngine | null = null;
+  private starting: Promise<boolean> | null = null;
+  private ended = false;
+  private closing: Promise<void> | null = null;
+  private log: Logger;
+
+  constructor(
+    private readonly deps: ConnectionDeps,
+    private readonly transport: ConnectionTransport,
+    caller: { userId: string; apiKeyId: string | null },
+    private dialect: Dialect,
+    private readonly onClosed: () => void,
+  ) {
+    this.userId = caller.userId;
+    this.apiKeyId = caller.apiKeyId;
+    this.log = deps.log;
+  }
+
+  get sessionId(): string | null {
+    return this.session?.id ?? null;
+  }
+
+  /** Whether run() has finished and client events go straight to the engine. */
+  get ready(): boolean {
+    return this.engine !== null;
+  }
+
+  /** The session's dialect can change once the session is known (an older-form REST session). */
+  setDialect(dialect: Dialect): void {
+    this.dialect = dialect;
+  }
+
+  /**
+   * Runs `session` on this connection: the avatar, then the engine (which sends session.created).
+   * On failure the session fails (avatar) and the transport is ended; resolves false then.
+   */
+  run(session: SessionRecord, options: RunOptions): Promise<boolean> {
+    this.starting ??= this.start(session, options);
+    return this.starting;
+  }
+
+  private async start(session: SessionRecord, options: RunOptions): Promise<boolean> {
+    this.session = session;
+    this.ownsSession = options.ownsSession;
+    this.log = this.deps.log.child({ sessionId: session.id });
+    const { runtime, store, clock } = this.deps;
+    try {
+      this.avatar = await runtime.startAvatar({
+        userId: this.userId,
+        faceId: session.face ?? 'default',
+        drivingId: session.driving ?? 'default',
+        fps: session.targetFps ?? 25,
+        upsampleFactor: session.upsampleFactor ?? 1,
+        jpeg: options.jpeg,
+        rtp: options.rtp,
+      });
+    } catch (err) {
+      this.log.error('avatar start failed', { err });
+      await this.deps.sessions.fail(session.id, 'avatar_start_failed').catch(() => undefined);
+      this.ownsSession = false; // already failed
+      this.endWith('session_ended', new RealtimeError('avatar_unavailable', 'The avatar could not be started.', null, 'server_error'));
+      return false;
+    }
+    if (this.closing) return false; // the teardown, waiting for this, closes the avatar
+    const engine = new RealtimeSessionEngine(
+      {
+        sessionId: session.id,
+        userId: this.userId,
+        dialect: this.dialect,
+        transport: this.transport.kind,
+        defaultModel: this.deps.defaultModel,
+        expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6),
+        ttsSource: session.ttsSource ?? 'auto',
+        legacyVideo: options.legacyVideo,
+        initial: options.initial,
+      },
+      {
+        send: (event) => this.send(event),
+        avatar: this.avatar,
+        llm: runtime.llm,
+        tts: runtime.tts,
+        asr: runtime.asr,
+        createVad: () => runtime.createVad(),
+        assets: this.deps.assets,
+        recorder: {
+          appendTurn: (role, content) => store.appendChatTurn(session.id, { role, content }, clock.nowUs()),
+          setCurrentTranscript: (text) => store.setCurrentTranscript(session.id, text),
+          addUsage: (delta) => store.addUsageCounters(session.id, delta),
+        },
+        log: this.log,
+      },
+    );
+    this.created = engine;
+    try {
+      await engine.start();
+    } catch (err) {
+      this.log.error('engine start failed', { err });
+      this.endWith('session_ended', err);
+      return false;
+    }
+    if (this.closing) return false;
+    this.engine = engine;
+    return true;
+  }
+
+  /** The avatar of a running call (its encoded media), or null before run() succeeded. */
+  get callAvatar(): CallAvatar | null {
+    return this.engine ? this.avatar : null;
+  }
+
+  /** One client event (JSON text); ignored before run() has succeeded (the transport holds them). */
+  receive(text: string): void {
+    this.engine?.receive(text);
+  }
+
+  /** Decoded microphone audio of a call (PCM16 mono 24 kHz). */
+  pushMicrophone(pcm: Int16Array): void {
+    this.engine?.pushMicrophone(pcm);
+  }
+
+  /** Sends one server event, stamped and named for this connection's dialect. */
+  send(draft: ServerEventDraft): void {
+    const type = renameForDialect(draft.type, this.dialect);
+    if (type === null) return;
+    this.transport.sendText(JSON.stringify({ ...draft, type, event_id: newServerEventId() }));
+  }
+
+  /** Ended from outside (see ConnectionRegistry): the transport tells its client, once. */
+  end(reason: EndReason, error: unknown = null): void {
+    this.endWith(reason, error);
+  }
+
+  /** Tears down: engine, avatar, then the session when this connection owns it. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.teardown();
+    return this.closing;
+  }
+
+  private endWith(reason: EndReason, error: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    const event =
+      reason === 'key_revoked'
+        ? errorEvent(new AppError('api_key_revoked', 'The API key of this connection has been revoked.', { status: 401 }), null)
+        : error === null
+          ? null
+          : errorEvent(error, null);
+    this.transport.end(reason, event);
+  }
+
+  private async teardown(): Promise<void> {
+    try {
+      await this.starting; // never rejects: a failed start resolves false
+      await this.created?.close();
+      await this.avatar?.close().catch((err: unknown) => this.log.warn('avatar close failed', { err }));
+      if (this.session && this.ownsSession) {
+        await this.deps.sessions.end(this.session.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+      }
+    } catch (err) {
+      this.log.error('connection teardown failed', { err });
+    } finally {
+      this.onClosed();
+    }
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * Drives a RealtimeSessionEngine directly (no socket) with the providers' fakes and an avatar
+ * whose clock the test advances: `tick()` plays the next 40 ms of queued speech (silence when
+ * idle) and emits it as the real avatar does, so responses progress, finish and can be cut
+ * exactly where a test wants. Server events are collected in order.
+ */
+import { EventEmitter } from 'node:events';
+import { Logger } from '../../src/core/log.js';
+import { FakeLlm, type FakeLlmOptions } from '../../src/providers/llm/fake-llm.js';
+import type { LanguageModels } from '../../src/providers/llm/base.js';
+import { FakeSpeechService } from '../../src/providers/tts/fake-tts.js';
+import { FakeVad } from '../../src/providers/vad/fake-vad.js';
+import { FakeTranscriber } from '../../src/providers/asr/fake-asr.js';
+import { OUTPUT_SAMPLE_RATE_HZ, type AvatarOutput, type AvatarOutputEvents, type SpeechPlacement } from '../../src/realtime/avatar-output.js';
+import type { Json, ServerEventDraft } from '../../src/realtime/protocol.js';
+import { RealtimeSessionEngine, type EngineOptions } from '../../src/realtime/session-engine.js';
+
+const TICK_SAMPLES = OUTPUT_SAMPLE_RATE_HZ / 25;
+const NS_PER_SAMPLE = 1e9 / OUTPUT_SAMPLE_RATE_HZ;
+
+/** An AvatarOutput on a manual clock: speech queues at 24 kHz; tick() plays 40 ms of it. */
+export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
+  readonly fps = 25;
+  private queue = new Int16Array(0);
+  /** Session time of the next tick, ns. */
+  private nowNs = 0;
+  interrupts = 0;
+
+  pushSpeech(pcm: Int16Array, sampleRateHz: number): SpeechPlacement {
+    if (sampleRateHz !== OUTPUT_SAMPLE_RATE_HZ) throw new Error('TickingAvatar takes 24 kHz speech');
+    const startPtsNs = this.nowNs + this.queue.length * NS_PER_SAMPLE;
+    const next = new Int16Array(this.queue.length + pcm.length);
+    next.set(this.queue);
+    next.set(pcm, this.queue.length);
+    this.queue = next;
+    return { startPtsNs, endPtsNs: startPtsNs + pcm.length * NS_PER_SAMPLE };
+  }
+
+  interrupt(): void {
+    this.interrupts++;
+    this.queue = new Int16Array(0);
+  }
+
+  /** Plays one tick: emits its audio (and a 1-byte frame). Returns how much speech it played. */
+  tick(): number {
+    const played = this.queue.subarray(0, TICK_SAMPLES);
+    const pcm = new Int16Array(TICK_SAMPLES);
+    pcm.set(played);
+    const speech = played.length;
+    this.queue = this.queue.slice(speech);
+    const ptsNs = this.nowNs;
+    this.nowNs += TICK_SAMPLES * NS_PER_SAMPLE;
+    this.emit('audio', { pcm: Buffer.from(pcm.buffer), ptsNs });
+    this.emit('frame', { jpeg: Buffer.from([0xff]), ptsNs });
+    return speech;
+  }
+
+  get queuedSamples(): number {
+    return this.queue.length;
+  }
+
+  async setFace(): Promise<void> {}
+  async setDriving(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+export interface Harness {
+  engine: RealtimeSessionEngine;
+  avatar: TickingAvatar;
+  events: ServerEventDraft[];
+  vad: FakeVad;
+  send(event: Json): void;
+  /** The first event from index `from` matching, letting the engine run (and ticking the avatar when `tick`). */
+  waitFor(pred: (e: ServerEventDraft) => boolean, options?: { from?: number; tick?: boolean }): Promise<ServerEventDraft>;
+  close(): Promise<void>;
+}
+
+export async function engineHarness(options: Partial<EngineOptions> & { reply?: FakeLlmOptions; transcript?: string } = {}): Promise<Harness> {
+  const events: ServerEventDraft[] = [];
+  const avatar = new TickingAvatar();
+  const vad = new FakeVad();
+  const llm = new FakeLlm(options.reply ?? { reply: 'Hello there. It is a fine day to talk.' });
+  const models: LanguageModels = { forModel: () => llm, close: async () => undefined };
+  const engine = new RealtimeSessionEngine(
+    {
+      sessionId: 'sess_test',
+      userId: 'u1',
+      dialect: 'ga',
+      defaultModel: 'm',
+      expiresAt: 0,
+      ttsSource: 'auto',
+      legacyVideo: false,
+      initial: {},
+      ...options,
+    },
+    {
+      send: (event) => events.push(event),
+      avatar,
+      llm: models,
+      tts: new FakeSpeechService(),
+      asr: { forModel: () => new FakeTranscriber({ transcript: options.transcript ?? 'What time is it?' }), close: async () => undefined },
+      createVad: async () => vad,
+      assets: { require: async () => undefined },
+      recorder: { appendTurn: async () => undefined, setCurrentTranscript: async () => undefined, addUsage: async () => undefined },
+      log: new Logger('silent'),
+    },
+  );
+  await engine.start();
+  return {
+    engine,
+    avatar,
+    events,
+    vad,
+    send: (event) => engine.receive(JSON.stringify(event)),
+    async waitFor(pred, { from = 0, tick = false } = {}) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        await engine.idle();
+        const found = events.slice(from).find(pred);
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error(`timed out; got ${events.slice(from).map((e) => e.type).join(', ')}`);
+        if (tick) avatar.tick();
+        await new Promise((r) => setImmediate(r));
+      }
+    },
+    close: () => engine.close(),
+  };
+}
