@@ -55,7 +55,6 @@ const SESSION_STEP_TIMEOUT_MS = 60_000;
 const DRAIN_TIMEOUT_MS = 30_000;
 /** How long preloading the models may take before the run starts (Whisper, Piper, Silero). */
 const WARM_UP_TIMEOUT_MS = 180_000;
-const MIB = 2 ** 20;
 
 interface Sample {
   atMs: number;

@@ -11,7 +11,6 @@
  */
 import { AppError, invalidParam } from '../core/errors.js';
 import { DEFAULT_INSTRUCTIONS, DEFAULT_VOICE, MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
-import { isOpenAiVoiceName } from '../assets/catalog.js';
 
 /** model, voice, face and driving names: at most this long (as in POST /v1/sessions). */
 const MAX_NAME_CHARS = 200;

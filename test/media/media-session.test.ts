@@ -26,12 +26,11 @@ import sharp from 'sharp';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { generateStandardMotion, parseMotionTemplate } from '../../src/assets/motion-template.js';
-import { faceInputFromImage } from '../../src/media/face-input.js';
-import type { FaceLandmarks } from '../../src/media/face-registration.js';
 import { MediaSession, type MediaEvent, type MediaEventOf, type MediaSessionConfig } from '../../src/media/media-session.js';
 import { motionInputFromTemplate } from '../../src/media/motion-input.js';
 import { olsSlope, theilSenSlope } from '../helpers/slope.js';
 import { espeak, toPcm16 } from '../helpers/speech.js';
+import { standardMediaConfig } from '../helpers/media.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const THIS_FILE = import.meta.filename;
@@ -51,12 +50,7 @@ const ADVANCE_CHUNK = 15;
 /** PCM samples at or below this magnitude count as silence (-66 dBFS). */
 const SILENCE_MAX = 16;
 
-async function sessionConfig(outputs: MediaSessionConfig['outputs']): Promise<MediaSessionConfig> {
-  const landmarks = JSON.parse(fs.readFileSync(path.join(ROOT, 'test/fixtures/faces/default.landmarks.json'), 'utf8')) as FaceLandmarks;
-  const face = await faceInputFromImage(fs.readFileSync(path.join(ROOT, 'models/assets/faces/default.jpg')), landmarks);
-  const motion = motionInputFromTemplate(parseMotionTemplate(fs.readFileSync(path.join(ROOT, 'models/assets/driving/idle.pkl'))));
-  return { width: WIDTH, height: HEIGHT, fps: FPS, outputs, pacing: 'manual', pipelinesDir: path.join(ROOT, 'pipelines'), seed: 7, face, motion };
-}
+const sessionConfig = (outputs: MediaSessionConfig['outputs']): Promise<MediaSessionConfig> => standardMediaConfig(outputs);
 
 /** `seconds` of espeak-ng speech (22.05 kHz), cut or padded with silence to exactly that length. */
 async function speech(seconds: number): Promise<{ pcm: Int16Array; rateHz: number }> {

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseSessionRequest } from '../../src/sessions/session-config.js';

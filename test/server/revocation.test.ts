@@ -12,7 +12,7 @@ import { assertError } from '../helpers/assert-error.js';
 import { spawnServer } from '../helpers/process.js';
 import { RealtimeTestClient } from '../helpers/realtime-client.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { request, tempDir } from '../helpers/server.js';
+import { tempDir } from '../helpers/server.js';
 
 /** Revoking as the keys CLI does: from another store handle on the same file (another process's view). */
 async function revokeElsewhere(t: RealtimeTestServer, keyId: string): Promise<void> {

@@ -21,7 +21,7 @@
  * downloaded at run time (`build: 'never'`, `skipDownload`).
  */
 import path from 'node:path';
-import type { Llama, LlamaChat, LlamaContext, LlamaContextSequence, LlamaModel, ChatHistoryItem } from 'node-llama-cpp';
+import type { Llama, LlamaChat, LlamaContext, LlamaModel, ChatHistoryItem } from 'node-llama-cpp';
 import type { Logger } from '../../core/log.js';
 import type { ChatMessage, FinishReason, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
 import { ProviderError, llmUnavailable } from './base.js';
