@@ -1,0 +1,326 @@
+/**
+ * One WebRTC peer of a call, over node-datachannel (libdatachannel), as the answerer: it takes the
+ * client's SDP offer and answers with what this server sends (Opus, H.264 or VP8, a data
+ * channel), then moves encoded media and JSON text. It knows nothing of sessions or conversations:
+ * encoded buffers with session pts (ns) in, the client's microphone RTP and data-channel text out.
+ *
+ * Invariants:
+ * - The answer is built in full before it is returned (loopback and host candidates gather at
+ *   once; otherwise gathering is awaited up to GATHER_TIMEOUT_MS). A failure on the way closes
+ *   the PeerConnection: nothing half-built is left.
+ * - Media goes out only once its track is open; earlier buffers are dropped and counted.
+ *   H.264 access units (Annex-B) go through libdatachannel's H264RtpPacketizer, Opus packets
+ *   through its RtpPacketizer, each followed by an RTCP sender reporter and (video) a NACK
+ *   responder; VP8 arrives already packetized (GStreamer's rtpvp8pay) and is forwarded with the
+ *   negotiated payload type and SSRC. RTP timestamps are the session pts on the codec's clock, so
+ *   audio and video share one timeline at the receiver.
+ * - A keyframe is asked for ('keyframe_request') when the video track opens and on every PLI or
+ *   FIR the client sends.
+ * - 'closed' is emitted once, with a reason, however the call ends (client, ICE failure, close()).
+ *   close() is idempotent and frees the native objects (open ones keep the process alive).
+ */
+import { EventEmitter } from 'node:events';
+import { randomInt } from 'node:crypto';
+import ndc from 'node-datachannel';
+import { AppError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { isRtcp, parseRtp, requestsKeyframe, rewriteRtp, type RtpPacket } from './rtp.js';
+import { negotiate, parseOffer, type Negotiated, type VideoCodec } from './sdp.js';
+
+/** Waiting for ICE candidates to gather, when they do not all come at once. */
+const GATHER_TIMEOUT_MS = 2000;
+/** RTP clock rates. */
+const VIDEO_CLOCK_HZ = 90_000;
+const OPUS_CLOCK_HZ = 48_000;
+/**
+ * ICE 'disconnected' can heal (a network blip); a peer still disconnected after this long is gone
+ * (its page was killed, its network dropped) and the call ends.
+ */
+const DISCONNECTED_GRACE_MS = 5000;
+/** Packets kept for retransmission on NACK (about 2 s of video at our bitrates). */
+const NACK_BUFFER_PACKETS = 512;
+const CNAME = 'avatar';
+
+export type CloseReason = 'peer_closed' | 'ice_failed' | 'disconnected' | 'server_closed';
+
+export interface CallPeerEvents {
+  /** ICE and DTLS are up. */
+  connected: [];
+  closed: [CloseReason];
+  keyframe_request: [];
+  /** The client's microphone: one RTP packet of its audio track (RTCP is not passed on). */
+  audio_rtp: [RtpPacket];
+  channel_open: [string];
+  channel_message: [string];
+  /** A binary message on the data channel (events are JSON text). */
+  channel_binary: [];
+  channel_closed: [];
+}
+
+export interface CallPeerOptions {
+  /** The session's video codec preference. */
+  videoCodec: VideoCodec;
+  /** Local address to gather candidates on (undefined: every interface). */
+  bindAddress?: string;
+  /** UDP port range, inclusive (undefined: any). */
+  portRange?: { min: number; max: number };
+  log: Logger;
+}
+
+export interface CallPeerStats {
+  videoFramesSent: number;
+  audioPacketsSent: number;
+  /** Media dropped because its track was not open yet. */
+  droppedBeforeOpen: number;
+  keyframeRequests: number;
+  micPackets: number;
+  channelMessagesSent: number;
+  channelMessagesDropped: number;
+  bytesSent: number;
+  bytesReceived: number;
+  rttMs: number | null;
+}
+
+export class CallPeer extends EventEmitter<CallPeerEvents> {
+  readonly negotiated: Negotiated;
+  private readonly pc: ndc.PeerConnection;
+  private readonly log: Logger;
+  private audioTrack: ndc.Track | null = null;
+  private videoTrack: ndc.Track | null = null;
+  private audioConfig: ndc.RtpPacketizationConfig | null = null;
+  private videoConfig: ndc.RtpPacketizationConfig | null = null;
+  private readonly videoSsrc = randomInt(1, 2 ** 31);
+  private readonly audioSsrc = randomInt(1, 2 ** 31);
+  /** Random RTP timestamp origins (RFC 3550 5.1). */
+  private readonly videoTsOffset = randomInt(0, 2 ** 31);
+  private readonly audioTsOffset = randomInt(0, 2 ** 31);
+  private channel: ndc.DataChannel | null = null;
+  private closedWith: CloseReason | null = null;
+  private disconnectTimer: NodeJS.Timeout | null = null;
+  private readonly counters = { videoFramesSent: 0, audioPacketsSent: 0, droppedBeforeOpen: 0, keyframeRequests: 0, micPackets: 0, channelMessagesSent: 0, channelMessagesDropped: 0 };
+
+  private constructor(offer: string, options: CallPeerOptions) {
+    super();
+    this.log = options.log;
+    this.negotiated = negotiate(parseOffer(offer), options.videoCodec);
+    this.pc = new ndc.PeerConnection('call', {
+      iceServers: [],
+      bindAddress: options.bindAddress,
+      portRangeBegin: options.portRange?.min,
+      portRangeEnd: options.portRange?.max,
+    });
+  }
+
+  /** Answers `offer`: the peer and its SDP answer. Throws a 400 AppError for an unusable offer. */
+  static async answer(offer: string, options: CallPeerOptions): Promise<{ peer: CallPeer; answer: string }> {
+    const peer = new CallPeer(offer, options);
+    try {
+      const answer = await peer.build(offer);
+      return { peer, answer };
+    } catch (err) {
+      peer.close();
+      if (err instanceof AppError) throw err;
+      throw new AppError('invalid_offer', `The SDP offer could not be answered: ${(err as Error).message}`, { status: 400, param: 'sdp', cause: err });
+    }
+  }
+
+  /** The largest text message the data channel takes (the peer's and ours). */
+  get maxMessageSize(): number {
+    const local = this.pc.maxMessageSize();
+    const remote = this.negotiated.dataChannel?.maxMessageSize ?? local;
+    return Math.min(local > 0 ? local : remote, remote);
+  }
+
+  /** Bytes queued on the data channel, not yet sent. */
+  get channelBuffered(): number {
+    return this.channel?.isOpen() ? this.channel.bufferedAmount() : 0;
+  }
+
+  get channelOpen(): boolean {
+    return this.channel?.isOpen() ?? false;
+  }
+
+  get videoCodec(): VideoCodec | null {
+    return this.negotiated.video?.codec ?? null;
+  }
+
+  /** An encoded video frame: an H.264 access unit, or a VP8 RTP packet. */
+  sendVideo(data: Buffer, ptsNs: number): void {
+    const track = this.videoTrack;
+    const video = this.negotiated.video;
+    if (!track || !video || !this.videoConfig) return;
+    if (!track.isOpen()) {
+      this.counters.droppedBeforeOpen++;
+      return;
+    }
+    this.videoConfig.timestamp = this.rtpTimestamp(ptsNs, VIDEO_CLOCK_HZ, this.videoTsOffset);
+    if (video.codec === 'vp8') rewriteRtp(data, video.pt, this.videoSsrc);
+    else this.counters.videoFramesSent++;
+    track.sendMessageBinary(data);
+  }
+
+  /** One Opus packet (20 ms). */
+  sendAudio(packet: Buffer, ptsNs: number): void {
+    const track = this.audioTrack;
+    if (!track || !this.audioConfig || this.negotiated.audio?.direction === 'sendonly') return;
+    if (!track.isOpen()) {
+      this.counters.droppedBeforeOpen++;
+      return;
+    }
+    this.audioConfig.timestamp = this.rtpTimestamp(ptsNs, OPUS_CLOCK_HZ, this.audioTsOffset);
+    track.sendMessageBinary(packet);
+    this.counters.audioPacketsSent++;
+  }
+
+  /** Sends JSON text on the data channel; false (and counted) when it is not open or the text is too large. */
+  sendText(text: string): boolean {
+    const channel = this.channel;
+    if (!channel?.isOpen() || Buffer.byteLength(text) > this.maxMessageSize) {
+      this.counters.channelMessagesDropped++;
+      return false;
+    }
+    channel.sendMessage(text);
+    this.counters.channelMessagesSent++;
+    return true;
+  }
+
+  stats(): CallPeerStats {
+    const rtt = this.closedWith ? -1 : this.pc.rtt();
+    return {
+      ...this.counters,
+      bytesSent: this.closedWith ? 0 : this.pc.bytesSent(),
+      bytesReceived: this.closedWith ? 0 : this.pc.bytesReceived(),
+      rttMs: rtt >= 0 ? rtt : null,
+    };
+  }
+
+  /** Ends the call from this side. Idempotent; 'closed' (server_closed) is emitted if it was not yet. */
+  close(): void {
+    this.finish('server_closed');
+  }
+
+  private async build(offer: string): Promise<string> {
+    const { audio, video } = this.negotiated;
+    if (audio) {
+      const direction = audio.direction === 'recvonly' ? 'SendOnly' : audio.direction === 'sendonly' ? 'RecvOnly' : 'SendRecv';
+      const description = new ndc.Audio(audio.mid, direction);
+      description.addOpusCodec(audio.pt);
+      if (direction !== 'RecvOnly') description.addSSRC(this.audioSsrc, CNAME, `${CNAME}-stream`, `${CNAME}-audio`);
+      const track = this.pc.addTrack(description);
+      const config = new ndc.RtpPacketizationConfig(this.audioSsrc, CNAME, audio.pt, OPUS_CLOCK_HZ);
+      const packetizer = new ndc.RtpPacketizer(config);
+      packetizer.addToChain(new ndc.RtcpSrReporter(config));
+      track.setMediaHandler(packetizer);
+      track.onMessage((message) => this.onAudioMessage(message));
+      this.audioTrack = track;
+      this.audioConfig = config;
+    }
+    if (video) {
+      const description = new ndc.Video(video.mid, 'SendOnly');
+      if (video.codec === 'h264') description.addH264Codec(video.pt);
+      else description.addVP8Codec(video.pt);
+      description.addSSRC(this.videoSsrc, CNAME, `${CNAME}-stream`, `${CNAME}-video`);
+      const track = this.pc.addTrack(description);
+      const config = new ndc.RtpPacketizationConfig(this.videoSsrc, CNAME, video.pt, VIDEO_CLOCK_HZ);
+      const reporter = new ndc.RtcpSrReporter(config);
+      const nack = new ndc.RtcpNackResponder(NACK_BUFFER_PACKETS);
+      if (video.codec === 'h264') {
+        const packetizer = new ndc.H264RtpPacketizer('StartSequence', config);
+        packetizer.addToChain(reporter);
+        packetizer.addToChain(nack);
+        track.setMediaHandler(packetizer);
+      } else {
+        reporter.addToChain(nack);
+        track.setMediaHandler(reporter);
+      }
+      track.onOpen(() => this.requestKeyframe());
+      track.onMessage((message) => {
+        if (requestsKeyframe(message)) this.requestKeyframe();
+      });
+      this.videoTrack = track;
+      this.videoConfig = config;
+    }
+    this.pc.onDataChannel((channel) => this.adoptChannel(channel));
+    let connectedOnce = false;
+    this.pc.onStateChange((state) => {
+      if (state !== 'disconnected' && this.disconnectTimer) {
+        clearTimeout(this.disconnectTimer);
+        this.disconnectTimer = null;
+      }
+      if (state === 'connected' && !connectedOnce) {
+        connectedOnce = true;
+        this.emit('connected');
+      } else if (state === 'disconnected') {
+        this.disconnectTimer ??= setTimeout(() => this.finish('disconnected'), DISCONNECTED_GRACE_MS);
+      } else if (state === 'failed') this.finish('ice_failed');
+      else if (state === 'closed') this.finish('peer_closed');
+    });
+    this.pc.setRemoteDescription(offer, 'offer');
+    if (this.pc.gatheringState() !== 'complete') await this.gathered();
+    const local = this.pc.localDescription();
+    if (!local?.sdp) throw new Error('no local description');
+    return local.sdp;
+  }
+
+  private gathered(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, GATHER_TIMEOUT_MS);
+      this.pc.onGatheringStateChange((state) => {
+        if (state === 'complete') {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+  }
+
+  /** The first data channel the client opens, whatever its label; later ones are closed. */
+  private adoptChannel(channel: ndc.DataChannel): void {
+    if (this.channel || this.closedWith) {
+      channel.close();
+      return;
+    }
+    this.channel = channel;
+    const label = channel.getLabel();
+    const opened = () => this.emit('channel_open', label);
+    channel.onMessage((message) => {
+      if (typeof message === 'string') this.emit('channel_message', message);
+      else this.emit('channel_binary');
+    });
+    channel.onClosed(() => this.emit('channel_closed'));
+    channel.onError((err) => this.log.warn('data channel error', { err }));
+    // A channel announced by the client is usually open already when it arrives.
+    if (channel.isOpen()) setImmediate(opened);
+    else channel.onOpen(opened);
+  }
+
+  private onAudioMessage(message: Buffer): void {
+    if (isRtcp(message)) return;
+    const packet = parseRtp(message);
+    if (!packet || packet.payloadType !== this.negotiated.audio?.pt) return;
+    this.counters.micPackets++;
+    this.emit('audio_rtp', packet);
+  }
+
+  private requestKeyframe(): void {
+    this.counters.keyframeRequests++;
+    this.emit('keyframe_request');
+  }
+
+  private rtpTimestamp(ptsNs: number, clockHz: number, offset: number): number {
+    return (Math.round((ptsNs * clockHz) / 1e9) + offset) >>> 0;
+  }
+
+  private finish(reason: CloseReason): void {
+    if (this.closedWith) return;
+    this.closedWith = reason;
+    if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
+    try {
+      this.channel?.close();
+      this.pc.close();
+    } catch (err) {
+      this.log.warn('closing the peer connection failed', { err });
+    }
+    this.emit('closed', reason);
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * Headless Debian Chromium (playwright-core, /usr/bin/chromium, installed by setup) as a real
+ * WebRTC client for tests and benchmarks. The page is served from a small local server of its own
+ * (another origin than the avatar server, as a web app would be) and holds `window.call`, a client
+ * that posts its offer to /v1/realtime/calls the ways real clients do (multipart, raw SDP, JSON),
+ * applies the answer, keeps every data-channel event, and reads what the browser decoded
+ * (getStats, pixels of the video element, audio level).
+ *
+ * Flags: those ../shared/design.md lists for this machine (no sandbox as root, no GPU, no
+ * background networking), plus fake media devices: the microphone plays a tone, or the WAV given
+ * as `micWav` (Chromium loops it).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser, type Page } from 'playwright-core';
+
+export const CHROMIUM_PATH = '/usr/bin/chromium';
+
+export function chromiumAvailable(): boolean {
+  return fs.existsSync(CHROMIUM_PATH);
+}
+
+export interface TestBrowser {
+  browser: Browser;
+  /** A fresh page at the harness origin, with `window.call` ready. */
+  newPage(): Promise<Page>;
+  close(): Promise<void>;
+}
+
+export async function launchBrowser(options: { micWav?: string } = {}): Promise<TestBrowser> {
+  const args = [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--use-fake-ui-for-media-stream',
+    '--use-fake-device-for-media-stream',
+    '--autoplay-policy=no-user-gesture-required',
+    // Loopback candidates: without this, Chromium hides host addresses behind mDNS names.
+    '--disable-features=WebRtcHideLocalIpsWithMdns',
+  ];
+  if (options.micWav) args.push(`--use-file-for-fake-audio-capture=${options.micWav}`);
+  // playwright gives each launch a fresh, temporary profile of its own.
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args });
+  const server = http.createServer((req, res) => {
+    res.setHeader('content-type', 'text/html');
+    res.end(HARNESS_PAGE);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    browser,
+    async newPage() {
+      const page = await browser.newPage();
+      await page.goto(`${origin}/`);
+      return page;
+    },
+    async close() {
+      await browser.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** What `window.call.start()` takes. */
+export interface CallStartOptions {
+  baseUrl: string;
+  key: string;
+  /** How the offer is posted. */
+  form: 'multipart' | 'sdp' | 'json';
+  /** The `session` config sent with it (multipart and JSON forms). */
+  session?: Record<string, unknown>;
+  audio: boolean;
+  video: boolean;
+  /** Restricts the video codecs the offer lists (setCodecPreferences). */
+  videoCodec?: 'H264' | 'VP8';
+  /** Data channel label; null for none. */
+  channel: string | null;
+}
+
+/** The result of `window.call.start()`. */
+export interface CallStartResult {
+  status: number;
+  answer: string;
+  location: string | null;
+  sessionId: string | null;
+  contentType: string | null;
+  postMs: number;
+}
+
+const HARNESS_PAGE = `<!doctype html>
+<html><body>
+<video id="video" autoplay playsinline muted width="512" height="512"></video>
+<canvas id="canvas" width="512" height="512"></canvas>
+<script>
+const call = {
+  pc: null, dc: null, events: [], audioTrack: null, stream: new MediaStream(), answeredAt: 0,
+  async start(o) {
+    const pc = new RTCPeerConnection();
+    this.pc = pc;
+    if (o.audio) {
+      const mic = await navigator.mediaDevices.getUserMedia({ audio: true });
+      pc.addTransceiver(mic.getAudioTracks()[0], { direction: 'sendrecv' });
+    }
+    if (o.video) {
+      const t = pc.addTransceiver('video', { direction: 'recvonly' });
+      if (o.videoCodec) {
+        const codecs = RTCRtpReceiver.getCapabilities('video').codecs.filter((c) => c.mimeType === 'video/' + o.videoCodec);
+        t.setCodecPreferences(codecs);
+      }
+    }
+    if (o.channel !== null) {
+      const dc = pc.createDataChannel(o.channel, { ordered: true });
+      this.dc = dc;
+      dc.onmessage = (e) => { try { this.events.push({ at: performance.now(), ...JSON.parse(e.data) }); } catch { this.events.push({ type: '!unparsed', data: String(e.data).slice(0, 200) }); } };
+    }
+    pc.ontrack = (e) => {
+      this.stream.addTrack(e.track);
+      if (e.track.kind === 'video') document.getElementById('video').srcObject = new MediaStream([e.track]);
+      if (e.track.kind === 'audio') { this.audioTrack = e.track; const a = new Audio(); a.srcObject = new MediaStream([e.track]); a.play().catch(() => {}); }
+    };
+    await pc.setLocalDescription(await pc.createOffer());
+    const sdp = pc.localDescription.sdp;
+    let body, headers = { Authorization: 'Bearer ' + o.key };
+    if (o.form === 'multipart') { body = new FormData(); body.set('sdp', sdp); if (o.session) body.set('session', JSON.stringify(o.session)); }
+    else if (o.form === 'sdp') { body = sdp; headers['Content-Type'] = 'application/sdp'; }
+    else { body = JSON.stringify({ sdp, session: o.session }); headers['Content-Type'] = 'application/json'; }
+    const t0 = performance.now();
+    const res = await fetch(o.baseUrl + '/v1/realtime/calls', { method: 'POST', body, headers });
+    const answer = await res.text();
+    const postMs = performance.now() - t0;
+    const result = { status: res.status, answer, location: res.headers.get('location'), sessionId: res.headers.get('x-session-id'), contentType: res.headers.get('content-type'), postMs };
+    if (res.status === 201) { await pc.setRemoteDescription({ type: 'answer', sdp: answer }); this.answeredAt = performance.now(); }
+    return result;
+  },
+  send(event) { this.dc.send(JSON.stringify(event)); },
+  types() { return this.events.map((e) => e.type); },
+  async stats() {
+    const out = { video: null, audio: null, state: this.pc ? this.pc.connectionState : 'none' };
+    if (!this.pc) return out;
+    (await this.pc.getStats()).forEach((s) => {
+      if (s.type === 'inbound-rtp' && s.kind === 'video') out.video = { framesDecoded: s.framesDecoded || 0, width: s.frameWidth || 0, height: s.frameHeight || 0, packets: s.packetsReceived, bytes: s.bytesReceived, codec: s.codecId, keyFrames: s.keyFramesDecoded, pli: s.pliCount };
+      if (s.type === 'inbound-rtp' && s.kind === 'audio') out.audio = { packets: s.packetsReceived, bytes: s.bytesReceived, level: s.audioLevel || 0, energy: s.totalAudioEnergy || 0, samples: s.totalSamplesReceived || 0, codec: s.codecId };
+      if (s.type === 'codec') out['codec:' + s.id] = s.mimeType;
+    });
+    return out;
+  },
+  /** Mean of the mouth region's grey levels and a 16x8 grey thumbnail of it (box in 512x512 frame pixels). */
+  mouth(box) {
+    const v = document.getElementById('video'), c = document.getElementById('canvas'), g = c.getContext('2d', { willReadFrequently: true });
+    if (!v.videoWidth) return null;
+    g.drawImage(v, 0, 0, 512, 512);
+    const d = g.getImageData(box[0], box[1], box[2], box[3]).data;
+    const cells = new Array(128).fill(0), counts = new Array(128).fill(0);
+    for (let y = 0; y < box[3]; y++) for (let x = 0; x < box[2]; x++) {
+      const i = (y * box[2] + x) * 4, k = Math.floor(y * 8 / box[3]) * 16 + Math.floor(x * 16 / box[2]);
+      cells[k] += 0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2]; counts[k]++;
+    }
+    return cells.map((s, k) => s / counts[k]);
+  },
+  hangup() { this.pc.close(); },
+};
+window.call = call;
+</script></body></html>`;
+
+/** Calls `window.call[method](...args)` in the page (the harness client above). */
+export function callIn<T>(page: Page, method: 'start' | 'send' | 'types' | 'stats' | 'mouth' | 'hangup', ...args: unknown[]): Promise<T> {
+  return page.evaluate(([m, a]) => (globalThis as unknown as { call: Record<string, (...x: unknown[]) => unknown> }).call[m as string]!(...(a as unknown[])), [method, args] as const) as Promise<T>;
+}
+
+/** The events the page received on its data channel (each with `at`, the page's ms clock). */
+export function eventsIn(page: Page): Promise<Array<{ type: string; at: number; [field: string]: any }>> {
+  return page.evaluate(() => (globalThis as unknown as { call: { events: Array<{ type: string; at: number }> } }).call.events);
+}
