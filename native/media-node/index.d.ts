@@ -66,6 +66,18 @@ export declare class MediaSession {
   get closed(): boolean
 }
 
+export declare class OpusDecoder {
+  constructor()
+  /** Decodes one Opus packet (an RTP payload) to mono PCM16 at 24 kHz. Throws OPUS_DECODE_FAILED. */
+  decode(packet: Buffer): Int16Array
+  /** One frame of concealment for a lost packet (the length of the last frame). */
+  conceal(): Int16Array
+  /** The packet lost just before `next`, from the forward error correction `next` carries. */
+  recover(next: Buffer): Int16Array
+  /** Forgets the stream's state. */
+  reset(): void
+}
+
 /** A loaded Whisper model (whisper.cpp ggml file). Opaque; holds no JavaScript memory. */
 export declare class WhisperModel {
   /** Not constructible from JavaScript: use `loadWhisperModel`. */

@@ -696,6 +696,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.FaceRig = nativeBinding.FaceRig
 module.exports.MediaSession = nativeBinding.MediaSession
+module.exports.OpusDecoder = nativeBinding.OpusDecoder
 module.exports.WhisperModel = nativeBinding.WhisperModel
 module.exports.createFaceRig = nativeBinding.createFaceRig
 module.exports.detectEncoders = nativeBinding.detectEncoders

@@ -19,6 +19,11 @@ APT_PACKAGES+=(pkg-config libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
 # whisper.cpp for offline speech recognition is compiled by the addon build (cmake, and libclang
 # for whisper-rs-sys's bindgen).
 APT_PACKAGES+=(cmake libclang-dev)
+# libopus to link the decoder of WebRTC callers' microphones (native/media-core opus_decode).
+APT_PACKAGES+=(libopus-dev)
+# Debian's Chromium: the real WebRTC client of the call tests and benchmarks (driven by
+# playwright-core; nothing is downloaded by playwright).
+APT_PACKAGES+=(chromium)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -84,7 +89,11 @@ if ! ls native/media-node/*.node >/dev/null 2>&1 || [ ! -f "$native_stamp" ] || 
     echo "setup: the native media addon failed to build (full log: /tmp/avatar-native-build.log)" >&2
     exit 1
   fi
-  cp "$native_out"/*.node native/media-node/
+  # Put in place by rename: a process that has the old addon loaded keeps its copy intact.
+  for built in "$native_out"/*.node; do
+    cp "$built" "native/media-node/.$(basename "$built").tmp"
+    mv "native/media-node/.$(basename "$built").tmp" "native/media-node/$(basename "$built")"
+  done
   mkdir -p target && echo "$native_want" >"$native_stamp"
   echo "setup: native media addon built in $((SECONDS - started)) s"
 fi

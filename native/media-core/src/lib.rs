@@ -12,7 +12,8 @@
 //!                                                             └─▶ Pcm events (no GStreamer)
 //! ```
 //!
-//! Modules: `session` (the public `MediaSession`), `render_loop` (its thread), `playout`
+//! Modules: `session` (the public `MediaSession`), `render_loop` (its thread), `opus_decode` (a
+//! caller's microphone, Opus to 24 kHz PCM), `playout`
 //! (speech queue and timing), `resample` (any rate to 24 kHz), `pipeline` (pipeline files and
 //! launched pipelines), `encoders` (what is installed), `events` (what comes out), `stats`.
 //! Pipelines are data: `pipelines/*.pipeline`, loaded by name from `SessionConfig::pipelines_dir`.
@@ -23,6 +24,7 @@
 pub mod encoders;
 pub mod error;
 pub mod events;
+pub mod opus_decode;
 pub mod pipeline;
 pub mod playout;
 pub mod resample;

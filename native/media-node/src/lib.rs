@@ -7,7 +7,8 @@
 //!
 //! Exports: `MediaSession` and `startMediaSession` (session.rs), `MediaEvent` objects through one
 //! threadsafe function per session (events.rs), `createFaceRig` / `FaceRig` (face.rs),
-//! `detectEncoders`, `gstreamerVersion`. Error codes: error.rs. Argument checks: convert.rs.
+//! `detectEncoders`, `gstreamerVersion`, `OpusDecoder` (opus.rs). Error codes: error.rs. Argument
+//! checks: convert.rs.
 
 // The exports are reached through napi-rs's module registration, which the unit-test build
 // leaves out: without this, `cargo test` reports every free exported function as dead code.
@@ -18,6 +19,7 @@ mod convert;
 mod error;
 mod events;
 mod face;
+mod opus;
 mod session;
 mod speech;
 
