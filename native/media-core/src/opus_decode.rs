@@ -28,7 +28,14 @@ struct RawDecoder {
 #[link(name = "opus")]
 extern "C" {
     fn opus_decoder_create(fs: i32, channels: c_int, error: *mut c_int) -> *mut RawDecoder;
-    fn opus_decode(st: *mut RawDecoder, data: *const c_uchar, len: i32, pcm: *mut i16, frame_size: c_int, decode_fec: c_int) -> c_int;
+    fn opus_decode(
+        st: *mut RawDecoder,
+        data: *const c_uchar,
+        len: i32,
+        pcm: *mut i16,
+        frame_size: c_int,
+        decode_fec: c_int,
+    ) -> c_int;
     fn opus_decoder_destroy(st: *mut RawDecoder);
     fn opus_strerror(error: c_int) -> *const c_char;
 }
@@ -69,7 +76,10 @@ impl OpusDecoder {
         // SAFETY: valid rate and channel count; `error` is a live out-parameter.
         let state = unsafe { opus_decoder_create(DECODE_RATE_HZ, DECODE_CHANNELS, &mut error) };
         match NonNull::new(state) {
-            Some(state) if error == OPUS_OK => Ok(OpusDecoder { state, last_frame: DEFAULT_FRAME_SAMPLES }),
+            Some(state) if error == OPUS_OK => Ok(OpusDecoder {
+                state,
+                last_frame: DEFAULT_FRAME_SAMPLES,
+            }),
             _ => Err(OpusDecodeError::Create(strerror(error))),
         }
     }
@@ -85,7 +95,8 @@ impl OpusDecoder {
     /// Fills one lost packet (packet-loss concealment): the length of the last decoded frame.
     pub fn conceal(&mut self) -> Vec<i16> {
         // A null packet cannot be corrupt; a failure here would be a libopus bug: silence then.
-        self.run(&[], false).unwrap_or_else(|_| vec![0; self.last_frame])
+        self.run(&[], false)
+            .unwrap_or_else(|_| vec![0; self.last_frame])
     }
 
     /// Recovers the packet lost just before `next` from the forward error correction `next`
@@ -107,12 +118,30 @@ impl OpusDecoder {
     fn run(&mut self, packet: &[u8], fec: bool) -> Result<Vec<i16>, OpusDecodeError> {
         let mut pcm = vec![0i16; MAX_FRAME_SAMPLES];
         // Concealment and FEC fill exactly one frame of the last size; a packet up to 120 ms.
-        let frame = if packet.is_empty() || fec { self.last_frame } else { MAX_FRAME_SAMPLES };
-        let data = if packet.is_empty() { std::ptr::null() } else { packet.as_ptr() };
-        let len = i32::try_from(packet.len()).map_err(|_| OpusDecodeError::Corrupt("packet too large".into()))?;
+        let frame = if packet.is_empty() || fec {
+            self.last_frame
+        } else {
+            MAX_FRAME_SAMPLES
+        };
+        let data = if packet.is_empty() {
+            std::ptr::null()
+        } else {
+            packet.as_ptr()
+        };
+        let len = i32::try_from(packet.len())
+            .map_err(|_| OpusDecodeError::Corrupt("packet too large".into()))?;
         // SAFETY: `state` is our live decoder; `data` points at `len` readable bytes (or is null
         // with len 0 for concealment); `pcm` has room for `frame` <= MAX_FRAME_SAMPLES mono samples.
-        let n = unsafe { opus_decode(self.state.as_ptr(), data, len, pcm.as_mut_ptr(), frame as c_int, c_int::from(fec)) };
+        let n = unsafe {
+            opus_decode(
+                self.state.as_ptr(),
+                data,
+                len,
+                pcm.as_mut_ptr(),
+                frame as c_int,
+                c_int::from(fec),
+            )
+        };
         if n < 0 {
             return Err(OpusDecodeError::Corrupt(strerror(n)));
         }
@@ -133,7 +162,9 @@ impl Drop for OpusDecoder {
 
 fn strerror(code: c_int) -> String {
     // SAFETY: opus_strerror returns a pointer to a static, NUL-terminated string for any code.
-    unsafe { CStr::from_ptr(opus_strerror(code)) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(opus_strerror(code)) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -147,8 +178,19 @@ mod tests {
 
     #[link(name = "opus")]
     extern "C" {
-        fn opus_encoder_create(fs: i32, channels: c_int, application: c_int, error: *mut c_int) -> *mut RawEncoder;
-        fn opus_encode(st: *mut RawEncoder, pcm: *const i16, frame_size: c_int, data: *mut c_uchar, max: i32) -> i32;
+        fn opus_encoder_create(
+            fs: i32,
+            channels: c_int,
+            application: c_int,
+            error: *mut c_int,
+        ) -> *mut RawEncoder;
+        fn opus_encode(
+            st: *mut RawEncoder,
+            pcm: *const i16,
+            frame_size: c_int,
+            data: *mut c_uchar,
+            max: i32,
+        ) -> i32;
         fn opus_encoder_destroy(st: *mut RawEncoder);
     }
     const OPUS_APPLICATION_VOIP: c_int = 2048;
@@ -171,7 +213,8 @@ mod tests {
                 .collect();
             let mut out = vec![0u8; 1500];
             // SAFETY: `pcm` holds `frame` samples; `out` has room for 1500 bytes.
-            let n = unsafe { opus_encode(enc, pcm.as_ptr(), frame as c_int, out.as_mut_ptr(), 1500) };
+            let n =
+                unsafe { opus_encode(enc, pcm.as_ptr(), frame as c_int, out.as_mut_ptr(), 1500) };
             assert!(n > 0);
             out.truncate(n as usize);
             packets.push(out);
@@ -194,7 +237,8 @@ mod tests {
         let crossings = tail.windows(2).filter(|w| (w[0] < 0) != (w[1] < 0)).count();
         let hz = crossings as f64 / 2.0 / (tail.len() as f64 / 24_000.0);
         assert!((hz - 440.0).abs() < 15.0, "{hz} Hz");
-        let rms = (tail.iter().map(|&s| (s as f64).powi(2)).sum::<f64>() / tail.len() as f64).sqrt();
+        let rms =
+            (tail.iter().map(|&s| (s as f64).powi(2)).sum::<f64>() / tail.len() as f64).sqrt();
         assert!(rms > 3000.0 && rms < 8000.0, "rms {rms}");
     }
 
@@ -229,6 +273,9 @@ mod tests {
             }
         }
         // A TOC byte that announces more frames than the packet holds.
-        assert!(matches!(dec.decode(&[0xff, 0xff]), Err(OpusDecodeError::Corrupt(_))));
+        assert!(matches!(
+            dec.decode(&[0xff, 0xff]),
+            Err(OpusDecodeError::Corrupt(_))
+        ));
     }
 }

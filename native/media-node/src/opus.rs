@@ -18,7 +18,8 @@ impl OpusDecoder {
     #[napi(constructor)]
     pub fn new() -> Result<Self, ErrorCode> {
         guard("new OpusDecoder()", || {
-            let inner = media_core::opus_decode::OpusDecoder::new().map_err(|e| js_error(ErrorCode::custom(e.code()), e.to_string()))?;
+            let inner = media_core::opus_decode::OpusDecoder::new()
+                .map_err(|e| js_error(ErrorCode::custom(e.code()), e.to_string()))?;
             Ok(OpusDecoder { inner })
         })
     }
@@ -37,13 +38,17 @@ impl OpusDecoder {
     /// One frame of concealment for a lost packet (the length of the last frame).
     #[napi]
     pub fn conceal(&mut self) -> Result<Int16Array, ErrorCode> {
-        guard("OpusDecoder.conceal()", || Ok(Int16Array::new(self.inner.conceal())))
+        guard("OpusDecoder.conceal()", || {
+            Ok(Int16Array::new(self.inner.conceal()))
+        })
     }
 
     /// The packet lost just before `next`, from the forward error correction `next` carries.
     #[napi]
     pub fn recover(&mut self, next: Buffer) -> Result<Int16Array, ErrorCode> {
-        guard("OpusDecoder.recover()", || Ok(Int16Array::new(self.inner.recover(&next))))
+        guard("OpusDecoder.recover()", || {
+            Ok(Int16Array::new(self.inner.recover(&next)))
+        })
     }
 
     /// Forgets the stream's state.
