@@ -2,6 +2,11 @@
  * Runs every test file under test/ with uvu's CLI (tsx preloaded), streams its output, and closes
  * with one plain line, `tests: N passed, N failed, N skipped`, that CI tools read. Exits non-zero
  * when a test fails or when no test ran.
+ *
+ * uvu runs every file in one process, which ends only when nothing keeps it alive. Something left
+ * open by a test (a socket, a timer, a native peer connection) would hold CI until its own limit,
+ * so once uvu has printed its summary the process gets EXIT_GRACE_MS to end; after that it is
+ * killed and the run fails, saying so.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -12,12 +17,23 @@ const child = spawn(process.execPath, [uvu, '-r', 'tsx', 'test', '\\.test\\.ts$'
   cwd: root,
   stdio: ['ignore', 'pipe', 'inherit'],
 });
+const EXIT_GRACE_MS = 30_000;
 let output = '';
+let lingered = false;
+let exitTimer: NodeJS.Timeout | null = null;
 child.stdout.on('data', (chunk: Buffer) => {
   output += chunk.toString();
   process.stdout.write(chunk);
+  if (!exitTimer && /Duration:\s+[\d.]+ms/.test(output)) {
+    exitTimer = setTimeout(() => {
+      lingered = true;
+      process.stdout.write(`\nthe test process did not end ${EXIT_GRACE_MS / 1000} s after its summary: a test left a handle open\n`);
+      child.kill('SIGKILL');
+    }, EXIT_GRACE_MS);
+  }
 });
 child.on('exit', (code, signal) => {
+  if (exitTimer) clearTimeout(exitTimer);
   const count = (label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(output)?.[1] ?? 0);
   const total = count('Total');
   const passed = count('Passed');
@@ -25,6 +41,6 @@ child.on('exit', (code, signal) => {
   // uvu's Total counts the tests that ran (skipped ones are not in it).
   const failed = total - passed;
   process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
-  if (signal) process.exit(1);
+  if (signal || lingered) process.exit(1);
   process.exit(code !== 0 || failed > 0 || total === 0 ? 1 : 0);
 });

@@ -316,7 +316,11 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     this.closedWith = reason;
     if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
     try {
+      // Every native object is closed on its own: a track or channel left open keeps its callbacks,
+      // and with them the process, alive after the peer connection is gone.
       this.channel?.close();
+      this.audioTrack?.close();
+      this.videoTrack?.close();
       this.pc.close();
     } catch (err) {
       this.log.warn('closing the peer connection failed', { err });
