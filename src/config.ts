@@ -38,6 +38,8 @@ export interface Config {
   webhook: WebhookConfig | null;
   modelsDir: string;
   preloadModels: boolean;
+  /** WebRTC calls: where the media ports are. */
+  rtc: { bindAddress: string | undefined; portRange: { min: number; max: number } | undefined };
   llm: LlmConfig;
   tts: TtsConfig;
   asr: AsrConfig;
@@ -76,6 +78,9 @@ export const CONFIG_VARS: VarSpec[] = [
   { name: 'WEBHOOK_TIMEOUT_MS', default: '10000', description: 'Per-delivery HTTP timeout.' },
   { name: 'MODELS_DIR', default: './models', description: 'Standard assets (models/assets), the model manifest, and fetched weights (models/weights).' },
   { name: 'PRELOAD_MODELS', default: 'true', description: 'Load the language model, voices and recogniser when the server starts (true) rather than on first use (false): the first conversation then does not wait seconds for them.' },
+  { name: 'RTC_BIND_ADDRESS', default: '', description: 'Local address WebRTC calls gather ICE candidates on (the address clients send media to). Empty: HOST, or every interface when HOST is 0.0.0.0.' },
+  { name: 'RTC_PORT_MIN', default: '0', description: 'Lowest UDP port for WebRTC media, 0 for any; set with RTC_PORT_MAX to open a firewall range, 0..65535.' },
+  { name: 'RTC_PORT_MAX', default: '0', description: 'Highest UDP port for WebRTC media, 0 for any, 0..65535.' },
   ...LLM_CONFIG_VARS,
   ...TTS_CONFIG_VARS,
   ...ASR_CONFIG_VARS,
@@ -154,10 +159,18 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhook,
     modelsDir: path.resolve(env.MODELS_DIR ? cwd : ROOT_DIR, env.MODELS_DIR || 'models'),
     preloadModels: bool('PRELOAD_MODELS'),
+    rtc: rtcConfig(raw('RTC_BIND_ADDRESS'), raw('HOST'), int('RTC_PORT_MIN', 0, 65535), int('RTC_PORT_MAX', 0, 65535)),
     llm: loadLlmConfig(env, cwd),
     tts: loadTtsConfig(env),
     asr: loadAsrConfig(env),
   };
+}
+
+function rtcConfig(bind: string, host: string, min: number, max: number): Config['rtc'] {
+  if ((min === 0) !== (max === 0)) throw new ConfigError(min === 0 ? 'RTC_PORT_MIN' : 'RTC_PORT_MAX', 'set both RTC_PORT_MIN and RTC_PORT_MAX, or neither');
+  if (min > max) throw new ConfigError('RTC_PORT_MIN', `must not be above RTC_PORT_MAX (${min} > ${max})`);
+  const address = bind !== '' ? bind : host === '0.0.0.0' || host === '::' ? undefined : host;
+  return { bindAddress: address, portRange: min === 0 ? undefined : { min, max } };
 }
 
 export function sqlitePath(config: Config): string {

@@ -8,6 +8,7 @@ import type { AppState, AppContext } from './context.js';
 import { createMetrics } from './metrics.js';
 import { errorMiddleware, observeMiddleware } from './middleware.js';
 import { assetRoutes } from './routes/assets.js';
+import { callRoutes, callsCors } from './routes/calls.js';
 import { clientSecretRoutes } from './routes/client-secrets.js';
 import { routeGuards } from './routes/guards.js';
 import { healthRoutes } from './routes/health.js';
@@ -25,10 +26,12 @@ export function createApp(s: Services) {
   sessionRoutes(router, s, guards);
   assetRoutes(router, s, guards);
   clientSecretRoutes(router, s, guards);
+  callRoutes(router, s, guards);
   usageRoutes(router, s, guards);
 
   app.use(errorMiddleware(s.log));
   app.use(observeMiddleware(s.log, http));
+  app.use(callsCors());
   app.use(router.routes());
   app.use(router.allowedMethods());
   // Koa's default handler would log every error to stderr; errorMiddleware already answered and logged.

@@ -239,6 +239,48 @@ export function openApiDocument(serverUrl: string): Record<string, unknown> {
           responses: { '200': json(ref('ClientSecret')), ...ERRORS, ...JSON_BODY_ERRORS },
         },
       },
+      '/v1/realtime/calls': {
+        post: {
+          tags: ['realtime'],
+          summary: 'Start a WebRTC call: answer an SDP offer (API key or ephemeral key)',
+          description:
+            'Audio (Opus) and video (H.264 or VP8, as the offer allows and session video_codec prefers) travel as RTP; events on the data channel the client opens (any label). ' +
+            'The session is created pending with its worker slot, starts when the media connects, and ends with the call. CORS: any origin.',
+          security: authed,
+          requestBody: {
+            required: true,
+            content: {
+              'multipart/form-data': { schema: ref('CallOffer') },
+              'application/sdp': { schema: { type: 'string', description: 'The SDP offer; the session config then comes from the ephemeral key, or defaults' } },
+              'application/json': { schema: ref('CallOffer') },
+            },
+          },
+          responses: {
+            '201': {
+              description: 'The SDP answer',
+              headers: {
+                Location: { schema: { type: 'string' }, description: '/v1/realtime/calls/{call_id}' },
+                'X-Session-Id': { schema: { type: 'string' }, description: 'The session of the call' },
+              },
+              content: { 'application/sdp': { schema: { type: 'string' } } },
+            },
+            ...ERRORS,
+            '400': errorResponse('Invalid SDP offer (invalid_offer), no usable codec (no_usable_codec), or invalid session config (param names the field)'),
+            '413': errorResponse('Body larger than MAX_JSON_BYTES'),
+            '415': errorResponse('Not multipart/form-data, application/sdp or application/json'),
+            '503': errorResponse('No worker slot free; see Retry-After'),
+          },
+        },
+      },
+      '/v1/realtime/calls/{call_id}/hangup': {
+        post: {
+          tags: ['realtime'],
+          summary: 'End a call (its session ends, usage recorded)',
+          security: authed,
+          parameters: [{ name: 'call_id', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: { '200': json(ref('CallHangup')), ...ERRORS },
+        },
+      },
       '/v1/usage': {
         get: {
           tags: ['usage'],
@@ -421,6 +463,22 @@ const SCHEMAS: Record<string, Schema> = {
         properties: { anchor: { const: 'created_at' }, seconds: { type: 'integer', minimum: 1, maximum: 7200, default: 60 } },
       },
     },
+  },
+  CallOffer: {
+    type: 'object',
+    required: ['sdp'],
+    properties: {
+      sdp: { type: 'string', description: 'The SDP offer' },
+      session: {
+        description: 'Realtime session config (GA fields, the flat voice/face/driving/modalities, and video_codec, target_fps, upsample_factor, tts_source): an object, or a JSON string of one in a form',
+        type: ['object', 'string'],
+      },
+    },
+  },
+  CallHangup: {
+    type: 'object',
+    required: ['id', 'object', 'status', 'session_id'],
+    properties: { id: { type: 'string' }, object: { const: 'realtime.call' }, status: { const: 'ended' }, session_id: { type: 'string' } },
   },
   ClientSecret: {
     type: 'object',

@@ -29,6 +29,7 @@ import { RateLimiter } from '../core/rate-limiter.js';
 import type { Services } from './services.js';
 import { createRealtimeRuntime } from './realtime-runtime.js';
 import { RealtimeGateway } from '../signaling/realtime-ws.js';
+import { CallGateway } from '../signaling/realtime-calls.js';
 import { ConnectionRegistry, type ConnectionDeps, type RealtimeRuntime } from '../signaling/realtime-connection.js';
 
 /** Ephemeral keys past their expiry are deleted this often. */
@@ -89,6 +90,11 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   await sessions.recover();
   webhook?.start();
 
+  const runtime = await createRealtimeRuntime({ config, assets, faces, log }, options.runtime);
+  const registry = new ConnectionRegistry(sessions);
+  const connection: ConnectionDeps = { sessions, store, assets, clock, log: log.child({ module: 'realtime' }), defaultModel: config.defaultModel, runtime };
+  const calls = new CallGateway({ connection, registry, rtc: config.rtc, log });
+
   let accepting = false;
   const services: Services = {
     config,
@@ -102,13 +108,11 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     webhook,
     rateLimiter: config.rateLimitPerMinute > 0 ? new RateLimiter(config.rateLimitPerMinute, config.rateLimitBurst) : null,
     authThrottle: new AuthThrottle(config.authFailuresPerMinute),
+    calls,
     isAccepting: () => accepting,
   };
   const { app } = createApp(services);
   const server = http.createServer(app.callback());
-  const runtime = await createRealtimeRuntime({ config, assets, faces, log }, options.runtime);
-  const registry = new ConnectionRegistry(sessions);
-  const connection: ConnectionDeps = { sessions, store, assets, clock, log: log.child({ module: 'realtime' }), defaultModel: config.defaultModel, runtime };
   const gateway = new RealtimeGateway(
     { connection, registry, keys, authThrottle: services.authThrottle, rateLimiter: services.rateLimiter, isAccepting: () => accepting, log },
     { authTimeoutMs: options.realtimeAuthTimeoutMs },
@@ -145,6 +149,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await sessions.shutdown();
       await registry.closeAll();
       await gateway.close();
+      await calls.close();
       await revocations.stop();
       await webhook?.stop();
       server.closeIdleConnections();

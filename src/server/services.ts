@@ -4,6 +4,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { KeyService } from '../auth/keys.js';
 import type { AuthThrottle } from '../auth/throttle.js';
+import type { CallGateway } from '../signaling/realtime-calls.js';
 import type { AssetService } from '../assets/asset-service.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { WorkerPool } from '../sessions/worker-pool.js';
@@ -21,6 +22,8 @@ export interface Services {
   sessions: SessionService;
   pool: WorkerPool;
   rateLimiter: RateLimiter | null;
+  /** WebRTC calls (POST /v1/realtime/calls). */
+  calls: CallGateway;
   /** Failed authentications by remote address (REST, realtime, calls). */
   authThrottle: AuthThrottle;
   /** Null when no WEBHOOK_URL is configured. */

@@ -60,13 +60,13 @@ export async function receiveUpload(ctx: AppContext, maxBytes: number): Promise<
     });
   }
   if (multipart) return receiveMultipart(ctx, maxBytes);
-  const data = await readRaw(ctx.req, maxBytes);
+  const data = await readBody(ctx.req, maxBytes);
   const query = (key: string): string | null => (typeof ctx.query[key] === 'string' ? (ctx.query[key] as string) : null);
   return { data, contentType: type || null, filename: query('filename'), name: query('name'), description: query('description') };
 }
 
 /** The whole body, up to `maxBytes` (413 beyond, the rest discarded). */
-function readRaw(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

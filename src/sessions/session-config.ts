@@ -83,6 +83,16 @@ function booleanField(body: Body, field: string): boolean | null {
   throw invalidParam(field, `'${field}' must be a boolean.`, 'invalid_type');
 }
 
+/** The media fields of a session (current and older form, and a WebRTC call's session config). */
+export function parseMediaFields(body: Body): Pick<SessionConfig, 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec'> {
+  return {
+    targetFps: numberField(body, 'target_fps', TARGET_FPS_RANGE, true),
+    upsampleFactor: numberField(body, 'upsample_factor', UPSAMPLE_FACTOR_RANGE, false),
+    ttsSource: enumField(body, 'tts_source', TTS_SOURCES),
+    videoCodec: enumField(body, 'video_codec', VIDEO_CODECS),
+  };
+}
+
 /** POST /v1/sessions body (spec 2.2). */
 export function parseSessionRequest(raw: unknown, defaultModel: string): SessionConfig {
   const body = raw === undefined ? {} : requireObject(raw);
@@ -93,10 +103,7 @@ export function parseSessionRequest(raw: unknown, defaultModel: string): Session
     driving: nonEmpty(body, 'driving', MAX_MODEL_CHARS),
     instructions: optionalString(body, 'instructions', MAX_INSTRUCTIONS_CHARS) ?? DEFAULT_INSTRUCTIONS,
     video: true,
-    targetFps: numberField(body, 'target_fps', TARGET_FPS_RANGE, true),
-    upsampleFactor: numberField(body, 'upsample_factor', UPSAMPLE_FACTOR_RANGE, false),
-    ttsSource: enumField(body, 'tts_source', TTS_SOURCES),
-    videoCodec: enumField(body, 'video_codec', VIDEO_CODECS),
+    ...parseMediaFields(body),
   };
 }
 
@@ -112,9 +119,6 @@ export function parseLegacySessionRequest(raw: unknown): SessionConfig {
     driving: nonEmpty(body, 'driving', MAX_MODEL_CHARS),
     instructions: optionalString(body, 'instructions', MAX_INSTRUCTIONS_CHARS) ?? DEFAULT_INSTRUCTIONS,
     video: booleanField(body, 'video') ?? true,
-    targetFps: numberField(body, 'target_fps', TARGET_FPS_RANGE, true),
-    upsampleFactor: numberField(body, 'upsample_factor', UPSAMPLE_FACTOR_RANGE, false),
-    ttsSource: enumField(body, 'tts_source', TTS_SOURCES),
-    videoCodec: enumField(body, 'video_codec', VIDEO_CODECS),
+    ...parseMediaFields(body),
   };
 }

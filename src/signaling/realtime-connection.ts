@@ -32,6 +32,9 @@ import type { SessionConfig } from '../sessions/session-config.js';
 import { applySessionUpdate } from '../realtime/session-update.js';
 import type { SessionRecord, Store } from '../store/store.js';
 
+/** Microphone audio kept while a call's session starts: 10 s at 24 kHz. */
+const EARLY_MICROPHONE_SAMPLES = 24_000 * 10;
+
 /** What the avatar of a connection renders and encodes. */
 export interface AvatarStartOptions {
   userId: string;
@@ -106,8 +109,8 @@ export interface ConnectionTransport {
   readonly kind: EngineTransport;
   /** One stamped server event as JSON text. */
   sendText(text: string): void;
-  /** Ends the connection for `reason`; `error` (when given) is the last event to send before. */
-  end(reason: EndReason, error: ServerEventDraft | null): void;
+  /** Ends the connection for `reason`; `errorText` (a stamped `error` event, when given) is the last thing to send. */
+  end(reason: EndReason, errorText: string | null): void;
 }
 
 export interface RunOptions {
@@ -120,6 +123,8 @@ export interface RunOptions {
   /** Avatar media beyond the engine's needs (calls). */
   rtp: AvatarStartOptions['rtp'];
   jpeg: boolean;
+  /** Frames as image events when asked for (false: they travel as RTP video). */
+  imageEvents: boolean;
 }
 
 /**
@@ -194,6 +199,8 @@ export class RealtimeConnection {
   /** The engine once created; `engine` once it has started (client events go to it from then). */
   private created: RealtimeSessionEngine | null = null;
   private engine: RealtimeSessionEngine | null = null;
+  private readonly earlyMicrophone: Int16Array[] = [];
+  private earlyMicrophoneSamples = 0;
   private starting: Promise<boolean> | null = null;
   private ended = false;
   private closing: Promise<void> | null = null;
@@ -220,6 +227,17 @@ export class RealtimeConnection {
     return this.engine !== null;
   }
 
+  /**
+   * Binds the session before it runs (a call: created at offer time, run when its media connects):
+   * the registry ends the connection if the session ends first, and closing it ends the session
+   * when the connection owns it (a call that never connected is cancelled).
+   */
+  hold(session: SessionRecord, ownsSession: boolean): void {
+    this.session = session;
+    this.ownsSession = ownsSession;
+    this.log = this.deps.log.child({ sessionId: session.id });
+  }
+
   /** The session's dialect can change once the session is known (an older-form REST session). */
   setDialect(dialect: Dialect): void {
     this.dialect = dialect;
@@ -235,9 +253,7 @@ export class RealtimeConnection {
   }
 
   private async start(session: SessionRecord, options: RunOptions): Promise<boolean> {
-    this.session = session;
-    this.ownsSession = options.ownsSession;
-    this.log = this.deps.log.child({ sessionId: session.id });
+    this.hold(session, options.ownsSession);
     const { runtime, store, clock } = this.deps;
     try {
       this.avatar = await runtime.startAvatar({
@@ -263,6 +279,7 @@ export class RealtimeConnection {
         userId: this.userId,
         dialect: this.dialect,
         transport: this.transport.kind,
+        imageEvents: options.imageEvents,
         defaultModel: this.deps.defaultModel,
         expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6),
         ttsSource: session.ttsSource ?? 'auto',
@@ -295,6 +312,8 @@ export class RealtimeConnection {
     }
     if (this.closing) return false;
     this.engine = engine;
+    for (const pcm of this.earlyMicrophone.splice(0)) engine.pushMicrophone(pcm);
+    this.earlyMicrophoneSamples = 0;
     return true;
   }
 
@@ -308,16 +327,34 @@ export class RealtimeConnection {
     this.engine?.receive(text);
   }
 
-  /** Decoded microphone audio of a call (PCM16 mono 24 kHz). */
+  /**
+   * Decoded microphone audio of a call (PCM16 mono 24 kHz). Audio that arrives while the session
+   * is still starting (avatar and engine warming up) is kept, its newest EARLY_MICROPHONE_SAMPLES,
+   * and given to the engine when it runs: a caller who speaks as soon as the call connects is heard
+   * from the first word.
+   */
   pushMicrophone(pcm: Int16Array): void {
-    this.engine?.pushMicrophone(pcm);
+    if (this.engine) {
+      this.engine.pushMicrophone(pcm);
+      return;
+    }
+    if (this.closing) return;
+    this.earlyMicrophone.push(pcm);
+    this.earlyMicrophoneSamples += pcm.length;
+    while (this.earlyMicrophoneSamples > EARLY_MICROPHONE_SAMPLES && this.earlyMicrophone.length > 1) {
+      this.earlyMicrophoneSamples -= this.earlyMicrophone.shift()!.length;
+    }
   }
 
   /** Sends one server event, stamped and named for this connection's dialect. */
   send(draft: ServerEventDraft): void {
+    const text = this.stamp(draft);
+    if (text !== null) this.transport.sendText(text);
+  }
+
+  private stamp(draft: ServerEventDraft): string | null {
     const type = renameForDialect(draft.type, this.dialect);
-    if (type === null) return;
-    this.transport.sendText(JSON.stringify({ ...draft, type, event_id: newServerEventId() }));
+    return type === null ? null : JSON.stringify({ ...draft, type, event_id: newServerEventId() });
   }
 
   /** Ended from outside (see ConnectionRegistry): the transport tells its client, once. */
@@ -340,7 +377,7 @@ export class RealtimeConnection {
         : error === null
           ? null
           : errorEvent(error, null);
-    this.transport.end(reason, event);
+    this.transport.end(reason, event === null ? null : this.stamp(event));
   }
 
   private async teardown(): Promise<void> {

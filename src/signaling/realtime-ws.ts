@@ -203,8 +203,8 @@ export class RealtimeGateway {
         sendText: (text) => {
           if (ws.readyState === ws.OPEN) ws.send(text);
         },
-        end: (reason, error) => {
-          if (error) send(error);
+        end: (reason, errorText) => {
+          if (errorText && ws.readyState === ws.OPEN) ws.send(errorText);
           closeSocket(ws, ...END_CODES[reason]);
         },
       },
@@ -234,7 +234,7 @@ export class RealtimeGateway {
 
     // 3. The avatar and the engine; then the messages that waited.
     const legacyVideo = dialect === 'legacy' && (session.video || query.get('video') === 'true');
-    const running = await connection.run(session, { initial, ownsSession: owns, legacyVideo, jpeg: true, rtp: null });
+    const running = await connection.run(session, { initial, ownsSession: owns, legacyVideo, jpeg: true, rtp: null, imageEvents: true });
     if (!running) {
       if (!closed) closeSocket(ws, CLOSE.INTERNAL, 'session could not start');
       return;

@@ -212,6 +212,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       packetizer.addToChain(new ndc.RtcpSrReporter(config));
       track.setMediaHandler(packetizer);
       track.onMessage((message) => this.onAudioMessage(message));
+      releaseOnClose(track);
       this.audioTrack = track;
       this.audioConfig = config;
     }
@@ -233,6 +234,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
         reporter.addToChain(nack);
         track.setMediaHandler(reporter);
       }
+      releaseOnClose(track);
       track.onOpen(() => this.requestKeyframe());
       track.onMessage((message) => {
         if (requestsKeyframe(message)) this.requestKeyframe();
@@ -277,6 +279,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   /** The first data channel the client opens, whatever its label; later ones are closed. */
   private adoptChannel(channel: ndc.DataChannel): void {
     if (this.channel || this.closedWith) {
+      releaseOnClose(channel);
       channel.close();
       return;
     }
@@ -327,4 +330,14 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     }
     this.emit('closed', reason);
   }
+}
+
+/**
+ * node-datachannel holds a referenced callback for every track and data channel (it keeps the
+ * process alive) and lets it go only from the object's native 'closed' event, which it listens to
+ * only once a close handler is set; without one the hold lasts until the object is garbage
+ * collected, which an idle process may never do. So every track and channel gets a handler.
+ */
+function releaseOnClose(object: ndc.Track | ndc.DataChannel): void {
+  object.onClosed(() => undefined);
 }

@@ -7,12 +7,16 @@
  * (getStats, pixels of the video element, audio level).
  *
  * Flags: those ../shared/design.md lists for this machine (no sandbox as root, no GPU, no
- * background networking), plus fake media devices: the microphone plays a tone, or the WAV given
- * as `micWav` (Chromium loops it).
+ * background networking), plus fake media devices: the microphone plays Chromium's beeps (a
+ * speaker the VAD hears every second), silence (`microphone: 'silence'`: a caller who says
+ * nothing), or a WAV file (`microphone: {wav}`, looped).
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { encodeWav16 } from '../../src/assets/audio-file.js';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -28,7 +32,10 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-export async function launchBrowser(options: { micWav?: string } = {}): Promise<TestBrowser> {
+export type FakeMicrophone = 'beeps' | 'silence' | { wav: string };
+
+export async function launchBrowser(options: { microphone?: FakeMicrophone } = {}): Promise<TestBrowser> {
+  const microphone = options.microphone ?? 'beeps';
   const args = [
     '--no-sandbox',
     '--disable-gpu',
@@ -43,7 +50,13 @@ export async function launchBrowser(options: { micWav?: string } = {}): Promise<
     // Loopback candidates: without this, Chromium hides host addresses behind mDNS names.
     '--disable-features=WebRtcHideLocalIpsWithMdns',
   ];
-  if (options.micWav) args.push(`--use-file-for-fake-audio-capture=${options.micWav}`);
+  let tempDir: string | null = null;
+  if (microphone === 'silence') {
+    tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-mic-'));
+    const wav = path.join(tempDir, 'silence.wav');
+    fs.writeFileSync(wav, encodeWav16(new Int16Array(24_000), 24_000));
+    args.push(`--use-file-for-fake-audio-capture=${wav}`);
+  } else if (microphone !== 'beeps') args.push(`--use-file-for-fake-audio-capture=${microphone.wav}`);
   // playwright gives each launch a fresh, temporary profile of its own.
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args });
   const server = http.createServer((req, res) => {
@@ -62,6 +75,7 @@ export async function launchBrowser(options: { micWav?: string } = {}): Promise<
     async close() {
       await browser.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
     },
   };
 }

@@ -128,6 +128,22 @@ Peer('a hangup from the browser closes the peer once (peer_closed)', async (ctx)
   await page.close();
 });
 
+Peer('the server ends a connected call: closed once (server_closed), and the browser sees its connection go', async (ctx) => {
+  await signalling(ctx, 'h264');
+  const page = await ctx.browser.newPage();
+  await callIn(page, 'start', { baseUrl: ctx.url, key: 'x', form: 'sdp', audio: true, video: true, channel: 'oai-events' });
+  const peer = ctx.peers[0]!;
+  await until(() => callIn<any>(page, 'stats'), (s: any) => s.video?.framesDecoded > 0 && peer.channelOpen, 'first frame and an open channel');
+  const reasons: CloseReason[] = [];
+  peer.on('closed', (r) => reasons.push(r));
+  peer.close();
+  peer.close();
+  assert.equal(reasons, ['server_closed']);
+  assert.is(peer.sendText('{}'), false, 'nothing is sent after close');
+  await until(() => callIn<any>(page, 'stats'), (s: any) => s.state !== 'connected', 'the browser to notice', 30_000);
+  await page.close();
+});
+
 Peer('an unusable offer is refused with a 400 naming the problem, and nothing is left open', async (ctx) => {
   await signalling(ctx, 'h264');
   for (const [body, code] of [['garbage', 'invalid_offer'], ['v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n', 'invalid_offer']] as const) {

@@ -1,0 +1,302 @@
+/**
+ * WebRTC calls (spec 4.5): `POST /v1/realtime/calls` takes a client's SDP offer and answers it;
+ * the call's session then runs on the connection core (realtime-connection.ts) with audio and
+ * video as RTP and events on the data channel. `POST /v1/realtime/calls/{call_id}/hangup` ends it.
+ *
+ * The offer comes as the client sends it: multipart (`sdp` and an optional `session` JSON string,
+ * parts with or without content types: OpenAI's unified form and rtAV's clients), a raw
+ * `application/sdp` body (the session config then comes from the ephemeral key, or defaults), or
+ * JSON `{sdp, session}`. API keys and ephemeral keys are accepted. The answer is 201 with
+ * `Content-Type: application/sdp` (OpenAI's SDKs check for 201 and read the body; rtAV's clients
+ * take any 2xx and any type), `Location: /v1/realtime/calls/{call_id}` and `X-Session-Id`.
+ *
+ * Order, so that a refused call leaves nothing behind: the body and the session config are
+ * checked (400), the offer is parsed and its codecs chosen (400), the session is created pending
+ * with its worker slot reserved (503 when none is free), and only then is the peer built; if that
+ * fails, the session is cancelled.
+ *
+ * A call's life:
+ *   offer answered      session pending (slot held); cancelled if the peer never connects
+ *                       (SessionService's start timeout) or goes away first
+ *   peer connected      session active; the avatar starts (H.264 or VP8 + Opus as negotiated,
+ *                       JPEG image events instead of video for a data-channel-only call that asks
+ *                       for images); the engine sends session.created once the channel is open
+ *   during              microphone RTP -> Opus decoder -> engine VAD; avatar media -> RTP;
+ *                       data channel text <-> engine events (no output_audio.delta: audio is RTP)
+ *   peer closed/failed, hangup, session ended (DELETE, max duration), key revoked, shutdown
+ *                       -> the connection closes: engine, avatar, then the session ends with usage
+ */
+import { randomBase62 } from '../core/ids.js';
+import { AppError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { apiKeyIdOf, type Principal } from '../auth/keys.js';
+import { MicrophoneDecoder } from '../media/opus-decoder.js';
+import { type Json, RealtimeError, isObject } from '../realtime/protocol.js';
+import { parseMediaFields } from '../sessions/session-config.js';
+import type { SessionRecord } from '../store/store.js';
+import { CallPeer } from '../transport/call-peer.js';
+import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
+import { type ConnectionDeps, type ConnectionRegistry, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+
+/** Server events held while the data channel opens (session.created and what follows it). */
+const MAX_QUEUED_EVENTS = 256;
+/**
+ * Image deltas are skipped while this much is queued on the data channel (a client reading slower
+ * than 25 frames a second): frames are dropped, never the conversation's events.
+ */
+const MAX_CHANNEL_BACKLOG_BYTES = 1024 * 1024;
+/** Fields of a call's session JSON that are session-record media settings, not realtime session fields. */
+const MEDIA_FIELDS = ['target_fps', 'upsample_factor', 'tts_source', 'video_codec'];
+
+export interface CallRequest {
+  sdp: string;
+  /** The `session` config sent with the offer, if any. */
+  session: Json | null;
+}
+
+export interface CallAnswer {
+  callId: string;
+  sessionId: string;
+  sdp: string;
+}
+
+export interface CallGatewayDeps {
+  connection: ConnectionDeps;
+  registry: ConnectionRegistry;
+  rtc: { bindAddress: string | undefined; portRange: { min: number; max: number } | undefined };
+  log: Logger;
+}
+
+interface Call {
+  id: string;
+  userId: string;
+  peer: CallPeer;
+  connection: RealtimeConnection;
+}
+
+export class CallGateway {
+  private readonly calls = new Map<string, Call>();
+  private readonly log: Logger;
+
+  constructor(private readonly deps: CallGatewayDeps) {
+    this.log = deps.log.child({ module: 'realtime-calls' });
+  }
+
+  get size(): number {
+    return this.calls.size;
+  }
+
+  /** Answers an offer: the session is created pending and runs when the peer connects. */
+  async create(principal: Principal, request: CallRequest): Promise<CallAnswer> {
+    const { sessions, defaultModel } = this.deps.connection;
+    // 1. The config: the ephemeral key's session under the one sent with the offer.
+    const sent = request.session ?? {};
+    const media = asBadRequest(() => parseMediaFields(sent));
+    const realtime: Json = Object.fromEntries(Object.entries(sent).filter(([k]) => !MEDIA_FIELDS.includes(k)));
+    const base: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
+    const initial: Json = { ...base, ...realtime, audio: mergeAudio(base.audio, realtime.audio) };
+    if (initial.audio === undefined) delete initial.audio;
+    const config = asBadRequest(() => sessionConfigFrom(initial, defaultModel));
+    // 2. The offer.
+    const negotiated = negotiate(parseOffer(request.sdp), media.videoCodec ?? 'h264');
+    // 3. The session, pending, its slot reserved.
+    const session = await sessions.create(principal.userId, { ...config, ...media, video: negotiated.video !== null }, 'call', {
+      start: false,
+      params: { face: 'session.face', voice: 'session.voice', driving: 'session.driving' },
+      apiKeyId: apiKeyIdOf(principal),
+      preferredId: principal.kind === 'ephemeral' && typeof principal.session.id === 'string' ? principal.session.id : null,
+    });
+    // 4. The peer, and the connection that will run the session.
+    let peer: CallPeer;
+    let answer: string;
+    try {
+      ({ peer, answer } = await CallPeer.answer(request.sdp, {
+        videoCodec: media.videoCodec ?? 'h264',
+        bindAddress: this.deps.rtc.bindAddress,
+        portRange: this.deps.rtc.portRange,
+        log: this.log.child({ sessionId: session.id }),
+      }));
+    } catch (err) {
+      await sessions.end(session.id, 'cancelled', 'offer_failed').catch(() => undefined);
+      throw err;
+    }
+    const call = this.track(principal, session, peer, initial, negotiated);
+    return { callId: call.id, sessionId: session.id, sdp: answer };
+  }
+
+  /** Ends a call for its owner (POST /v1/realtime/calls/{id}/hangup). */
+  async hangup(userId: string, callId: string): Promise<{ sessionId: string }> {
+    const call = this.calls.get(callId);
+    if (!call || call.userId !== userId) throw new AppError('call_not_found', `No call found with id '${callId}'.`, { status: 404, param: 'call_id' });
+    const sessionId = call.connection.sessionId ?? '';
+    call.peer.close();
+    await call.connection.close();
+    return { sessionId };
+  }
+
+  /** Ends every call (shutdown); the registry has ended their connections already. */
+  async close(): Promise<void> {
+    const calls = [...this.calls.values()];
+    for (const call of calls) call.peer.close();
+    await Promise.allSettled(calls.map((c) => c.connection.close()));
+  }
+
+  private track(principal: Principal, session: SessionRecord, peer: CallPeer, initial: Json, negotiated: Negotiated): Call {
+    const id = `rtc_${randomBase62(24)}`;
+    const log = this.log.child({ callId: id, sessionId: session.id });
+    const queued: string[] = [];
+    let droppedImages = 0;
+    const connection = this.deps.registry.track(
+      this.deps.connection,
+      {
+        kind: 'webrtc',
+        sendText: (text) => {
+          if (!peer.channelOpen) {
+            if (queued.length < MAX_QUEUED_EVENTS) queued.push(text);
+            return;
+          }
+          if (isImageDelta(text) && (peer.channelBuffered > MAX_CHANNEL_BACKLOG_BYTES || Buffer.byteLength(text) > peer.maxMessageSize)) {
+            if (droppedImages++ === 0) log.warn('image events dropped: the data channel is backed up, or a frame is over its message size', { maxMessageSize: peer.maxMessageSize });
+            return;
+          }
+          peer.sendText(text);
+        },
+        end: (_reason, errorText) => {
+          if (errorText) peer.sendText(errorText);
+          peer.close();
+        },
+      },
+      { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) },
+      'ga',
+    );
+    connection.hold(session, true);
+    const call: Call = { id, userId: principal.userId, peer, connection };
+    this.calls.set(id, call);
+
+    const pendingEvents: string[] = [];
+    peer.on('channel_open', (label) => {
+      log.info('data channel open', { label });
+      for (const text of queued.splice(0)) peer.sendText(text);
+    });
+    peer.on('channel_message', (text) => {
+      if (connection.ready) connection.receive(text);
+      else if (pendingEvents.length < MAX_QUEUED_EVENTS) pendingEvents.push(text);
+    });
+    peer.on('channel_binary', () => {
+      connection.send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_event', message: 'Binary messages are not supported; send JSON text events.', param: null, event_id: null } });
+    });
+    const mic = negotiated.audio ? new MicrophoneDecoder((pcm) => connection.pushMicrophone(pcm), log) : null;
+    peer.on('audio_rtp', (packet) => mic?.push(packet));
+    peer.once('connected', () => void this.start(call, session, initial, negotiated, pendingEvents, log));
+    peer.once('closed', (reason) => {
+      log.info('call ended', { reason, peer: peer.stats(), microphone: mic?.stats, droppedImages });
+      this.calls.delete(id);
+      void connection.close();
+    });
+    return call;
+  }
+
+  /** The peer connected: the session starts and runs, its media wired to the peer. */
+  private async start(call: Call, pending: SessionRecord, initial: Json, negotiated: Negotiated, pendingEvents: string[], log: Logger): Promise<void> {
+    const { connection, peer } = call;
+    let session: SessionRecord;
+    try {
+      session = await this.deps.connection.sessions.start(pending.id);
+    } catch (err) {
+      log.warn('the call connected after its session ended', { err });
+      peer.close();
+      return;
+    }
+    const video = negotiated.video?.codec ?? null;
+    const running = await connection.run(session, {
+      initial,
+      ownsSession: true,
+      legacyVideo: false,
+      rtp: { video, audio: negotiated.audio !== null },
+      jpeg: video === null && negotiated.dataChannel !== null,
+      imageEvents: video === null,
+    });
+    const avatar = connection.callAvatar;
+    if (!running || !avatar) {
+      peer.close();
+      return;
+    }
+    avatar.onMedia('h264', (e) => peer.sendVideo(e.data, e.ptsNs));
+    avatar.onMedia('vp8', (e) => peer.sendVideo(e.data, e.ptsNs));
+    avatar.onMedia('opus', (e) => peer.sendAudio(e.data, e.ptsNs));
+    peer.on('keyframe_request', () => avatar.requestKeyframe());
+    avatar.requestKeyframe(); // the video track may have opened before the avatar existed
+    for (const text of pendingEvents.splice(0)) connection.receive(text);
+  }
+}
+
+/** Reads the body of POST /v1/realtime/calls in any of its three forms. */
+export function parseCallBody(contentType: string, body: Buffer, multipartFields: Record<string, string> | null): CallRequest {
+  const type = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  let sdp: unknown;
+  let session: unknown;
+  if (multipartFields) {
+    sdp = multipartFields.sdp;
+    session = multipartFields.session;
+  } else if (type === 'application/json') {
+    let value: unknown;
+    try {
+      value = JSON.parse(body.toString('utf8'));
+    } catch (err) {
+      throw new AppError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`, { status: 400 });
+    }
+    if (!isObject(value)) throw new AppError('invalid_request_body', 'The JSON body must be an object with "sdp" (and optionally "session").', { status: 400 });
+    sdp = value.sdp;
+    session = value.session;
+  } else if (type === 'application/sdp' || type === 'text/plain' || type === '') {
+    sdp = body.toString('utf8');
+  } else {
+    throw new AppError('unsupported_media_type', `Send the offer as multipart/form-data ("sdp", "session"), application/sdp, or application/json; got '${type}'.`, { status: 415 });
+  }
+  if (typeof sdp !== 'string' || sdp.trim() === '') throw new AppError('missing_required_parameter', "Missing required parameter: 'sdp' (the SDP offer).", { status: 400, param: 'sdp' });
+  if (Buffer.byteLength(sdp) > MAX_OFFER_BYTES) throw new AppError('invalid_offer', `The SDP offer is over ${MAX_OFFER_BYTES} bytes.`, { status: 400, param: 'sdp' });
+  return { sdp, session: parseSessionField(session) };
+}
+
+function parseSessionField(value: unknown): Json | null {
+  if (value === undefined || value === null || value === '') return null;
+  let parsed = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch (err) {
+      throw new AppError('invalid_json', `'session' is not valid JSON: ${(err as Error).message}`, { status: 400, param: 'session' });
+    }
+  }
+  if (!isObject(parsed)) throw new AppError('invalid_type', "'session' must be a JSON object (the realtime session config).", { status: 400, param: 'session' });
+  return parsed;
+}
+
+function mergeAudio(base: unknown, sent: unknown): unknown {
+  if (!isObject(sent)) return base;
+  if (!isObject(base)) return sent;
+  const merged: Json = { ...base };
+  for (const side of ['input', 'output']) {
+    if (isObject(sent[side])) merged[side] = { ...(isObject(base[side]) ? base[side] : {}), ...sent[side] };
+    else if (sent[side] !== undefined) merged[side] = sent[side];
+  }
+  return merged;
+}
+
+/** A refusal of the call's session config (the session.update rules, the media-field checks) as a REST 400 naming `session.<field>`. */
+function asBadRequest<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof RealtimeError || err instanceof AppError) {
+      const param = err.param === null ? 'session' : err.param.startsWith('session') ? err.param : `session.${err.param}`;
+      throw new AppError(err.code, err.message, { status: 400, param });
+    }
+    throw err;
+  }
+}
+
+function isImageDelta(text: string): boolean {
+  // Event JSON starts with {"type":"...": a cheap look, not a parse.
+  return text.startsWith('{"type":"response.output_image.delta"');
+}

@@ -1,0 +1,301 @@
+/**
+ * WebRTC calls end to end: headless Debian Chromium (playwright-core) posts its offer to the real
+ * server on loopback, plays the answer, decodes the avatar's video and audio, and talks to the
+ * engine on its data channel. Providers are the deterministic test ones (scripted model, tone
+ * voice); the media plane, VAD and transport are the real ones. Timings are the benchmark's
+ * (npm run bench -- webrtc), not asserted here.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Page } from 'playwright-core';
+import { encodeWav16 } from '../../src/assets/audio-file.js';
+import { ManualClock } from '../../src/core/clock.js';
+import { assertError } from '../helpers/assert-error.js';
+import { callIn, chromiumAvailable, eventsIn, launchBrowser, type CallStartOptions, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { REPO_ROOT } from '../helpers/server.js';
+import { speechPcm24k } from '../helpers/speech.js';
+
+/** The mouth of the default face in the 512x512 frame (from its landmarks 61, 291, 0, 17), with room for the jaw. */
+const MOUTH_BOX = [190, 126, 68, 52];
+const OFFER = fs.readFileSync(path.join(REPO_ROOT, 'test/fixtures/sdp/chromium-audio-video-dc.sdp'), 'utf8');
+
+interface Ctx {
+  t: RealtimeTestServer;
+  browser: TestBrowser;
+}
+
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (done(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v).slice(0, 500)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function startCall(ctx: Ctx, page: Page, options: Partial<CallStartOptions>): Promise<CallStartResult> {
+  return callIn<CallStartResult>(page, 'start', { baseUrl: ctx.t.url, key: ctx.t.key, form: 'multipart', audio: true, video: true, channel: 'oai-events', ...options });
+}
+
+const types = async (page: Page) => (await eventsIn(page)).map((e) => e.type);
+const waitEvent = (page: Page, type: string, timeoutMs = 30_000) => until(() => eventsIn(page), (ev) => ev.some((e) => e.type === type), type, timeoutMs).then((ev) => ev.find((e) => e.type === type)!);
+
+/** Mean absolute change of the mouth region between consecutive samples, over `samples` samples 80 ms apart. */
+async function mouthMotion(page: Page, samples: number): Promise<number> {
+  let previous: number[] | null = null;
+  let total = 0;
+  let n = 0;
+  for (let i = 0; i < samples; i++) {
+    const cells = await callIn<number[] | null>(page, 'mouth', MOUTH_BOX);
+    if (cells && previous) {
+      total += cells.reduce((s, v, k) => s + Math.abs(v - previous![k]!), 0) / cells.length;
+      n++;
+    }
+    previous = cells;
+    await new Promise((r) => setTimeout(r, 80));
+  }
+  return n ? total / n : 0;
+}
+
+const Calls = suite<Ctx>('WebRTC calls', {} as Ctx);
+Calls.before(async (ctx) => {
+  // A caller who says nothing: Chromium's default beeps would be turns of their own.
+  ctx.browser = await launchBrowser({ microphone: 'silence' });
+});
+Calls.after(async (ctx) => {
+  await ctx.browser.close();
+});
+Calls.before.each(async (ctx) => {
+  ctx.t = await startRealtimeTestServer({ pendingTimeoutMs: 3000 });
+});
+Calls.after.each(async (ctx) => {
+  await ctx.t.close();
+});
+
+for (const codec of ['H264', 'VP8'] as const) {
+  Calls(`${codec}: answer 201 + application/sdp + Location + X-Session-Id; video decoded, Opus received, session.created on the channel; a text turn is heard and moves the mouth; hangup ends the session with its duration`, async (ctx) => {
+    const page = await ctx.browser.newPage();
+    const res = await startCall(ctx, page, { videoCodec: codec, session: { type: 'realtime', instructions: 'Be brief.', video_codec: codec.toLowerCase() } });
+    assert.is(res.status, 201, res.answer);
+    assert.match(res.contentType ?? '', /^application\/sdp/);
+    assert.match(res.location ?? '', /^\/v1\/realtime\/calls\/rtc_[0-9A-Za-z]+$/);
+    assert.match(res.sessionId ?? '', /^sess_/);
+    assert.match(res.answer, codec === 'H264' ? /a=rtpmap:\d+ H264\/90000/ : /a=rtpmap:\d+ VP8\/90000/);
+    assert.match(res.answer, /a=rtpmap:\d+ opus\/48000\/2/);
+
+    const created = await waitEvent(page, 'session.created');
+    assert.is(created.session.id, res.sessionId);
+    const listed = await ctx.t.request('GET', '/v1/sessions?status=active');
+    assert.ok(listed.body.data.some((s: { id: string }) => s.id === res.sessionId), 'the call is listed like any session');
+    const stats = await until(() => callIn<any>(page, 'stats'), (s) => s.video?.framesDecoded > 10 && s.audio?.packets > 10, 'decoded video and received audio');
+    assert.equal([stats.video.width, stats.video.height], [512, 512]);
+    assert.match(stats[`codec:${stats.video.codec}`], new RegExp(codec, 'i'));
+
+    const energyBefore = (await callIn<any>(page, 'stats')).audio.energy;
+    ctx.t.llm.options.reply = () => 'Hello there, my friend. Talking is what I do best, and I do it all day long with everyone I meet.';
+    await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Say something.' }] } });
+    await callIn(page, 'send', { type: 'response.create' });
+    await waitEvent(page, 'output_audio_buffer.started');
+    const speaking = await mouthMotion(page, 12);
+    await waitEvent(page, 'response.done', 60_000);
+    const energyAfter = (await callIn<any>(page, 'stats')).audio.energy;
+    // Silence is measured after the reply, once the encoder has settled (VP8's first seconds
+    // change as its rate control ramps up) and the mouth has closed.
+    await new Promise((r) => setTimeout(r, 1000));
+    const quiet = await mouthMotion(page, 12);
+    assert.ok(energyAfter - energyBefore > 0.01, `the reply was audible: energy ${energyBefore} -> ${energyAfter}`);
+    assert.ok(speaking > quiet * 2 && speaking > 1, `the mouth moved while speaking: ${speaking.toFixed(2)} vs ${quiet.toFixed(2)} in silence`);
+    const t = await types(page);
+    assert.not.ok(t.includes('response.output_audio.delta'), 'audio goes as RTP, not as events');
+    assert.not.ok(t.includes('input_audio_buffer.speech_started'), 'a silent microphone is no turn');
+    assert.ok(t.indexOf('output_audio_buffer.stopped') < t.indexOf('response.done'));
+
+    const callId = res.location!.split('/').pop();
+    const hung = await ctx.t.request('POST', `/v1/realtime/calls/${callId}/hangup`);
+    assert.is(hung.status, 200, hung.text);
+    const ended = await until(() => ctx.t.request('GET', `/v1/sessions/${res.sessionId}`), (r) => r.body.status === 'ended', 'the session to end');
+    assert.type(ended.body.duration_seconds, 'number');
+    assert.ok(ended.body.duration_seconds > 0);
+    const usage = await ctx.t.server.services.store.getUsageForSession(res.sessionId!);
+    assert.ok(usage && usage.audioSecondsOut > 0, 'usage recorded with the audio sent');
+    assert.is(ctx.t.server.services.pool.used(), 0);
+    await page.close();
+  });
+}
+
+Calls('a data-channel-only call in the rtAV flow: label realtime, session.update without type, image deltas and output_image.done before response.done', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  const res = await startCall(ctx, page, { audio: false, video: false, channel: 'realtime', session: { type: 'realtime', model: 'gpt-5.2', instructions: 'Be brief.', voice: 'default', modalities: ['audio', 'text', 'image'] } });
+  assert.is(res.status, 201, res.answer);
+  assert.not.match(res.answer, /m=(audio|video)/);
+  await waitEvent(page, 'session.created');
+  await callIn(page, 'send', { type: 'session.update', session: { instructions: 'Be brief.', voice: 'alice', modalities: ['audio', 'text', 'image'] } });
+  await waitEvent(page, 'session.updated');
+  await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hello!' }] } });
+  await callIn(page, 'send', { type: 'response.create' });
+  await waitEvent(page, 'response.done', 60_000);
+  const events = await eventsIn(page);
+  const t = events.map((e) => e.type);
+  const images = events.filter((e) => e.type === 'response.output_image.delta');
+  assert.ok(images.length > 5, `${images.length} frames`);
+  assert.ok(Buffer.from(images[0]!.delta, 'base64').subarray(0, 2).equals(Buffer.from([0xff, 0xd8])), 'JPEG frames');
+  assert.ok(t.lastIndexOf('response.output_image.delta') < t.indexOf('response.output_image.done'));
+  assert.ok(t.indexOf('response.output_image.done') < t.indexOf('response.done'));
+  assert.is(events.find((e) => e.type === 'response.output_image.done')!.total_frames, images.length);
+  assert.not.ok(t.includes('error'), t.join(', '));
+  await page.close();
+  await until(() => ctx.t.request('GET', `/v1/sessions/${res.sessionId}`), (r) => r.body.status === 'ended', 'closing the page ends the session');
+});
+
+Calls('a raw application/sdp offer made with an ephemeral key takes its session config from the key', async (ctx) => {
+  const secret = await ctx.t.request('POST', '/v1/realtime/client_secrets', { json: { session: { type: 'realtime', instructions: 'From the key.', audio: { output: { voice: 'coral' } } } } });
+  const page = await ctx.browser.newPage();
+  const res = await startCall(ctx, page, { key: secret.body.value, form: 'sdp' });
+  assert.is(res.status, 201, res.answer);
+  assert.is(res.sessionId, secret.body.session.id, 'the client secret names the session the call runs');
+  const created = await waitEvent(page, 'session.created');
+  assert.is(created.session.instructions, 'From the key.');
+  assert.equal([created.session.voice, created.session.audio.output.voice], ['coral', 'coral']);
+  await page.close();
+});
+
+Calls('input_audio_buffer events are refused on the channel (the microphone is RTP), naming the event', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  await startCall(ctx, page, { form: 'json', session: { type: 'realtime' } });
+  await waitEvent(page, 'session.created');
+  await callIn(page, 'send', { type: 'input_audio_buffer.commit', event_id: 'ev_commit' });
+  const err = await waitEvent(page, 'error');
+  assert.equal([err.error.code, err.error.event_id], ['unsupported_on_webrtc', 'ev_commit']);
+  await page.close();
+});
+
+Calls('closing the page mid-response ends the session with usage; the slot is freed', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  const res = await startCall(ctx, page, { session: { type: 'realtime' } });
+  await waitEvent(page, 'session.created');
+  ctx.t.llm.options.reply = () => 'This is a long answer that keeps going for quite a while, sentence after sentence, so it is cut off.';
+  await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Go.' }] } });
+  await callIn(page, 'send', { type: 'response.create' });
+  await waitEvent(page, 'output_audio_buffer.started');
+  await page.close();
+  const ended = await until(() => ctx.t.request('GET', `/v1/sessions/${res.sessionId}`), (r) => r.body.status === 'ended', 'the session to end');
+  assert.ok(ended.body.duration_seconds > 0);
+  assert.ok(await ctx.t.server.services.store.getUsageForSession(res.sessionId!));
+  await until(async () => ctx.t.server.services.pool.used(), (n) => n === 0, 'the slot to be freed');
+});
+
+Calls('bad requests: garbage SDP, no usable codec, bad session JSON, missing key (400/401), each leaving no session', async (ctx) => {
+  const post = (body: RequestInit['body'], headers: Record<string, string> = {}, key: string | null = ctx.t.key) =>
+    fetch(`${ctx.t.url}/v1/realtime/calls`, { method: 'POST', body, headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } }).then(async (r) => ({ status: r.status, headers: r.headers, body: (await r.json()) as any, text: '' }));
+  const form = (sdp: string, session?: string) => {
+    const f = new FormData();
+    f.set('sdp', sdp);
+    if (session !== undefined) f.set('session', session);
+    return f;
+  };
+  assertError(await post('garbage', { 'content-type': 'application/sdp' }), 400, 'invalid_offer', 'sdp');
+  assertError(await post(OFFER.replace(/opus\/48000\/2/g, 'PCMU/8000'), { 'content-type': 'application/sdp' }), 400, 'no_usable_codec', 'sdp');
+  assertError(await post(form(OFFER, '{"type":')), 400, 'invalid_json', 'session');
+  assertError(await post(form(OFFER, '{"type":"realtime","voice":"nobody"}')), 400, 'unknown_voice', 'session.voice');
+  assertError(await post(form(OFFER, '{"type":"realtime","video_codec":"av1"}')), 400, 'invalid_value', 'session.video_codec');
+  assertError(await post(form(OFFER, '{"type":"realtime","colour":"red"}')), 400, 'unknown_parameter', 'session.colour');
+  assertError(await post(JSON.stringify({ session: {} }), { 'content-type': 'application/json' }), 400, 'missing_required_parameter', 'sdp');
+  assertError(await post(OFFER, { 'content-type': 'application/sdp' }, null), 401, 'missing_api_key');
+  assertError(await post(OFFER, { 'content-type': 'image/png' }), 415, 'unsupported_media_type');
+  const preflight = await fetch(`${ctx.t.url}/v1/realtime/calls`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' } });
+  assert.is(preflight.status, 204);
+  assert.is(preflight.headers.get('access-control-allow-origin'), '*');
+  assert.equal(await ctx.t.server.services.store.countSessionsByStatus(), { pending: 0, active: 0, ended: 0, failed: 0, cancelled: 0 });
+  assert.is(ctx.t.server.services.calls.size, 0);
+});
+
+Calls('a peer that never connects: the session is cancelled after the start timeout and its slot freed', async (ctx) => {
+  const res = await fetch(`${ctx.t.url}/v1/realtime/calls`, { method: 'POST', body: OFFER, headers: { authorization: `Bearer ${ctx.t.key}`, 'content-type': 'application/sdp' } });
+  assert.is(res.status, 201);
+  const sessionId = res.headers.get('x-session-id')!;
+  assert.is((await ctx.t.request('GET', `/v1/sessions/${sessionId}`)).body.status, 'pending');
+  assert.is(ctx.t.server.services.pool.used(), 1);
+  const cancelled = await until(() => ctx.t.request('GET', `/v1/sessions/${sessionId}`), (r) => r.body.status === 'cancelled', 'cancellation', 15_000);
+  assert.is(cancelled.body.started_at, null, 'it never started');
+  assert.is(await ctx.t.server.services.store.getUsageForSession(sessionId), null, 'nothing to bill');
+  await until(async () => [ctx.t.server.services.pool.used(), ctx.t.server.services.calls.size], ([u, c]) => u === 0 && c === 0, 'slot and call freed');
+});
+
+const Limits = suite<{ t: RealtimeTestServer; clock: ManualClock }>('WebRTC call limits', {} as { t: RealtimeTestServer; clock: ManualClock });
+Limits.before.each(async (ctx) => {
+  ctx.clock = new ManualClock();
+  ctx.t = await startRealtimeTestServer({ clock: ctx.clock, env: { WORKER_CAPACITY: '1' } });
+});
+Limits.after.each(async (ctx) => {
+  await ctx.t.close();
+});
+
+Limits('capacity full: 503 with Retry-After, nothing created', async (ctx) => {
+  const held = await ctx.t.request('POST', '/v1/sessions', { json: {} });
+  assert.is(held.status, 200);
+  const res = await fetch(`${ctx.t.url}/v1/realtime/calls`, { method: 'POST', body: OFFER, headers: { authorization: `Bearer ${ctx.t.key}`, 'content-type': 'application/sdp' } });
+  assert.is(res.status, 503);
+  assert.ok(Number(res.headers.get('retry-after')) >= 1);
+  assert.is(((await res.json()) as { error: { code: string } }).error.code, 'no_worker_available');
+  const counts = await ctx.t.server.services.store.countSessionsByStatus();
+  assert.equal([counts.active, counts.pending], [1, 0]);
+  assert.is(ctx.t.server.services.calls.size, 0);
+});
+
+Limits('an expired ephemeral key is a 401', async (ctx) => {
+  const secret = await ctx.t.request('POST', '/v1/realtime/client_secrets', { json: { expires_after: { anchor: 'created_at', seconds: 10 } } });
+  ctx.clock.advanceMs(11_000);
+  const res = await fetch(`${ctx.t.url}/v1/realtime/calls`, { method: 'POST', body: OFFER, headers: { authorization: `Bearer ${secret.body.value}`, 'content-type': 'application/sdp' } });
+  assert.is(res.status, 401);
+  assert.is(((await res.json()) as { error: { code: string } }).error.code, 'ephemeral_key_expired');
+});
+
+const Voice = suite<Ctx & { wav: string }>('WebRTC call: voice', {} as Ctx & { wav: string });
+Voice.before(async (ctx) => {
+  // The fake microphone plays this file in a loop: a question, then a long silence.
+  const speech = speechPcm24k('What is the weather like today?');
+  const pcm = new Int16Array(speech.length + 24_000 * 20);
+  pcm.set(speech);
+  ctx.wav = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-mic-')), 'question.wav');
+  fs.writeFileSync(ctx.wav, encodeWav16(pcm, 24_000));
+  ctx.browser = await launchBrowser({ microphone: { wav: ctx.wav } });
+});
+Voice.after(async (ctx) => {
+  await ctx.browser.close();
+  fs.rmSync(path.dirname(ctx.wav), { recursive: true, force: true });
+});
+Voice.before.each(async (ctx) => {
+  ctx.t = await startRealtimeTestServer();
+});
+Voice.after.each(async (ctx) => {
+  await ctx.t.close();
+});
+
+Voice('a spoken question from the microphone gets a spoken, animated answer (Silero VAD on the decoded Opus)', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  await startCall(ctx, page, { session: { type: 'realtime' } });
+  await waitEvent(page, 'input_audio_buffer.speech_started');
+  await waitEvent(page, 'input_audio_buffer.speech_stopped');
+  const transcript = await waitEvent(page, 'conversation.item.input_audio_transcription.completed');
+  assert.is(transcript.transcript, ctx.t.asr.transcript);
+  await waitEvent(page, 'output_audio_buffer.started');
+  const done = await waitEvent(page, 'response.done', 60_000);
+  assert.is(done.response.status, 'completed');
+  const heard = ctx.t.asr.heard.at(-1)!;
+  const seconds = heard.pcm.length / 24_000;
+  assert.ok(seconds > 1 && seconds < 5, `the committed turn is the question (${seconds.toFixed(2)} s)`);
+  await page.close();
+});
+
+if (chromiumAvailable()) {
+  Calls.run();
+  Limits.run();
+  Voice.run();
+} else {
+  console.log('  WebRTC calls: skipped, /usr/bin/chromium is missing (src/cli/setup.sh installs it)');
+}
