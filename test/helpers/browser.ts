@@ -151,7 +151,14 @@ const call = {
     if (res.status === 201) { await pc.setRemoteDescription({ type: 'answer', sdp: answer }); this.answeredAt = performance.now(); }
     return result;
   },
-  send(event) { this.dc.send(JSON.stringify(event)); },
+  /** Sends one event once the channel is open on this side (the server may see it open first). */
+  async send(event) {
+    if (this.dc.readyState === 'connecting') await new Promise((resolve, reject) => {
+      this.dc.addEventListener('open', resolve, { once: true });
+      setTimeout(() => reject(new Error('the data channel did not open within 20 s')), 20000);
+    });
+    this.dc.send(JSON.stringify(event));
+  },
   types() { return this.events.map((e) => e.type); },
   async stats() {
     const out = { video: null, audio: null, state: this.pc ? this.pc.connectionState : 'none' };
