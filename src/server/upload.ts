@@ -15,6 +15,7 @@
  *   DISCARD_LIMIT_BYTES, for at most DISCARD_TIMEOUT_MS) so the client, still sending, gets to read
  *   the 413 instead of a reset connection; past either bound the connection is closed.
  * Decoding and validating the file is not done here (assets/asset-service.ts, off the event loop).
+ * readMultipart and readBody, the readers under it, also take other bodies (a WebRTC call's offer).
  */
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
@@ -102,13 +103,55 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
 }
 
 function receiveMultipart(ctx: AppContext, maxBytes: number): Promise<ReceivedFile> {
-  const req = ctx.req;
+  return readMultipart(ctx.req, {
+    fileFields: FILE_FIELDS,
+    maxFiles: 1,
+    maxFileBytes: maxBytes,
+    maxFields: MAX_TEXT_FIELDS,
+    maxFieldBytes: MAX_TEXT_FIELD_BYTES,
+    refuseLongFields: false,
+    param: 'file',
+  }).then(({ fields, files }) => {
+    const found = files.values().next().value;
+    if (!found) throw new AppError('missing_file', 'No file in the form; send it in a part named "file".', { status: 400, param: 'file' });
+    return { data: found.data, contentType: found.contentType || null, filename: found.filename || null, name: fields.name ?? null, description: fields.description ?? null };
+  });
+}
+
+export interface MultipartOptions {
+  /** Parts kept as files when sent with a filename (the first of each name); other file parts are skipped. */
+  fileFields: readonly string[];
+  maxFiles: number;
+  /** Per file part (413 beyond). */
+  maxFileBytes: number;
+  maxFields: number;
+  maxFieldBytes: number;
+  /** A text field over maxFieldBytes: 413 (true), or kept cut to that size (false). */
+  refuseLongFields: boolean;
+  /** What a malformed form's error names. */
+  param: string | null;
+}
+
+export interface FilePart {
+  data: Buffer;
+  contentType: string;
+  filename: string;
+}
+
+/**
+ * A multipart/form-data body: its text fields and the file parts `fileFields` names, each part
+ * bounded. Settles once; every failure (malformed or cut body, a limit passed, the client gone) is
+ * an AppError, with the rest of the body discarded (see the module comment).
+ */
+export function readMultipart(req: IncomingMessage, options: MultipartOptions): Promise<{ fields: Record<string, string>; files: Map<string, FilePart> }> {
+  const malformed = (detail: string) =>
+    new AppError('invalid_multipart', `Malformed multipart request: ${detail}.`.replace(/\.\.$/, '.'), { status: 400, param: options.param });
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
       parser = busboy({
         headers: req.headers,
-        limits: { fileSize: maxBytes, files: 1, fields: MAX_TEXT_FIELDS, fieldSize: MAX_TEXT_FIELD_BYTES },
+        limits: { fileSize: options.maxFileBytes, files: options.maxFiles, fields: options.maxFields, fieldSize: options.maxFieldBytes },
       });
     } catch (err) {
       discardRest(req);
@@ -116,64 +159,50 @@ function receiveMultipart(ctx: AppContext, maxBytes: number): Promise<ReceivedFi
       return;
     }
     const fields: Record<string, string> = {};
-    let file: { data: Buffer; contentType: string; filename: string } | null = null;
+    const files = new Map<string, FilePart>();
     let settled = false;
     /**
      * Ends reading: the parser is detached (not destroyed: busboy fails when destroyed from inside
      * its own callbacks; unfed, it is simply collected), the rest of the body discarded on failure.
      */
-    const finish = (outcome: { error: AppError } | { file: ReceivedFile }) => {
+    const finish = (error: AppError | null) => {
       if (settled) return;
       settled = true;
       req.unpipe(parser);
       req.off('error', onRequestError);
       req.off('aborted', onRequestError);
-      if ('error' in outcome) {
+      if (error) {
         parser.removeAllListeners('close');
         parser.on('error', () => undefined); // errors after the answer was decided change nothing
         discardRest(req);
-        reject(outcome.error);
+        reject(error);
       } else {
-        resolve(outcome.file);
+        resolve({ fields, files });
       }
     };
-    const onRequestError = () => finish({ error: incompleteBody() });
+    const onRequestError = () => finish(incompleteBody());
 
-    parser.on('field', (name, value) => {
-      fields[name] = value;
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated && options.refuseLongFields) finish(tooLarge(options.maxFieldBytes));
+      else fields[name] = value;
     });
     parser.on('file', (field, stream, info) => {
       // Every part stream gets an error listener, skipped ones too: a body cut inside any part
       // makes busboy emit 'error' on that part's stream.
-      stream.on('error', (err: Error) => finish({ error: malformed(err.message) }));
-      if (!FILE_FIELDS.includes(field) || file) {
+      stream.on('error', (err: Error) => finish(malformed(err.message)));
+      if (!options.fileFields.includes(field) || files.has(field)) {
         stream.resume();
         return;
       }
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('limit', () => finish({ error: tooLarge(maxBytes) }));
+      stream.on('limit', () => finish(tooLarge(options.maxFileBytes)));
       stream.on('end', () => {
-        if (!stream.truncated) file = { data: Buffer.concat(chunks), contentType: info.mimeType, filename: info.filename ?? '' };
+        if (!stream.truncated) files.set(field, { data: Buffer.concat(chunks), contentType: info.mimeType, filename: info.filename ?? '' });
       });
     });
-    parser.on('error', (err: Error) => finish({ error: malformed(err.message) }));
-    parser.on('close', () => {
-      if (!file) {
-        finish({ error: new AppError('missing_file', 'No file in the form; send it in a part named "file".', { status: 400, param: 'file' }) });
-        return;
-      }
-      const found: { data: Buffer; contentType: string; filename: string } = file;
-      finish({
-        file: {
-          data: found.data,
-          contentType: found.contentType || null,
-          filename: found.filename || null,
-          name: fields.name ?? null,
-          description: fields.description ?? null,
-        },
-      });
-    });
+    parser.on('error', (err: Error) => finish(malformed(err.message)));
+    parser.on('close', () => finish(null));
     req.on('error', onRequestError);
     req.on('aborted', onRequestError);
     req.pipe(parser);
@@ -198,10 +227,6 @@ export function discardRest(req: IncomingMessage): void {
   req.on('error', () => undefined); // the client went away while we discarded: nothing to answer
   req.once('close', () => clearTimeout(timer));
   req.resume();
-}
-
-function malformed(detail: string): AppError {
-  return new AppError('invalid_multipart', `Malformed multipart request: ${detail}.`.replace(/\.\.$/, '.'), { status: 400, param: 'file' });
 }
 
 function incompleteBody(): AppError {

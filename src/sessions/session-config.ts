@@ -83,6 +83,9 @@ function booleanField(body: Body, field: string): boolean | null {
   throw invalidParam(field, `'${field}' must be a boolean.`, 'invalid_type');
 }
 
+/** The session fields parseMediaFields reads. */
+export const MEDIA_FIELDS: readonly string[] = ['target_fps', 'upsample_factor', 'tts_source', 'video_codec'];
+
 /** The media fields of a session (current and older form, and a WebRTC call's session config). */
 export function parseMediaFields(body: Body): Pick<SessionConfig, 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec'> {
   return {

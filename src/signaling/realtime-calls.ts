@@ -32,11 +32,11 @@ import type { Logger } from '../core/log.js';
 import { apiKeyIdOf, type Principal } from '../auth/keys.js';
 import { MicrophoneDecoder } from '../media/opus-decoder.js';
 import { type Json, RealtimeError, isObject } from '../realtime/protocol.js';
-import { parseMediaFields } from '../sessions/session-config.js';
+import { MEDIA_FIELDS, parseMediaFields } from '../sessions/session-config.js';
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
-import { type ConnectionDeps, type ConnectionRegistry, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+import { type ConnectionDeps, type ConnectionRegistry, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
 
 /** Server events held while the data channel opens (session.created and what follows it). */
 const MAX_QUEUED_EVENTS = 256;
@@ -45,8 +45,6 @@ const MAX_QUEUED_EVENTS = 256;
  * than 25 frames a second): frames are dropped, never the conversation's events.
  */
 const MAX_CHANNEL_BACKLOG_BYTES = 1024 * 1024;
-/** Fields of a call's session JSON that are session-record media settings, not realtime session fields. */
-const MEDIA_FIELDS = ['target_fps', 'upsample_factor', 'tts_source', 'video_codec'];
 
 export interface CallRequest {
   sdp: string;
@@ -92,6 +90,7 @@ export class CallGateway {
     // 1. The config: the ephemeral key's session under the one sent with the offer.
     const sent = request.session ?? {};
     const media = asBadRequest(() => parseMediaFields(sent));
+    // Media fields are the session record's settings, not realtime session fields.
     const realtime: Json = Object.fromEntries(Object.entries(sent).filter(([k]) => !MEDIA_FIELDS.includes(k)));
     const base: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
     const initial: Json = { ...base, ...realtime, audio: mergeAudio(base.audio, realtime.audio) };
@@ -173,14 +172,15 @@ export class CallGateway {
     const call: Call = { id, userId: principal.userId, peer, connection };
     this.calls.set(id, call);
 
-    const pendingEvents: string[] = [];
+    const pendingEvents = new PendingEvents();
     peer.on('channel_open', (label) => {
       log.info('data channel open', { label });
       for (const text of queued.splice(0)) peer.sendText(text);
     });
     peer.on('channel_message', (text) => {
-      if (connection.ready) connection.receive(text);
-      else if (pendingEvents.length < MAX_QUEUED_EVENTS) pendingEvents.push(text);
+      if (connection.ready) return connection.receive(text);
+      const refused = pendingEvents.push(text);
+      if (refused) connection.send(refused);
     });
     peer.on('channel_binary', () => {
       connection.send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_event', message: 'Binary messages are not supported; send JSON text events.', param: null, event_id: null } });
@@ -197,7 +197,7 @@ export class CallGateway {
   }
 
   /** The peer connected: the session starts and runs, its media wired to the peer. */
-  private async start(call: Call, pending: SessionRecord, initial: Json, negotiated: Negotiated, pendingEvents: string[], log: Logger): Promise<void> {
+  private async start(call: Call, pending: SessionRecord, initial: Json, negotiated: Negotiated, pendingEvents: PendingEvents, log: Logger): Promise<void> {
     const { connection, peer } = call;
     let session: SessionRecord;
     try {
@@ -226,7 +226,7 @@ export class CallGateway {
     avatar.onMedia('opus', (e) => peer.sendAudio(e.data, e.ptsNs));
     peer.on('keyframe_request', () => avatar.requestKeyframe());
     avatar.requestKeyframe(); // the video track may have opened before the avatar existed
-    for (const text of pendingEvents.splice(0)) connection.receive(text);
+    for (const text of pendingEvents.drain()) connection.receive(text);
   }
 }
 

@@ -21,7 +21,7 @@ import type { Clock } from '../core/clock.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { AvatarOutput } from '../realtime/avatar-output.js';
-import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, newServerEventId, renameForDialect } from '../realtime/protocol.js';
+import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { RealtimeSessionEngine, type AssetChecker, type EngineTransport } from '../realtime/session-engine.js';
 import type { LanguageModels } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
@@ -34,6 +34,41 @@ import type { SessionRecord, Store } from '../store/store.js';
 
 /** Microphone audio kept while a call's session starts: 10 s at 24 kHz. */
 const EARLY_MICROPHONE_SAMPLES = 24_000 * 10;
+/** Client events that may wait for a session to start, and their total size. */
+const MAX_PENDING_MESSAGES = 256;
+const MAX_PENDING_BYTES = 32 * 1024 * 1024;
+/** An event id is looked for in this much of a refused event's text. */
+const EVENT_ID_SCAN_CHARS = 4096;
+
+/**
+ * Client events that arrive before a connection's engine runs (authentication, session start),
+ * kept in order and bounded: MAX_PENDING_MESSAGES events, MAX_PENDING_BYTES in all. An event
+ * that does not fit is refused with a `session_not_ready` error naming it, never dropped unsaid.
+ */
+export class PendingEvents {
+  private readonly texts: string[] = [];
+  private bytes = 0;
+
+  /** Keeps `text`; when full, returns the error event to send instead. */
+  push(text: string): ServerEventDraft | null {
+    if (this.texts.length >= MAX_PENDING_MESSAGES || this.bytes + text.length > MAX_PENDING_BYTES) {
+      const error = new RealtimeError(
+        'session_not_ready',
+        `The session is still starting and holds at most ${MAX_PENDING_MESSAGES} events meanwhile; send this event again after session.created.`,
+      );
+      return errorEvent(error, eventIdOf(text.slice(0, EVENT_ID_SCAN_CHARS)));
+    }
+    this.texts.push(text);
+    this.bytes += text.length;
+    return null;
+  }
+
+  /** Every kept event, oldest first; the queue is empty afterwards. */
+  drain(): string[] {
+    this.bytes = 0;
+    return this.texts.splice(0);
+  }
+}
 
 /** What the avatar of a connection renders and encodes. */
 export interface AvatarStartOptions {

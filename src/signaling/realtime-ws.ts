@@ -20,7 +20,7 @@
  *
  * Limits: failed authentications per remote address (auth/throttle.ts) and connections per API key
  * (the key's request bucket) are throttled: an `error` event, then close 4029. Messages that arrive
- * before the engine is ready wait, at most MAX_PENDING_MESSAGES / MAX_PENDING_BYTES of them.
+ * before the engine is ready wait, bounded (PendingEvents in realtime-connection.ts).
  *
  * Close codes (also in the README):
  *   1000 normal · 1001 server shutting down · 1011 internal error · 1013 no worker free (try again
@@ -37,9 +37,9 @@ import type { AuthThrottle } from '../auth/throttle.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, isObject, newServerEventId, renameForDialect, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
+import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, isObject, newServerEventId, renameForDialect, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
-import { type ConnectionDeps, type ConnectionRegistry, type EndReason, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+import { type ConnectionDeps, type ConnectionRegistry, type EndReason, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
 
 export const REALTIME_PATH = '/v1/realtime';
 /** A connection without credentials must authenticate within this time. */
@@ -53,9 +53,6 @@ const INSECURE_KEY_PROTOCOL = 'openai-insecure-api-key.';
  * socket, so only known clients get to make the server parse large messages (issue 8).
  */
 const MAX_AUTH_MESSAGE_CHARS = 4096;
-/** Messages held while the engine starts (a client that pipelines events after connecting); more are refused. */
-const MAX_PENDING_MESSAGES = 256;
-const MAX_PENDING_BYTES = 32 * 1024 * 1024;
 /** A socket asked to close that does not answer the close frame is cut this long after. */
 const CLOSE_GRACE_MS = 1000;
 
@@ -147,8 +144,7 @@ export class RealtimeGateway {
     this.sockets.add(ws);
 
     // Until the connection runs, messages wait here (auth first, then everything else in order).
-    const pending: string[] = [];
-    let pendingBytes = 0;
+    const pending = new PendingEvents();
     let conn: RealtimeConnection | null = null;
     let closed = false;
     let authWaiter: ((msg: string) => void) | null = null;
@@ -163,12 +159,9 @@ export class RealtimeGateway {
       if (authenticated && isAuthMessage(text)) return; // already authenticated (header or subprotocol)
       if (conn?.ready) conn.receive(text);
       else if (authWaiter) authWaiter(text);
-      else if (pending.length >= MAX_PENDING_MESSAGES || pendingBytes + text.length > MAX_PENDING_BYTES) {
-        const eventId = eventIdOf(text.slice(0, MAX_AUTH_MESSAGE_CHARS));
-        send(errorEvent(new RealtimeError('session_not_ready', `The session is still starting and holds at most ${MAX_PENDING_MESSAGES} events meanwhile; send this event again after session.created.`), eventId));
-      } else {
-        pending.push(text);
-        pendingBytes += text.length;
+      else {
+        const refused = pending.push(text);
+        if (refused) send(refused);
       }
     });
     ws.on('close', () => {
@@ -239,7 +232,7 @@ export class RealtimeGateway {
       if (!closed) closeSocket(ws, CLOSE.INTERNAL, 'session could not start');
       return;
     }
-    for (const text of pending.splice(0)) connection.receive(text);
+    for (const text of pending.drain()) connection.receive(text);
   }
 
   /** Credentials (header, subprotocol, or the first message), throttled; rejects with an AppError or SOCKET_CLOSED. */

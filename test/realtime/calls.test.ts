@@ -214,6 +214,25 @@ Calls('bad requests: garbage SDP, no usable codec, bad session JSON, missing key
   assert.is(ctx.t.server.services.calls.size, 0);
 });
 
+Calls('an offer in file parts (httpx files=) is answered; a form cut inside a part is a 400 and leaves no session', async (ctx) => {
+  const post = (body: string, boundary: string) =>
+    fetch(`${ctx.t.url}/v1/realtime/calls`, { method: 'POST', body, headers: { authorization: `Bearer ${ctx.t.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` } });
+  const part = (name: string, type: string, value: string) =>
+    `--B0\r\nContent-Disposition: form-data; name="${name}"; filename="${name}"\r\nContent-Type: ${type}\r\n\r\n${value}\r\n`;
+  const cut = await post(`--B0\r\nContent-Disposition: form-data; name="sdp"; filename="offer.sdp"\r\nContent-Type: application/sdp\r\n\r\nv=0`, 'B0');
+  assert.is(cut.status, 400);
+  assert.is(((await cut.json()) as { error: { code: string } }).error.code, 'invalid_multipart');
+  assert.equal((await ctx.t.server.services.store.countSessionsByStatus()).pending, 0);
+  const badVoice = await post(part('sdp', 'application/sdp', OFFER) + part('session', 'application/json', '{"type":"realtime","voice":"nobody"}') + '--B0--\r\n', 'B0');
+  assert.is(badVoice.status, 400, 'the session file part is read');
+  assert.is(((await badVoice.json()) as { error: { param: string } }).error.param, 'session.voice');
+  const res = await post(part('sdp', 'application/sdp', OFFER) + part('session', 'application/json', '{"type":"realtime","instructions":"From a file part."}') + '--B0--\r\n', 'B0');
+  assert.is(res.status, 201, await res.clone().text());
+  assert.match(await res.text(), /^v=0/);
+  const session = await ctx.t.request('GET', `/v1/sessions/${res.headers.get('x-session-id')}`);
+  assert.is(session.body.status, 'pending');
+});
+
 Calls('a peer that never connects: the session is cancelled after the start timeout and its slot freed', async (ctx) => {
   const res = await fetch(`${ctx.t.url}/v1/realtime/calls`, { method: 'POST', body: OFFER, headers: { authorization: `Bearer ${ctx.t.key}`, 'content-type': 'application/sdp' } });
   assert.is(res.status, 201);

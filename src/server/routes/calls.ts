@@ -7,17 +7,17 @@
  * the preflight and lets any origin read the answer and its Location / X-Session-Id headers (the
  * key in Authorization is the credential; no cookies are involved).
  */
-import busboy from 'busboy';
 import type Koa from 'koa';
-import { AppError } from '../../core/errors.js';
 import { parseCallBody } from '../../signaling/realtime-calls.js';
 import type { AppContext, AppRouter, AppState } from '../context.js';
 import { principalOf, tooLarge } from '../middleware.js';
 import type { Services } from '../services.js';
-import { discardRest, readBody } from '../upload.js';
+import { discardRest, readBody, readMultipart } from '../upload.js';
 import type { RouteGuards } from './guards.js';
 
 const CALLS_PATH = /^\/v1\/realtime\/calls(\/[^/]+\/hangup)?$/;
+/** The form parts of an offer. */
+const CALL_PARTS = ['sdp', 'session'];
 
 export function callRoutes(router: AppRouter, s: Services, g: RouteGuards): void {
   router.post('/v1/realtime/calls', ...g.realtime, async (ctx) => {
@@ -69,42 +69,20 @@ async function readCallRequest(ctx: AppContext, maxBytes: number): Promise<Retur
  * The `sdp` and `session` parts of a form, whether sent as plain fields (form-data, aiohttp) or as
  * parts with a filename and content type (httpx `files=`); other parts are skipped.
  */
-function readFormFields(ctx: AppContext, maxBytes: number): Promise<Record<string, string>> {
-  return new Promise((resolve, reject) => {
-    let parser: busboy.Busboy;
-    try {
-      parser = busboy({ headers: ctx.req.headers, limits: { fieldSize: maxBytes, fileSize: maxBytes, fields: 10, files: 4 } });
-    } catch (err) {
-      reject(new AppError('invalid_multipart', `Malformed multipart request: ${(err as Error).message}`, { status: 400 }));
-      return;
-    }
-    const fields: Record<string, string> = {};
-    let failed = false;
-    const fail = (err: AppError) => {
-      if (failed) return;
-      failed = true;
-      ctx.req.unpipe(parser);
-      parser.on('error', () => undefined); // later complaints of the detached parser change nothing
-      discardRest(ctx.req);
-      reject(err);
-    };
-    parser.on('field', (name, value, info) => {
-      if (info.valueTruncated) fail(tooLarge(maxBytes));
-      else if (name === 'sdp' || name === 'session') fields[name] = value;
-    });
-    parser.on('file', (name, stream) => {
-      stream.on('error', (err: Error) => fail(new AppError('invalid_multipart', `Malformed multipart request: ${err.message}`, { status: 400 })));
-      if (name !== 'sdp' && name !== 'session') return void stream.resume();
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('limit', () => fail(tooLarge(maxBytes)));
-      stream.on('end', () => (fields[name] = Buffer.concat(chunks).toString('utf8')));
-    });
-    parser.on('error', (err: Error) => fail(new AppError('invalid_multipart', `Malformed multipart request: ${err.message}`, { status: 400 })));
-    parser.on('close', () => {
-      if (!failed) resolve(fields);
-    });
-    ctx.req.on('error', () => fail(new AppError('incomplete_body', 'The request body ended before it was complete.', { status: 400 })));
-    ctx.req.pipe(parser);
+async function readFormFields(ctx: AppContext, maxBytes: number): Promise<Record<string, string>> {
+  const { fields, files } = await readMultipart(ctx.req, {
+    fileFields: CALL_PARTS,
+    maxFiles: 4,
+    maxFileBytes: maxBytes,
+    maxFields: 10,
+    maxFieldBytes: maxBytes,
+    refuseLongFields: true,
+    param: null,
   });
+  const parts: Record<string, string> = {};
+  for (const name of CALL_PARTS) {
+    const value = files.get(name)?.data.toString('utf8') ?? fields[name];
+    if (value !== undefined) parts[name] = value;
+  }
+  return parts;
 }
