@@ -24,18 +24,11 @@
  */
 import { AppError } from '../core/errors.js';
 import { randomBase62 } from '../core/ids.js';
+import type { ServerEventDraft, ServerEventType } from './server-events.js';
 
 export type Dialect = 'ga' | 'legacy';
 
-/** A server event before it is stamped: GA type plus its fields. */
-export interface ServerEventDraft {
-  type: string;
-  [field: string]: unknown;
-}
-
-export interface ServerEvent extends ServerEventDraft {
-  event_id: string;
-}
+export type { ServerEvent, ServerEventDraft, ServerEventType } from './server-events.js';
 
 /** Client event types this server accepts (GA names; legacy clients use the same client names). */
 export const CLIENT_EVENT_TYPES = [
@@ -53,7 +46,8 @@ export const CLIENT_EVENT_TYPES = [
 ] as const;
 export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
 
-const LEGACY_NAMES: Record<string, string | null> = {
+/** Legacy names of the GA events that have one (null: the legacy dialect has no such event). */
+const LEGACY_NAMES: { readonly [T in ServerEventType]?: string | null } = {
   'conversation.item.added': 'conversation.item.created',
   'conversation.item.done': null,
   'response.output_audio.delta': 'response.audio.delta',
@@ -67,7 +61,7 @@ const LEGACY_NAMES: Record<string, string | null> = {
 };
 
 /** The event's type in `dialect`, or null when the dialect has no such event. */
-export function renameForDialect(type: string, dialect: Dialect): string | null {
+export function renameForDialect(type: ServerEventType, dialect: Dialect): string | null {
   if (dialect === 'ga') return type;
   const legacy = LEGACY_NAMES[type];
   return legacy === undefined ? type : legacy;

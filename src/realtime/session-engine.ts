@@ -736,7 +736,7 @@ function transcriptionUsage(audioSeconds: number, transcript: string) {
   const audioTokens = Math.ceil(audioSeconds * 10);
   const outputTokens = Math.ceil(transcript.length / 4);
   return {
-    type: 'tokens',
+    type: 'tokens' as const,
     total_tokens: audioTokens + outputTokens,
     input_tokens: audioTokens,
     input_token_details: { text_tokens: 0, audio_tokens: audioTokens },

@@ -12,7 +12,7 @@ import { FakeSpeechService } from '../../src/providers/tts/fake-tts.js';
 import { FakeVad } from '../../src/providers/vad/fake-vad.js';
 import { FakeTranscriber } from '../../src/providers/asr/fake-asr.js';
 import { OUTPUT_SAMPLE_RATE_HZ, type AvatarOutput, type AvatarOutputEvents, type SpeechPlacement } from '../../src/realtime/avatar-output.js';
-import type { Json, ServerEventDraft } from '../../src/realtime/protocol.js';
+import type { Json } from '../../src/realtime/protocol.js';
 import { RealtimeSessionEngine, type EngineOptions } from '../../src/realtime/session-engine.js';
 
 const TICK_SAMPLES = OUTPUT_SAMPLE_RATE_HZ / 25;
@@ -64,19 +64,25 @@ export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements A
   async close(): Promise<void> {}
 }
 
+/**
+ * An event as a test reads it: any field may be looked at, as a client reading the JSON would
+ * (the engine's typed `SeenEvent` is narrowed by `type`, which assertions do not need).
+ */
+export type SeenEvent = { type: string; [field: string]: unknown };
+
 export interface Harness {
   engine: RealtimeSessionEngine;
   avatar: TickingAvatar;
-  events: ServerEventDraft[];
+  events: SeenEvent[];
   vad: FakeVad;
   send(event: Json): void;
   /** The first event from index `from` matching, letting the engine run (and ticking the avatar when `tick`). */
-  waitFor(pred: (e: ServerEventDraft) => boolean, options?: { from?: number; tick?: boolean }): Promise<ServerEventDraft>;
+  waitFor(pred: (e: SeenEvent) => boolean, options?: { from?: number; tick?: boolean }): Promise<SeenEvent>;
   close(): Promise<void>;
 }
 
 export async function engineHarness(options: Partial<EngineOptions> & { reply?: FakeLlmOptions; transcript?: string } = {}): Promise<Harness> {
-  const events: ServerEventDraft[] = [];
+  const events: SeenEvent[] = [];
   const avatar = new TickingAvatar();
   const vad = new FakeVad();
   const llm = new FakeLlm(options.reply ?? { reply: 'Hello there. It is a fine day to talk.' });

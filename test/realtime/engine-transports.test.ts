@@ -6,14 +6,13 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { ServerEventDraft } from '../../src/realtime/protocol.js';
-import { engineHarness, type Harness } from '../helpers/engine-harness.js';
+import { engineHarness, type Harness, type SeenEvent } from '../helpers/engine-harness.js';
 
-const types = (events: ServerEventDraft[]) => events.map((e) => e.type);
+const types = (events: SeenEvent[]) => events.map((e) => e.type);
 const userText = { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } };
 
 /** Plays the avatar until response.done; returns the response's events. */
-async function playResponse(h: Harness): Promise<ServerEventDraft[]> {
+async function playResponse(h: Harness): Promise<SeenEvent[]> {
   const from = h.events.length;
   h.send(userText);
   h.send({ type: 'response.create' });

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { SentenceSplitter } from '../../src/realtime/sentences.js';
 import { applySessionUpdate } from '../../src/realtime/session-update.js';
 import { Conversation, parseMessageItem } from '../../src/realtime/conversation.js';
-import { RealtimeError, decodePcm16, eventIdOf, parseClientEvent, renameForDialect } from '../../src/realtime/protocol.js';
+import { RealtimeError, type ServerEventDraft, decodePcm16, eventIdOf, parseClientEvent, renameForDialect } from '../../src/realtime/protocol.js';
 
 /** The RealtimeError `fn` throws (fails the test when it throws nothing or something else). */
 function thrown(fn: () => unknown): RealtimeError {
@@ -265,3 +265,24 @@ test('renameForDialect gives older names and drops events the older dialect lack
 });
 
 test.run();
+
+// The server event vocabulary is a type (src/realtime/server-events.ts): a misspelt event name, a
+// field an event does not have, or a missing field fails `npm run typecheck` (part of `npm test`).
+// Each `@ts-expect-error` below fails the typecheck if the union ever stops catching that mistake.
+test('server events: misspelt names and fields are type errors', () => {
+  const good: ServerEventDraft[] = [
+    { type: 'output_audio_buffer.started', response_id: 'resp_1' },
+    { type: 'response.output_image.done', response_id: 'resp_1', item_id: 'item_1', output_index: 0, content_index: 0, total_frames: 3 },
+    { type: 'conversation.item.truncated', item_id: 'item_1', content_index: 0, audio_end_ms: 120 },
+  ];
+  // @ts-expect-error misspelt event name
+  const misspeltName: ServerEventDraft = { type: 'output_audio_buffer.stoped', response_id: 'resp_1' };
+  // @ts-expect-error a field the event does not have (GA says audio_end_ms)
+  const wrongField: ServerEventDraft = { type: 'conversation.item.truncated', item_id: 'item_1', content_index: 0, audio_end: 120 };
+  // @ts-expect-error a required field missing (response_id)
+  const missingField: ServerEventDraft = { type: 'response.output_audio.delta', item_id: 'item_1', output_index: 0, content_index: 0, delta: '' };
+  // @ts-expect-error an event this server never sends (MCP)
+  const notOurs: ServerEventDraft = { type: 'mcp_list_tools.in_progress', item_id: 'item_1' };
+  // The drafts are values too: each is stamped and renamed like any other event.
+  for (const draft of [...good, misspeltName, wrongField, missingField, notOurs]) assert.type(draft.type, 'string');
+});

@@ -14,7 +14,7 @@ import type { LanguageModels } from '../../src/providers/llm/base.js';
 import { FakeLlm } from '../../src/providers/llm/fake-llm.js';
 import type { SpeechService } from '../../src/providers/tts/base.js';
 import type { AvatarOutput, AvatarOutputEvents } from '../../src/realtime/avatar-output.js';
-import type { ServerEventDraft } from '../../src/realtime/protocol.js';
+import type { SeenEvent } from '../helpers/engine-harness.js';
 import { RealtimeSessionEngine, type EngineDeps } from '../../src/realtime/session-engine.js';
 
 class SilentAvatar extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
@@ -29,7 +29,7 @@ class SilentAvatar extends EventEmitter<AvatarOutputEvents> implements AvatarOut
 }
 
 interface Ctx {
-  events: ServerEventDraft[];
+  events: SeenEvent[];
   records: LogFields[];
   engine: RealtimeSessionEngine;
   /** Makes deps.send throw for the next event of this type. */
@@ -99,7 +99,7 @@ test.after.each(async (ctx) => {
 });
 
 /** The first event from index `from` matching, waiting (by polling the engine's own chain and timers) up to 10 s. */
-async function waitFor(ctx: Ctx, pred: (e: ServerEventDraft) => boolean, from = 0): Promise<ServerEventDraft> {
+async function waitFor(ctx: Ctx, pred: (e: SeenEvent) => boolean, from = 0): Promise<SeenEvent> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     await ctx.engine.idle();
@@ -110,9 +110,9 @@ async function waitFor(ctx: Ctx, pred: (e: ServerEventDraft) => boolean, from = 
   }
 }
 
-const errorOf = (e: ServerEventDraft) => e.error as { type: string; code: string; event_id: string | null };
+const errorOf = (e: SeenEvent) => e.error as { type: string; code: string; event_id: string | null };
 
-async function textTurn(ctx: Ctx, eventId: string): Promise<ServerEventDraft> {
+async function textTurn(ctx: Ctx, eventId: string): Promise<SeenEvent> {
   const from = ctx.events.length;
   ctx.engine.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } }));
   ctx.engine.receive(JSON.stringify({ type: 'response.create', event_id: eventId, response: { output_modalities: ['text'] } }));

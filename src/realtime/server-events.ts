@@ -1,0 +1,125 @@
+/**
+ * The server's event vocabulary as one typed union, built on the OpenAI Realtime GA types that the
+ * `openai` package ships, so that a misspelt event name, a missing field or a field the event does
+ * not have fails `tsc` rather than a client.
+ *
+ *  - Every event the engine and gateways emit is a member of `ServerEventDraft` (an event before
+ *    protocol.ts stamps its `event_id`); `ServerEvent` is the stamped form a client receives.
+ *  - Event names and their top-level field names and scalar types are OpenAI's exactly. Nested
+ *    records the server builds from its own state (`item`, `session`, `response`, `part`, and the
+ *    transcription failure's `error`) are typed as objects: they carry fields OpenAI's types do not
+ *    model (the avatar's `avatar` session block, `object` tags, `param: null` where the SDK says
+ *    optional string, as the API itself sends), and their shapes are checked by the protocol
+ *    tests instead.
+ *  - The avatar's own events (`response.output_image.delta` / `.done`) have no OpenAI type; they
+ *    are declared here beside the GA ones with the same part reference fields.
+ *  - Events the server never sends (MCP, DTMF, rate limits, function-call arguments) are left
+ *    out, so emitting one by mistake is also a type error.
+ */
+import type {
+  ConversationItemAdded,
+  ConversationItemDeletedEvent,
+  ConversationItemDone,
+  ConversationItemInputAudioTranscriptionCompletedEvent,
+  ConversationItemInputAudioTranscriptionDeltaEvent,
+  ConversationItemInputAudioTranscriptionFailedEvent,
+  ConversationItemTruncatedEvent,
+  InputAudioBufferClearedEvent,
+  InputAudioBufferCommittedEvent,
+  InputAudioBufferSpeechStartedEvent,
+  InputAudioBufferSpeechStoppedEvent,
+  RealtimeErrorEvent,
+  RealtimeServerEvent as OpenAIServerEvent,
+  ResponseAudioDeltaEvent,
+  ResponseAudioDoneEvent,
+  ResponseAudioTranscriptDeltaEvent,
+  ResponseAudioTranscriptDoneEvent,
+  ResponseContentPartAddedEvent,
+  ResponseContentPartDoneEvent,
+  ResponseCreatedEvent,
+  ResponseDoneEvent,
+  ResponseOutputItemAddedEvent,
+  ResponseOutputItemDoneEvent,
+  ResponseTextDeltaEvent,
+  ResponseTextDoneEvent,
+  SessionCreatedEvent,
+  SessionUpdatedEvent,
+} from 'openai/resources/realtime/realtime';
+
+/** A JSON object the server built from its own records (an item, a session, a response). */
+type Built_ = object;
+
+/** OpenAI's event with its nested records `K` loosened to JSON objects (see the header). */
+type Built<E, K extends keyof E = never> = { [F in keyof E]: F extends K ? (null extends E[F] ? Built_ | null : Built_) : E[F] };
+
+/** Where a delta of the response's one content part belongs (every part event carries it). */
+interface PartRef {
+  response_id: string;
+  item_id: string;
+  output_index: number;
+  content_index: number;
+}
+
+/** One JPEG frame of the avatar (the avatar's own event; `response.video.delta` in the legacy dialect). */
+export interface ResponseOutputImageDeltaEvent extends PartRef {
+  event_id: string;
+  type: 'response.output_image.delta';
+  /** Base64 JPEG. */
+  delta: string;
+  frame_index: number;
+  pts_ms: number;
+}
+
+/** The response's frames are all sent (`response.video.done` in the legacy dialect). */
+export interface ResponseOutputImageDoneEvent extends PartRef {
+  event_id: string;
+  type: 'response.output_image.done';
+  total_frames: number;
+}
+
+/** Every event this server sends, stamped (`event_id` set). */
+export type ServerEvent =
+  | Built<SessionCreatedEvent, 'session'>
+  | Built<SessionUpdatedEvent, 'session'>
+  | RealtimeErrorEvent
+  | Built<ConversationItemAdded, 'item'>
+  | Built<ConversationItemDone, 'item'>
+  | Built<OpenAIServerEvent.ConversationItemRetrieved, 'item'>
+  | ConversationItemTruncatedEvent
+  | ConversationItemDeletedEvent
+  | ConversationItemInputAudioTranscriptionDeltaEvent
+  | ConversationItemInputAudioTranscriptionCompletedEvent
+  | Built<ConversationItemInputAudioTranscriptionFailedEvent, 'error'>
+  | InputAudioBufferCommittedEvent
+  | InputAudioBufferClearedEvent
+  | InputAudioBufferSpeechStartedEvent
+  | InputAudioBufferSpeechStoppedEvent
+  | OpenAIServerEvent.OutputAudioBufferStarted
+  | OpenAIServerEvent.OutputAudioBufferStopped
+  | OpenAIServerEvent.OutputAudioBufferCleared
+  | Built<ResponseCreatedEvent, 'response'>
+  | Built<ResponseDoneEvent, 'response'>
+  | Built<ResponseOutputItemAddedEvent, 'item'>
+  | Built<ResponseOutputItemDoneEvent, 'item'>
+  | Built<ResponseContentPartAddedEvent, 'part'>
+  | Built<ResponseContentPartDoneEvent, 'part'>
+  | ResponseTextDeltaEvent
+  | ResponseTextDoneEvent
+  | ResponseAudioDeltaEvent
+  | ResponseAudioDoneEvent
+  | ResponseAudioTranscriptDeltaEvent
+  | ResponseAudioTranscriptDoneEvent
+  | ResponseOutputImageDeltaEvent
+  | ResponseOutputImageDoneEvent;
+
+/** Omit distributed over a union, so each member keeps its own discriminated shape. */
+type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** A server event before it is stamped: what the engine and gateways build and hand to `send`. */
+export type ServerEventDraft = OmitEach<ServerEvent, 'event_id'>;
+
+/** The names of the events this server sends (GA names; protocol.ts renames for the legacy dialect). */
+export type ServerEventType = ServerEvent['type'];
+
+/** The draft of one event type, for code that builds a particular event. */
+export type DraftOf<T extends ServerEventType> = Extract<ServerEventDraft, { type: T }>;
