@@ -3,7 +3,8 @@
  * server on loopback, plays the answer, decodes the avatar's video and audio, and talks to the
  * engine on its data channel. Providers are the deterministic test ones (scripted model, tone
  * voice); the media plane, VAD and transport are the real ones. Timings are the benchmark's
- * (npm run bench -- webrtc), not asserted here.
+ * (npm run bench -- webrtc), not asserted here. Barge-in is spoken: the fake microphone plays a
+ * question, then talks over the long reply.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -311,10 +312,71 @@ Voice('a spoken question from the microphone gets a spoken, animated answer (Sil
   await page.close();
 });
 
+const BargeIn = suite<Ctx & { wav: string }>('WebRTC call: barge-in', {} as Ctx & { wav: string });
+/** Silence between the question and the interruption: long enough for the reply to be playing by then on a loaded machine (the fake voice speaks the reply below for ~23 s). */
+const BARGE_IN_AFTER_S = 8;
+BargeIn.before(async (ctx) => {
+  // The fake microphone: a question, silence while the avatar starts its long answer, then the
+  // user talks over it, then a long silence (the file loops).
+  const question = speechPcm24k('What is the weather like today?');
+  const interruption = speechPcm24k('Stop, wait a moment please.');
+  const pcm = new Int16Array(question.length + 24_000 * BARGE_IN_AFTER_S + interruption.length + 24_000 * 30);
+  pcm.set(question);
+  pcm.set(interruption, question.length + 24_000 * BARGE_IN_AFTER_S);
+  ctx.wav = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-mic-')), 'barge-in.wav');
+  fs.writeFileSync(ctx.wav, encodeWav16(pcm, 24_000));
+  ctx.browser = await launchBrowser({ microphone: { wav: ctx.wav } });
+});
+BargeIn.after(async (ctx) => {
+  await ctx.browser.close();
+  fs.rmSync(path.dirname(ctx.wav), { recursive: true, force: true });
+});
+BargeIn.before.each(async (ctx) => {
+  ctx.t = await startRealtimeTestServer();
+  ctx.t.llm.options.reply = () => 'Today is bright and mild in most places, with a light breeze from the west. '.repeat(12);
+});
+BargeIn.after.each(async (ctx) => {
+  await ctx.t.close();
+});
+
+BargeIn('speaking over the avatar stops its audio, cancels the reply (turn_detected) keeping what was heard, and the interruption is the next turn', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  await startCall(ctx, page, { session: { type: 'realtime' } });
+  const started = await waitEvent(page, 'output_audio_buffer.started', 60_000);
+  const done = await waitEvent(page, 'response.done', 60_000);
+  assert.is(done.response.status, 'cancelled', 'the reply was cut, not played out');
+  assert.equal(done.response.status_details, { type: 'cancelled', reason: 'turn_detected' });
+  const events = await eventsIn(page);
+  const at = (type: string, from = 0) => events.findIndex((e, i) => i >= from && e.type === type);
+  const cleared = at('output_audio_buffer.cleared');
+  assert.ok(cleared > 0, 'output_audio_buffer.cleared was sent');
+  assert.is(events[cleared]!.response_id, started.response_id);
+  const secondSpeech = at('input_audio_buffer.speech_started', at('output_audio_buffer.started'));
+  assert.ok(secondSpeech > 0 && secondSpeech < cleared, 'the avatar was cut after the user started speaking over it');
+  assert.not.ok(events.slice(0, cleared).some((e) => e.type === 'output_audio_buffer.stopped'), 'it never played out');
+  // What the user heard is what the conversation keeps: a cut transcript of the long reply.
+  const heard = events.find((e) => e.type === 'response.output_audio_transcript.done')!.transcript as string;
+  const full = ctx.t.llm.options.reply!({} as never).trim();
+  assert.ok(heard.length > 0 && heard.length < full.length * 0.8, `the transcript is cut at what was played (${heard.length} of ${full.length} characters)`);
+  // The avatar's audio stops at the receiver: its energy stops rising once the jitter buffer drains.
+  const energyAt = async () => ((await callIn<{ audio: { energy: number } }>(page, 'stats')).audio.energy);
+  await new Promise((r) => setTimeout(r, 600));
+  const e0 = await energyAt();
+  await new Promise((r) => setTimeout(r, 1000));
+  const silentGain = (await energyAt()) - e0;
+  assert.ok(silentGain < 0.002, `no avatar audio after the barge-in (energy +${silentGain.toFixed(4)} in 1 s; a second of the tone voice is ~0.05)`);
+  // The interruption is the next user turn, and it is answered.
+  await until(() => eventsIn(page), (ev) => ev.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed').length >= 2, 'the second turn', 60_000);
+  const turn = ctx.t.asr.heard.at(-1)!.pcm.length / 24_000;
+  assert.ok(turn > 0.8 && turn < 4, `the second turn is the interruption (${turn.toFixed(2)} s)`);
+  await page.close();
+});
+
 if (chromiumAvailable()) {
   Calls.run();
   Limits.run();
   Voice.run();
+  BargeIn.run();
 } else {
   console.log('  WebRTC calls: skipped, /usr/bin/chromium is missing (src/cli/setup.sh installs it)');
 }
