@@ -186,8 +186,18 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
       failure = toNativeError(err); // the session is gone anyway; `closed` still arrives
     }
     await this.#closedEvent;
-    const { eventsDropped } = this.#native.stats();
-    if (eventsDropped > 0) this.#logger?.warn('media events dropped', { eventsDropped });
+    // One line per session for operators (and the webrtc benchmark): did it keep real time?
+    const s = this.#native.stats();
+    const summary = {
+      framesRendered: s.framesRendered,
+      lateFrames: s.lateFrames,
+      maxLatenessMs: Math.round(s.maxLatenessNs / 1e5) / 10,
+      droppedBuffers: s.droppedBuffers,
+      eventsDropped: s.eventsDropped,
+      pipelineErrors: s.pipelineErrors,
+    };
+    if (s.eventsDropped > 0 || s.droppedBuffers > 0) this.#logger?.warn('media session closed with losses', summary);
+    else this.#logger?.info('media session closed', summary);
     if (failure) throw failure;
   }
 

@@ -8,8 +8,8 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../core/log.js';
 import type { AssetService } from '../assets/asset-service.js';
-import { AvatarAssets } from '../media/avatar-assets.js';
-import { MediaAvatarOutput } from '../media/avatar-output.js';
+import { AvatarAssets, DEFAULT_DRIVING_ID, DEFAULT_FACE_ID } from '../media/avatar-assets.js';
+import { DEFAULT_AVATAR_FPS, MediaAvatarOutput } from '../media/avatar-output.js';
 import type { FaceRegistry } from '../media/face-registration.js';
 import { SileroVad } from '../providers/vad/silero.js';
 import type { RealtimeRuntime } from '../signaling/realtime-connection.js';
@@ -65,6 +65,23 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
           for await (const _ of voice.speak('Hello.', { speed: 1 })) void _;
         }]),
         ['recogniser', () => asr.forModel(null).transcribe({ pcm: new Int16Array(12_000), language: 'en', prompt: null })],
+        // The first media session loads GStreamer's plugins and the encoders (about 1 s on the
+        // 2-core machine): without this the first call after start waits that long for its
+        // first frame (npm run bench -- webrtc).
+        ['media plane', async () => {
+          const avatar = await MediaAvatarOutput.start({
+            assets: avatarAssets,
+            pipelinesDir: PIPELINES_DIR,
+            userId: config.bootstrapUserId,
+            faceId: DEFAULT_FACE_ID,
+            drivingId: DEFAULT_DRIVING_ID,
+            fps: DEFAULT_AVATAR_FPS,
+            upsampleFactor: 1,
+            jpeg: true,
+            rtp: { video: 'h264', audio: true },
+          });
+          await avatar.close();
+        }],
       ];
       // One at a time: on a small machine, loading all at once only makes each slower.
       for (const [what, task] of tasks) {
