@@ -94,6 +94,11 @@ export interface CallStartOptions {
   videoCodec?: 'H264' | 'VP8';
   /** Data channel label; null for none. */
   channel: string | null;
+  /**
+   * Where the microphone track comes from: the (fake) capture device, or 'synth', a Web Audio
+   * track that is silent until `window.call.speak()` plays speech into it at a known time.
+   */
+  microphone?: 'device' | 'synth';
 }
 
 /** The result of `window.call.start()`. */
@@ -112,13 +117,27 @@ const HARNESS_PAGE = `<!doctype html>
 <canvas id="canvas" width="512" height="512"></canvas>
 <script>
 const call = {
-  pc: null, dc: null, events: [], audioTrack: null, stream: new MediaStream(), answeredAt: 0,
+  pc: null, dc: null, events: [], audioTrack: null, stream: new MediaStream(), answeredAt: 0, firstFrameAt: 0,
+  synth: null, playout: null, samples: [], frames: [], loud: [], sampler: null,
   async start(o) {
     const pc = new RTCPeerConnection();
     this.pc = pc;
     if (o.audio) {
-      const mic = await navigator.mediaDevices.getUserMedia({ audio: true });
-      pc.addTransceiver(mic.getAudioTracks()[0], { direction: 'sendrecv' });
+      let track;
+      if (o.microphone === 'synth') {
+        const ctx = new AudioContext({ sampleRate: 48000 });
+        const dest = ctx.createMediaStreamDestination();
+        // A constant zero keeps the track producing audio between utterances, as a microphone does.
+        const floor = ctx.createConstantSource();
+        floor.offset.value = 0;
+        floor.connect(dest);
+        floor.start();
+        this.synth = { ctx, dest };
+        track = dest.stream.getAudioTracks()[0];
+      } else {
+        track = (await navigator.mediaDevices.getUserMedia({ audio: true })).getAudioTracks()[0];
+      }
+      pc.addTransceiver(track, { direction: 'sendrecv' });
     }
     if (o.video) {
       const t = pc.addTransceiver('video', { direction: 'recvonly' });
@@ -134,8 +153,31 @@ const call = {
     }
     pc.ontrack = (e) => {
       this.stream.addTrack(e.track);
-      if (e.track.kind === 'video') document.getElementById('video').srcObject = new MediaStream([e.track]);
-      if (e.track.kind === 'audio') { this.audioTrack = e.track; const a = new Audio(); a.srcObject = new MediaStream([e.track]); a.play().catch(() => {}); }
+      if (e.track.kind === 'video') {
+        const v = document.getElementById('video');
+        v.srcObject = new MediaStream([e.track]);
+        v.requestVideoFrameCallback((now) => { this.firstFrameAt = now; });
+      }
+      if (e.track.kind === 'audio') {
+        this.audioTrack = e.track;
+        const a = new Audio();
+        a.srcObject = new MediaStream([e.track]);
+        a.play().catch(() => {});
+        // The played-out level every 256 samples (5.3 ms): when the avatar is first heard.
+        const ctx = new AudioContext({ sampleRate: 48000 });
+        const proc = ctx.createScriptProcessor(256, 1, 1);
+        proc.onaudioprocess = (ev) => {
+          if (!this.sampler) return;
+          const x = ev.inputBuffer.getChannelData(0);
+          let sum = 0;
+          for (let i = 0; i < x.length; i++) sum += x[i] * x[i];
+          const rms = Math.sqrt(sum / x.length);
+          if (rms > 0.002) this.loud.push({ t: performance.now(), rms });
+        };
+        ctx.createMediaStreamSource(new MediaStream([e.track])).connect(proc);
+        proc.connect(ctx.destination);
+        this.playout = ctx;
+      }
     };
     await pc.setLocalDescription(await pc.createOffer());
     const sdp = pc.localDescription.sdp;
@@ -151,15 +193,72 @@ const call = {
     if (res.status === 201) { await pc.setRemoteDescription({ type: 'answer', sdp: answer }); this.answeredAt = performance.now(); }
     return result;
   },
-  /** Sends one event once the channel is open on this side (the server may see it open first). */
+  /** Sends one event once the channel is open on this side (the server may see it open first); returns when it was sent (page ms). */
   async send(event) {
     if (this.dc.readyState === 'connecting') await new Promise((resolve, reject) => {
       this.dc.addEventListener('open', resolve, { once: true });
       setTimeout(() => reject(new Error('the data channel did not open within 20 s')), 20000);
     });
     this.dc.send(JSON.stringify(event));
+    return performance.now();
   },
   types() { return this.events.map((e) => e.type); },
+  /**
+   * Plays speech (mono floats -1..1 at rateHz) into the 'synth' microphone; resolves when it has
+   * played, with the page time its last sample went out (performance.now()).
+   */
+  speak(samples, rateHz) {
+    const { ctx, dest } = this.synth;
+    const buffer = ctx.createBuffer(1, samples.length, rateHz);
+    buffer.copyToChannel(Float32Array.from(samples), 0);
+    const src = ctx.createBufferSource();
+    src.buffer = buffer;
+    src.connect(dest);
+    return new Promise((resolve) => { src.onended = () => resolve(performance.now()); src.start(); });
+  },
+  /**
+   * Sampling for measurements: every 10 ms the received audio's energy and the decoded frame
+   * count (getStats), every 256 played-out samples whether the received audio is audible, and on
+   * every presented video frame the mouth box's mean grey level.
+   * takeSamples() hands them over and clears them.
+   */
+  startSampling(mouthBox) {
+    this.stopSampling();
+    const v = document.getElementById('video'), c = document.getElementById('canvas'), g = c.getContext('2d', { willReadFrequently: true });
+    const on = { stopped: false };
+    const onFrame = (now, meta) => {
+      if (on.stopped) return;
+      g.drawImage(v, 0, 0, 512, 512);
+      const d = g.getImageData(mouthBox[0], mouthBox[1], mouthBox[2], mouthBox[3]).data;
+      let sum = 0;
+      for (let i = 0; i < d.length; i += 4) sum += 0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2];
+      this.frames.push({ t: now, grey: sum / (d.length / 4), receivedAt: meta.receiveTime || 0 });
+      v.requestVideoFrameCallback(onFrame);
+    };
+    if (v.srcObject) v.requestVideoFrameCallback(onFrame);
+    const timer = setInterval(async () => {
+      const t = performance.now();
+      const out = { t, energy: 0, frames: 0, audioBufferMs: 0, videoBufferMs: 0 };
+      (await this.pc.getStats()).forEach((s) => {
+        const buffered = s.jitterBufferEmittedCount ? (s.jitterBufferDelay / s.jitterBufferEmittedCount) * 1000 : 0;
+        if (s.type === 'inbound-rtp' && s.kind === 'audio') { out.energy = s.totalAudioEnergy || 0; out.audioBufferMs = buffered; }
+        if (s.type === 'inbound-rtp' && s.kind === 'video') { out.frames = s.framesDecoded || 0; out.videoBufferMs = buffered; }
+      });
+      this.samples.push(out);
+    }, 10);
+    this.sampler = { on, timer };
+  },
+  stopSampling() {
+    if (!this.sampler) return;
+    this.sampler.on.stopped = true;
+    clearInterval(this.sampler.timer);
+    this.sampler = null;
+  },
+  takeSamples() {
+    const out = { samples: this.samples, frames: this.frames, loud: this.loud, firstFrameAt: this.firstFrameAt, answeredAt: this.answeredAt, now: performance.now() };
+    this.samples = []; this.frames = []; this.loud = [];
+    return out;
+  },
   async stats() {
     const out = { video: null, audio: null, state: this.pc ? this.pc.connectionState : 'none' };
     if (!this.pc) return out;
@@ -183,17 +282,39 @@ const call = {
     }
     return cells.map((s, k) => s / counts[k]);
   },
-  hangup() { this.pc.close(); },
+  hangup() { this.stopSampling(); this.pc.close(); if (this.synth) this.synth.ctx.close(); if (this.playout) this.playout.close(); },
 };
 window.call = call;
 </script></body></html>`;
 
 /** Calls `window.call[method](...args)` in the page (the harness client above). */
-export function callIn<T>(page: Page, method: 'start' | 'send' | 'types' | 'stats' | 'mouth' | 'hangup', ...args: unknown[]): Promise<T> {
+export function callIn<T>(
+  page: Page,
+  method: 'start' | 'send' | 'types' | 'stats' | 'mouth' | 'hangup' | 'speak' | 'startSampling' | 'stopSampling' | 'takeSamples',
+  ...args: unknown[]
+): Promise<T> {
   return page.evaluate(([m, a]) => (globalThis as unknown as { call: Record<string, (...x: unknown[]) => unknown> }).call[m as string]!(...(a as unknown[])), [method, args] as const) as Promise<T>;
 }
 
 /** The events the page received on its data channel (each with `at`, the page's ms clock). */
 export function eventsIn(page: Page): Promise<Array<{ type: string; at: number; [field: string]: any }>> {
   return page.evaluate(() => (globalThis as unknown as { call: { events: Array<{ type: string; at: number }> } }).call.events);
+}
+
+/** What `window.call.takeSamples()` returns (times are the page's performance.now(), ms). */
+export interface PageSamples {
+  /**
+   * Every 10 ms: the received audio's total energy (as played out), the frames decoded so far, and
+   * the mean jitter-buffer delay of each stream so far (getStats).
+   */
+  samples: Array<{ t: number; energy: number; frames: number; audioBufferMs: number; videoBufferMs: number }>;
+  /** Blocks of 256 played-out samples (5.3 ms at 48 kHz) of the received audio louder than silence (RMS > 0.002). */
+  loud: Array<{ t: number; rms: number }>;
+  /** Every presented video frame: the mean grey level of the mouth box, and when its last packet arrived. */
+  frames: Array<{ t: number; grey: number; receivedAt: number }>;
+  /** When the first video frame was presented (0: none yet). */
+  firstFrameAt: number;
+  /** When the answer was applied. */
+  answeredAt: number;
+  now: number;
 }
