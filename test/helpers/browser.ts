@@ -9,7 +9,7 @@
  * Flags: those ../shared/design.md lists for this machine (no sandbox as root, no GPU, no
  * background networking), plus fake media devices: the microphone plays Chromium's beeps (a
  * speaker the VAD hears every second), silence (`microphone: 'silence'`: a caller who says
- * nothing), or a WAV file (`microphone: {wav}`, looped).
+ * nothing), or given speech and pauses (`microphone: {speech}`, looped).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -17,6 +17,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { encodeWav16 } from '../../src/assets/audio-file.js';
+import { concatSamples } from './speech.js';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -32,7 +33,11 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-export type FakeMicrophone = 'beeps' | 'silence' | { wav: string };
+/**
+ * What Chromium's fake microphone plays, looped: its beeps, silence, or these samples (PCM16 mono
+ * 24 kHz; numbers in `speech` are seconds of silence), written to a WAV that close() removes.
+ */
+export type FakeMicrophone = 'beeps' | 'silence' | { speech: Array<Int16Array | number> };
 
 export async function launchBrowser(options: { microphone?: FakeMicrophone } = {}): Promise<TestBrowser> {
   const microphone = options.microphone ?? 'beeps';
@@ -51,12 +56,12 @@ export async function launchBrowser(options: { microphone?: FakeMicrophone } = {
     '--disable-features=WebRtcHideLocalIpsWithMdns',
   ];
   let tempDir: string | null = null;
-  if (microphone === 'silence') {
+  if (microphone !== 'beeps') {
     tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-mic-'));
-    const wav = path.join(tempDir, 'silence.wav');
-    fs.writeFileSync(wav, encodeWav16(new Int16Array(24_000), 24_000));
+    const wav = path.join(tempDir, 'microphone.wav');
+    fs.writeFileSync(wav, encodeWav16(concatSamples((microphone === 'silence' ? [1] : microphone.speech).map((p) => (typeof p === 'number' ? new Int16Array(Math.round(p * 24_000)) : p))), 24_000));
     args.push(`--use-file-for-fake-audio-capture=${wav}`);
-  } else if (microphone !== 'beeps') args.push(`--use-file-for-fake-audio-capture=${microphone.wav}`);
+  }
   // playwright gives each launch a fresh, temporary profile of its own.
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args });
   const server = http.createServer((req, res) => {

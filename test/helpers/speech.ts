@@ -33,3 +33,17 @@ export function speechPcm24k(text: string, wordsPerMinute = ESPEAK_DEFAULT_WPM):
   const resampler = new Resampler(rateHz, 24000);
   return toPcm16(Float32Array.from([...resampler.push(samples), ...resampler.push(new Float32Array(64))]));
 }
+
+/** Sample arrays one after another, as one. */
+export function concatSamples(parts: Int16Array[]): Int16Array;
+export function concatSamples(parts: Float32Array[]): Float32Array;
+export function concatSamples(parts: Int16Array[] | Float32Array[]): Int16Array | Float32Array {
+  const length = parts.reduce((n: number, p: Int16Array | Float32Array) => n + p.length, 0);
+  const out = parts[0] instanceof Float32Array ? new Float32Array(length) : new Int16Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

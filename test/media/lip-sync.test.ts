@@ -13,7 +13,7 @@ import * as assert from 'uvu/assert';
 import { faceInputFromImage } from '../../src/media/face-input.js';
 import { MediaSession, type MediaEvent } from '../../src/media/media-session.js';
 import { REPO_ROOT } from '../helpers/server.js';
-import { espeak, toPcm16 } from '../helpers/speech.js';
+import { concatSamples, espeak, toPcm16 } from '../helpers/speech.js';
 
 const FPS = 25;
 const FRAME_NS = 1e9 / FPS;
@@ -30,16 +30,6 @@ const CAVITY_LUMA = 70;
 function speak(text: string): { samples: Int16Array; rate: number } {
   const audio = espeak(text, 160);
   return { samples: toPcm16(audio.samples), rate: audio.rateHz };
-}
-
-function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 function pearson(a: number[], b: number[]): number {
@@ -65,7 +55,7 @@ test('the mouth opening of rendered frames follows the speech energy, and is clo
   assert.is(one.rate, two.rate);
   const rate = one.rate;
   const silence = (s: number) => new Int16Array(Math.round(s * rate));
-  const speech = concat([silence(SILENCE_S[0]!), one.samples, silence(SILENCE_S[1]!), two.samples, silence(SILENCE_S[2]!)]);
+  const speech = concatSamples([silence(SILENCE_S[0]!), one.samples, silence(SILENCE_S[1]!), two.samples, silence(SILENCE_S[2]!)]);
 
   const events: MediaEvent[] = [];
   const session = new MediaSession({

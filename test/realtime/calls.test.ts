@@ -7,12 +7,10 @@
  * question, then talks over the long reply.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
-import { encodeWav16 } from '../../src/assets/audio-file.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { assertError } from '../helpers/assert-error.js';
 import { callIn, chromiumAvailable, eventsIn, launchBrowser, type CallStartOptions, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
@@ -275,19 +273,13 @@ Limits('an expired ephemeral key is a 401', async (ctx) => {
   assert.is(((await res.json()) as { error: { code: string } }).error.code, 'ephemeral_key_expired');
 });
 
-const Voice = suite<Ctx & { wav: string }>('WebRTC call: voice', {} as Ctx & { wav: string });
+const Voice = suite<Ctx>('WebRTC call: voice', {} as Ctx);
 Voice.before(async (ctx) => {
-  // The fake microphone plays this file in a loop: a question, then a long silence.
-  const speech = speechPcm24k('What is the weather like today?');
-  const pcm = new Int16Array(speech.length + 24_000 * 20);
-  pcm.set(speech);
-  ctx.wav = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-mic-')), 'question.wav');
-  fs.writeFileSync(ctx.wav, encodeWav16(pcm, 24_000));
-  ctx.browser = await launchBrowser({ microphone: { wav: ctx.wav } });
+  // The fake microphone plays, in a loop: a question, then a long silence.
+  ctx.browser = await launchBrowser({ microphone: { speech: [speechPcm24k('What is the weather like today?'), 20] } });
 });
 Voice.after(async (ctx) => {
   await ctx.browser.close();
-  fs.rmSync(path.dirname(ctx.wav), { recursive: true, force: true });
 });
 Voice.before.each(async (ctx) => {
   ctx.t = await startRealtimeTestServer();
@@ -312,24 +304,17 @@ Voice('a spoken question from the microphone gets a spoken, animated answer (Sil
   await page.close();
 });
 
-const BargeIn = suite<Ctx & { wav: string }>('WebRTC call: barge-in', {} as Ctx & { wav: string });
+const BargeIn = suite<Ctx>('WebRTC call: barge-in', {} as Ctx);
 /** Silence between the question and the interruption: long enough for the reply to be playing by then on a loaded machine (the fake voice speaks the reply below for ~23 s). */
 const BARGE_IN_AFTER_S = 8;
 BargeIn.before(async (ctx) => {
   // The fake microphone: a question, silence while the avatar starts its long answer, then the
   // user talks over it, then a long silence (the file loops).
-  const question = speechPcm24k('What is the weather like today?');
-  const interruption = speechPcm24k('Stop, wait a moment please.');
-  const pcm = new Int16Array(question.length + 24_000 * BARGE_IN_AFTER_S + interruption.length + 24_000 * 30);
-  pcm.set(question);
-  pcm.set(interruption, question.length + 24_000 * BARGE_IN_AFTER_S);
-  ctx.wav = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-mic-')), 'barge-in.wav');
-  fs.writeFileSync(ctx.wav, encodeWav16(pcm, 24_000));
-  ctx.browser = await launchBrowser({ microphone: { wav: ctx.wav } });
+  const speech = [speechPcm24k('What is the weather like today?'), BARGE_IN_AFTER_S, speechPcm24k('Stop, wait a moment please.'), 30];
+  ctx.browser = await launchBrowser({ microphone: { speech } });
 });
 BargeIn.after(async (ctx) => {
   await ctx.browser.close();
-  fs.rmSync(path.dirname(ctx.wav), { recursive: true, force: true });
 });
 BargeIn.before.each(async (ctx) => {
   ctx.t = await startRealtimeTestServer();

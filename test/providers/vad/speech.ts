@@ -5,7 +5,7 @@
  * test with a message saying so rather than skipping.
  */
 import { Resampler } from '../../../src/providers/vad/resample.js';
-import { espeak, toPcm16 } from '../../helpers/speech.js';
+import { concatSamples, espeak, toPcm16 } from '../../helpers/speech.js';
 
 /** |x| above this (-40 dBFS) marks where synthesised speech begins and ends. */
 const SPEECH_EDGE_LEVEL = 0.01;
@@ -37,15 +37,7 @@ export function speechEdges(x: Float32Array): { first: number; last: number } {
   return { first, last };
 }
 
-export function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+export const concat = (parts: Float32Array[]): Float32Array => concatSamples(parts);
 
 export function silence(ms: number, rateHz: number): Float32Array {
   return new Float32Array(Math.round((ms * rateHz) / 1000));
