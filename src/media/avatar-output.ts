@@ -7,28 +7,44 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
-import type { AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
-import type { AvatarMediaEvents, CallAvatar } from '../signaling/realtime-connection.js';
-import type { PhonemeTiming } from '../providers/tts/base.js';
+import type { AvatarOutput, AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
+import type { PhonemeTiming } from '../audio/pcm.js';
 import type { AvatarAssets } from './avatar-assets.js';
 import { MediaSession, createFaceRig } from './media-session.js';
 
-/** Output size of realtime sessions (the renderer's native size). */
-export const AVATAR_SIZE_PX = 512;
-export const DEFAULT_AVATAR_FPS = 25;
-
-export interface MediaAvatarOptions {
-  assets: AvatarAssets;
+/** What the avatar of a connection renders and encodes. */
+export interface AvatarStartOptions {
   userId: string;
   faceId: string;
   drivingId: string;
   fps: number;
   upsampleFactor: number;
-  pipelinesDir: string;
-  /** JPEG frames (image events). */
+  /** JPEG frames for image events (WebSocket, or a call without a video track that asked for images). */
   jpeg: boolean;
-  /** RTP media of a call: a video codec (or none) and Opus. */
+  /** RTP media for a WebRTC call: the video codec (null: no video track) and Opus audio. */
   rtp: { video: 'h264' | 'vp8' | null; audio: boolean } | null;
+}
+
+/** Encoded media the avatar hands to a call's transport, on the session clock. */
+export interface AvatarMediaEvents {
+  h264: [{ data: Buffer; ptsNs: number; keyframe: boolean }];
+  vp8: [{ data: Buffer; ptsNs: number; keyframe: boolean; marker: boolean }];
+  opus: [{ data: Buffer; ptsNs: number; durationNs: number }];
+}
+
+/** The avatar of a call: the engine's AvatarOutput plus its encoded RTP media. */
+export interface CallAvatar extends AvatarOutput {
+  onMedia<K extends keyof AvatarMediaEvents>(event: K, listener: (...args: AvatarMediaEvents[K]) => void): void;
+  requestKeyframe(): void;
+}
+
+/** Output size of realtime sessions (the renderer's native size). */
+export const AVATAR_SIZE_PX = 512;
+export const DEFAULT_AVATAR_FPS = 25;
+
+export interface MediaAvatarOptions extends AvatarStartOptions {
+  assets: AvatarAssets;
+  pipelinesDir: string;
   jpegQuality?: number;
   log?: Logger;
 }

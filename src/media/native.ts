@@ -12,8 +12,10 @@ import type * as Binding from '../../native/media-node/index.js';
 
 export type {
   EncoderCaps,
+  EspeakSynthOptions,
   FaceInput,
   FaceRig,
+  FliteSynthOptions,
   InterruptResult,
   MediaEvent,
   MediaSession as NativeMediaSession,
@@ -24,6 +26,12 @@ export type {
   PhonemeTiming,
   PushAudioOptions,
   PushAudioResult,
+  SynthesizedSpeech,
+  SynthPhoneme,
+  WhisperModel as NativeWhisperModel,
+  WhisperSegment,
+  WhisperTranscribeOptions,
+  WhisperTranscript,
 } from '../../native/media-node/index.js';
 
 export type NativeBinding = typeof Binding;

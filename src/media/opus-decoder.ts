@@ -14,12 +14,12 @@
  */
 import type { Logger } from '../core/log.js';
 import { callNative, loadBinding } from './native.js';
+import { PCM_RATE_HZ } from '../audio/pcm.js';
 
 /** Lost packets filled in before the stream is taken as restarted (about 100 ms of 20 ms packets). */
 const MAX_CONCEALED_PACKETS = 5;
-/** The Opus RTP clock (RFC 7587: always 48 kHz) and the rate decoded to. */
+/** The Opus RTP clock (RFC 7587: always 48 kHz); audio is decoded to the realtime rate, PCM_RATE_HZ. */
 const RTP_CLOCK_HZ = 48_000;
-const OUTPUT_RATE_HZ = 24_000;
 /** Unsent silence (DTX) given back at most: enough for any turn-ending pause. */
 const MAX_SILENCE_GAP_MS = 2000;
 
@@ -99,14 +99,14 @@ export class MicrophoneDecoder {
     const gapTicks = (timestamp - this.endTs) >>> 0;
     if (gapTicks === 0 || gapTicks >= 0x80000000) return;
     const ms = Math.min((gapTicks * 1000) / RTP_CLOCK_HZ, MAX_SILENCE_GAP_MS);
-    const samples = Math.round((ms * OUTPUT_RATE_HZ) / 1000);
+    const samples = Math.round((ms * PCM_RATE_HZ) / 1000);
     if (samples === 0) return;
     this.stats.silenceFilledMs += ms;
     this.onPcm(new Int16Array(samples));
   }
 
   private emit(pcm: Int16Array, timestamp: number | null): void {
-    const ticks = (pcm.length * RTP_CLOCK_HZ) / OUTPUT_RATE_HZ;
+    const ticks = (pcm.length * RTP_CLOCK_HZ) / PCM_RATE_HZ;
     this.endTs = ((timestamp ?? this.endTs) + ticks) >>> 0;
     if (pcm.length > 0) this.onPcm(pcm);
   }

@@ -10,10 +10,9 @@
  * Audio is mono float32 (-1..1) at 16 kHz; resampling is the caller's (see WHISPER_SAMPLE_RATE_HZ).
  */
 import { NativeError } from '../core/errors.js';
-import { awaitNative, loadBinding } from './native.js';
-import type { WhisperModel as NativeWhisperModel, WhisperTranscribeOptions, WhisperTranscript } from '../../native/media-node/index.js';
+import { awaitNative, loadBinding, type NativeWhisperModel, type WhisperTranscribeOptions, type WhisperTranscript } from './native.js';
 
-export type { WhisperSegment, WhisperTranscribeOptions, WhisperTranscript } from '../../native/media-node/index.js';
+export type { WhisperSegment, WhisperTranscribeOptions, WhisperTranscript } from './native.js';
 
 /** Whisper's only input rate. */
 export const WHISPER_SAMPLE_RATE_HZ = 16000;

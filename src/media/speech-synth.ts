@@ -6,10 +6,9 @@
  * start of that audio; failures reject with a NativeError carrying the addon's code
  * (INVALID_ARGUMENT, TTS_ENGINE_UNAVAILABLE, TTS_SYNTHESIS_FAILED, NATIVE_UNAVAILABLE, ABORTED).
  */
-import { awaitNative, loadBinding } from './native.js';
-import type { EspeakSynthOptions, FliteSynthOptions, SynthesizedSpeech } from '../../native/media-node/index.js';
+import { awaitNative, loadBinding, type EspeakSynthOptions, type FliteSynthOptions, type SynthesizedSpeech } from './native.js';
 
-export type { EspeakSynthOptions, FliteSynthOptions, SynthesizedSpeech, SynthPhoneme } from '../../native/media-node/index.js';
+export type { EspeakSynthOptions, FliteSynthOptions, SynthesizedSpeech, SynthPhoneme } from './native.js';
 
 /** espeak-ng speaks at 22.05 kHz; 80..450 words per minute, 175 normal. */
 export function synthesizeEspeak(text: string, options: EspeakSynthOptions = {}, signal?: AbortSignal): Promise<SynthesizedSpeech> {

@@ -9,10 +9,7 @@
  * starts at the next tick; speech pushed while something plays follows it without a gap.
  */
 import type { EventEmitter } from 'node:events';
-import type { PhonemeTiming } from '../providers/tts/base.js';
-
-/** The rate of `audio` chunks and of realtime output audio. */
-export const OUTPUT_SAMPLE_RATE_HZ = 24000;
+import type { PhonemeTiming } from '../audio/pcm.js';
 
 export interface SpeechPlacement {
   startPtsNs: number;
@@ -20,7 +17,7 @@ export interface SpeechPlacement {
 }
 
 export interface AvatarAudioChunk {
-  /** PCM16 mono at OUTPUT_SAMPLE_RATE_HZ, little-endian. */
+  /** PCM16 mono at PCM_RATE_HZ (src/audio/pcm.ts), little-endian. */
   pcm: Buffer;
   ptsNs: number;
 }

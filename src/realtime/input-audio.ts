@@ -14,14 +14,15 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
-import { SpeechSegmenter, INPUT_SAMPLE_RATE_HZ } from '../providers/vad/segmenter.js';
+import { SpeechSegmenter } from './speech-segmenter.js';
 import type { TurnDetection } from './session-update.js';
 import { RealtimeError, newItemId } from './protocol.js';
+import { PCM_RATE_HZ } from '../audio/pcm.js';
 
 /** OpenAI refuses to commit less than this much audio. */
 export const MIN_COMMIT_MS = 100;
 /** The input buffer holds at most this much uncommitted audio (about 15 MiB, OpenAI's limit). */
-const MAX_INPUT_BUFFER_SAMPLES = INPUT_SAMPLE_RATE_HZ * 60 * 5;
+const MAX_INPUT_BUFFER_SAMPLES = PCM_RATE_HZ * 60 * 5;
 
 export interface InputAudioEvents {
   speech_started: [{ audioStartMs: number; itemId: string }];
@@ -93,7 +94,7 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
 
   /** input_audio_buffer.commit: the buffered audio and the item id it becomes; the buffer empties. */
   commit(): { itemId: string; pcm: Int16Array } {
-    const ms = (this.samples * 1000) / INPUT_SAMPLE_RATE_HZ;
+    const ms = (this.samples * 1000) / PCM_RATE_HZ;
     if (ms < MIN_COMMIT_MS) {
       throw new RealtimeError(
         'input_audio_buffer_commit_empty',

@@ -37,12 +37,13 @@ import type { Logger } from '../core/log.js';
 import type { ChatMessage, LanguageModel, TokenUsage } from '../providers/llm/base.js';
 import type { Voice } from '../providers/tts/base.js';
 import { AppError } from '../core/errors.js';
-import { OUTPUT_SAMPLE_RATE_HZ, type AvatarAudioChunk, type AvatarFrame, type AvatarOutput } from './avatar-output.js';
+import { type AvatarAudioChunk, type AvatarFrame, type AvatarOutput } from './avatar-output.js';
 import type { MessageItem } from './conversation.js';
 import { type ServerEventDraft, errorEvent } from './protocol.js';
 import { SentenceSplitter } from './sentences.js';
+import { PCM_RATE_HZ } from '../audio/pcm.js';
 
-const NS_PER_SAMPLE = 1e9 / OUTPUT_SAMPLE_RATE_HZ;
+const NS_PER_SAMPLE = 1e9 / PCM_RATE_HZ;
 const BYTES_PER_SAMPLE = 2;
 
 export type ResponseStatus = 'completed' | 'cancelled' | 'failed' | 'incomplete';
@@ -146,7 +147,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
 
   /** Milliseconds of this response's audio sent to the client so far. */
   get playedMs(): number {
-    return Math.round((this.samplesSent * 1000) / OUTPUT_SAMPLE_RATE_HZ);
+    return Math.round((this.samplesSent * 1000) / PCM_RATE_HZ);
   }
 
   /** Announces the response and starts generating; a failure on the way fails the run (never throws). */
@@ -372,7 +373,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         status,
         item,
         usage: this.usage,
-        audioSeconds: this.samplesSent / OUTPUT_SAMPLE_RATE_HZ,
+        audioSeconds: this.samplesSent / PCM_RATE_HZ,
         frames: this.framesSent,
       });
     }
@@ -419,7 +420,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
       conversation_id: spec.conversationId,
       output_modalities: spec.outputModalities.filter((m) => m === 'audio' || m === 'text'),
       max_output_tokens: spec.maxOutputTokens,
-      audio: { output: { format: { type: 'audio/pcm', rate: OUTPUT_SAMPLE_RATE_HZ }, voice: spec.voiceName } },
+      audio: { output: { format: { type: 'audio/pcm', rate: PCM_RATE_HZ }, voice: spec.voiceName } },
       usage: status === 'in_progress' ? null : usageObject(this.usage),
       metadata: spec.metadata,
     };

@@ -11,6 +11,7 @@
  */
 import { AppError, invalidParam } from '../core/errors.js';
 import { DEFAULT_INSTRUCTIONS, DEFAULT_VOICE, MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
+import { PCM_RATE_HZ } from '../audio/pcm.js';
 
 /** model, voice, face and driving names: at most this long (as in POST /v1/sessions). */
 const MAX_NAME_CHARS = 200;
@@ -39,7 +40,7 @@ export interface RealtimeSessionObject {
   [key: string]: unknown;
 }
 
-const PCM_24K = { type: 'audio/pcm', rate: 24000 };
+const PCM_24K = { type: 'audio/pcm', rate: PCM_RATE_HZ };
 export const DEFAULT_TURN_DETECTION = {
   type: 'server_vad',
   threshold: 0.5,

@@ -11,8 +11,9 @@
  */
 import { effectiveRealtimeSession, type RealtimeSessionObject } from './session-object.js';
 import { type Json, RealtimeError, checkMaxLength, describeValue, isObject, quoted } from './protocol.js';
-import type { SegmenterConfig } from '../providers/vad/segmenter.js';
+import type { SegmenterConfig } from './speech-segmenter.js';
 import { AppError } from '../core/errors.js';
+import { PCM_RATE_HZ } from '../audio/pcm.js';
 
 const KNOWN_FIELDS = new Set([
   'type', 'id', 'object', 'model', 'output_modalities', 'modalities', 'instructions', 'voice', 'face', 'driving', 'audio',
@@ -128,7 +129,7 @@ function normaliseBeta(update: Json): Json {
 }
 
 function betaFormat(value: unknown, param: string): Json {
-  if (value === 'pcm16') return { type: 'audio/pcm', rate: 24000 };
+  if (value === 'pcm16') return { type: 'audio/pcm', rate: PCM_RATE_HZ };
   if (value === 'g711_ulaw' || value === 'g711_alaw') {
     throw new RealtimeError('unsupported_audio_format', `'${value}' audio is not supported; use 'pcm16' (PCM16 mono 24 kHz).`, param);
   }
@@ -138,10 +139,10 @@ function betaFormat(value: unknown, param: string): Json {
 function checkFormat(format: unknown, param: string): void {
   if (!isObject(format)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
   if (format.type !== 'audio/pcm') {
-    throw new RealtimeError('unsupported_audio_format', `Audio format ${describeValue(format.type)} is not supported; use {"type":"audio/pcm","rate":24000}.`, `${param}.type`);
+    throw new RealtimeError('unsupported_audio_format', `Audio format ${describeValue(format.type)} is not supported; use {"type":"audio/pcm","rate":${PCM_RATE_HZ}}.`, `${param}.type`);
   }
-  if (format.rate !== undefined && format.rate !== 24000) {
-    throw new RealtimeError('invalid_value', `Invalid value for '${param}.rate': only 24000 is supported.`, `${param}.rate`);
+  if (format.rate !== undefined && format.rate !== PCM_RATE_HZ) {
+    throw new RealtimeError('invalid_value', `Invalid value for '${param}.rate': only ${PCM_RATE_HZ} is supported.`, `${param}.rate`);
   }
 }
 

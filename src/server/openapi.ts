@@ -4,7 +4,8 @@
  * against the schemas here, so this document cannot drift from the code.
  */
 import { CONFIG_VARS } from '../config.js';
-import { TTS_SOURCES, VIDEO_CODECS, TARGET_FPS_RANGE, UPSAMPLE_FACTOR_RANGE } from '../sessions/session-config.js';
+import { TTS_SOURCES } from '../providers/tts/base.js';
+import { VIDEO_CODECS, TARGET_FPS_RANGE, UPSAMPLE_FACTOR_RANGE } from '../sessions/session-config.js';
 
 type Schema = Record<string, unknown>;
 

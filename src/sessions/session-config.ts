@@ -12,11 +12,11 @@
  * Unknown fields are ignored, so clients that send more than we know keep working.
  */
 import { AppError, invalidParam } from '../core/errors.js';
+import { TTS_SOURCES } from '../providers/tts/base.js';
 import type { SessionRecord, VideoCodec } from '../store/store.js';
 
 export const DEFAULT_INSTRUCTIONS = 'You are a helpful assistant.';
 export const DEFAULT_VOICE = 'default';
-export const TTS_SOURCES = ['auto', 'offline', 'piper', 'flite', 'espeak-ng', 'openai'] as const;
 export const VIDEO_CODECS: readonly VideoCodec[] = ['h264', 'vp8'];
 const MAX_MODEL_CHARS = 200;
 export const MAX_INSTRUCTIONS_CHARS = 100_000;

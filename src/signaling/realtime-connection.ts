@@ -20,7 +20,7 @@
 import type { Clock } from '../core/clock.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import type { AvatarOutput } from '../realtime/avatar-output.js';
+import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { RealtimeSessionEngine, type AssetChecker, type EngineTransport } from '../realtime/session-engine.js';
 import type { LanguageModels } from '../providers/llm/base.js';
@@ -31,9 +31,10 @@ import type { SessionService } from '../sessions/session-service.js';
 import type { SessionConfig } from '../sessions/session-config.js';
 import { applySessionUpdate } from '../realtime/session-update.js';
 import type { SessionRecord, Store } from '../store/store.js';
+import { PCM_RATE_HZ } from '../audio/pcm.js';
 
 /** Microphone audio kept while a call's session starts: 10 s at 24 kHz. */
-const EARLY_MICROPHONE_SAMPLES = 24_000 * 10;
+const EARLY_MICROPHONE_SAMPLES = PCM_RATE_HZ * 10;
 /** Client events that may wait for a session to start, and their total size. */
 const MAX_PENDING_MESSAGES = 256;
 const MAX_PENDING_BYTES = 32 * 1024 * 1024;
@@ -68,32 +69,6 @@ export class PendingEvents {
     this.bytes = 0;
     return this.texts.splice(0);
   }
-}
-
-/** What the avatar of a connection renders and encodes. */
-export interface AvatarStartOptions {
-  userId: string;
-  faceId: string;
-  drivingId: string;
-  fps: number;
-  upsampleFactor: number;
-  /** JPEG frames for image events (WebSocket, or a call without a video track that asked for images). */
-  jpeg: boolean;
-  /** RTP media for a WebRTC call: the video codec (null: no video track) and Opus audio. */
-  rtp: { video: 'h264' | 'vp8' | null; audio: boolean } | null;
-}
-
-/** Encoded media the avatar hands to a call's transport, on the session clock. */
-export interface AvatarMediaEvents {
-  h264: [{ data: Buffer; ptsNs: number; keyframe: boolean }];
-  vp8: [{ data: Buffer; ptsNs: number; keyframe: boolean; marker: boolean }];
-  opus: [{ data: Buffer; ptsNs: number; durationNs: number }];
-}
-
-/** The avatar of a call: the engine's AvatarOutput plus its encoded RTP media. */
-export interface CallAvatar extends AvatarOutput {
-  onMedia<K extends keyof AvatarMediaEvents>(event: K, listener: (...args: AvatarMediaEvents[K]) => void): void;
-  requestKeyframe(): void;
 }
 
 /** What connections use besides the REST services: providers and the avatar. */

@@ -11,12 +11,13 @@ import type { LanguageModels } from '../../src/providers/llm/base.js';
 import { FakeSpeechService } from '../../src/providers/tts/fake-tts.js';
 import { FakeVad } from '../../src/providers/vad/fake-vad.js';
 import { FakeTranscriber } from '../../src/providers/asr/fake-asr.js';
-import { OUTPUT_SAMPLE_RATE_HZ, type AvatarOutput, type AvatarOutputEvents, type SpeechPlacement } from '../../src/realtime/avatar-output.js';
+import { type AvatarOutput, type AvatarOutputEvents, type SpeechPlacement } from '../../src/realtime/avatar-output.js';
 import type { Json } from '../../src/realtime/protocol.js';
 import { RealtimeSessionEngine, type EngineOptions } from '../../src/realtime/session-engine.js';
+import { PCM_RATE_HZ } from '../../src/audio/pcm.js';
 
-const TICK_SAMPLES = OUTPUT_SAMPLE_RATE_HZ / 25;
-const NS_PER_SAMPLE = 1e9 / OUTPUT_SAMPLE_RATE_HZ;
+const TICK_SAMPLES = PCM_RATE_HZ / 25;
+const NS_PER_SAMPLE = 1e9 / PCM_RATE_HZ;
 
 /** An AvatarOutput on a manual clock: speech queues at 24 kHz; tick() plays 40 ms of it. */
 export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
@@ -27,7 +28,7 @@ export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements A
   interrupts = 0;
 
   pushSpeech(pcm: Int16Array, sampleRateHz: number): SpeechPlacement {
-    if (sampleRateHz !== OUTPUT_SAMPLE_RATE_HZ) throw new Error('TickingAvatar takes 24 kHz speech');
+    if (sampleRateHz !== PCM_RATE_HZ) throw new Error('TickingAvatar takes 24 kHz speech');
     const startPtsNs = this.nowNs + this.queue.length * NS_PER_SAMPLE;
     const next = new Int16Array(this.queue.length + pcm.length);
     next.set(this.queue);

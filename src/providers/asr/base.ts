@@ -14,9 +14,10 @@
  * signal's reason (an `AbortError` DOMException by default), like fetch: an abort is the
  * caller's decision, not a failure, and no delta follows it.
  */
-import { ProviderError } from '../llm/base.js';
+import { ProviderError } from '../provider-error.js';
+import { PCM_RATE_HZ } from '../../audio/pcm.js';
 
-export { ProviderError, type ProviderErrorOptions } from '../llm/base.js';
+export { ProviderError, type ProviderErrorOptions } from '../provider-error.js';
 
 export interface TranscriptionRequest {
   /** The committed user audio: mono PCM16 at 24 kHz (the realtime input format). */
@@ -41,11 +42,9 @@ export interface SpeechRecognizers {
   close(): Promise<void>;
 }
 
-/** The realtime input rate every TranscriptionRequest's pcm has. */
-export const INPUT_SAMPLE_RATE_HZ = 24000;
-
+/** Seconds of realtime input audio (PCM_RATE_HZ, the rate every TranscriptionRequest's pcm has). */
 export function audioSeconds(pcm: Int16Array): number {
-  return pcm.length / INPUT_SAMPLE_RATE_HZ;
+  return pcm.length / PCM_RATE_HZ;
 }
 
 /** Nothing can transcribe (no model, nothing configured, closed): not retryable. */

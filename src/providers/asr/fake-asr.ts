@@ -14,7 +14,7 @@ import {
   type TranscriptionResult,
   type Transcriber,
 } from './base.js';
-import type { ProviderError } from '../llm/base.js';
+import type { ProviderError } from '../provider-error.js';
 
 export interface FakeTranscriberOptions {
   /** The transcript, or a function of the request (default ''). */

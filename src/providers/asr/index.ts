@@ -12,7 +12,7 @@
  * shared by every session; nothing here throws for a missing model.
  */
 import fs from 'node:fs';
-import { whisperModelPath } from '../../cli/convert-whisper.js';
+import { whisperModelPath } from '../../models/whisper-ggml.js';
 import type { Logger } from '../../core/log.js';
 import { asrUnavailable, type SpeechRecognizers, type TranscriptionRequest, type TranscriptionResult, type Transcriber } from './base.js';
 import type { AsrConfig } from './config.js';
@@ -21,7 +21,7 @@ import { WhisperCppTranscriber } from './whisper-cpp.js';
 
 export type { AsrConfig } from './config.js';
 export { ASR_CONFIG_VARS, loadAsrConfig } from './config.js';
-export { whisperModelPath } from '../../cli/convert-whisper.js';
+export { whisperModelPath } from '../../models/whisper-ggml.js';
 
 /** Session model names passed through to an OpenAI-compatible upstream as they are. */
 export const OPENAI_TRANSCRIPTION_MODELS: ReadonlySet<string> = new Set(['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-mini-transcribe']);

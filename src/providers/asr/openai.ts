@@ -9,12 +9,12 @@
  * for timeouts, network errors, 408, 429 and 5xx. Aborting the signal cancels the request and
  * rejects with the abort reason.
  */
+import { PCM_RATE_HZ } from '../../audio/pcm.js';
 import {
   abortReason,
   asrFailed,
   audioSeconds,
   checkRequest,
-  INPUT_SAMPLE_RATE_HZ,
   pcm16ToWav,
   throwIfAborted,
   type TranscriptionRequest,
@@ -42,7 +42,7 @@ export class OpenAiTranscriber implements Transcriber {
     const { signal } = request;
     throwIfAborted(signal);
     const form = new FormData();
-    form.append('file', new Blob([pcm16ToWav(request.pcm, INPUT_SAMPLE_RATE_HZ)], { type: 'audio/wav' }), 'audio.wav');
+    form.append('file', new Blob([pcm16ToWav(request.pcm, PCM_RATE_HZ)], { type: 'audio/wav' }), 'audio.wav');
     form.append('model', this.model);
     form.append('response_format', 'json');
     if (request.language) form.append('language', request.language);

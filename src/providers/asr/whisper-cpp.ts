@@ -14,14 +14,14 @@
  */
 import type { Logger } from '../../core/log.js';
 import { WHISPER_SAMPLE_RATE_HZ, WhisperRecognizer } from '../../media/speech-recognition.js';
-import { Resampler } from '../vad/resample.js';
+import { Resampler } from '../../audio/resample.js';
+import { PCM_RATE_HZ } from '../../audio/pcm.js';
 import {
   abortReason,
   asrFailed,
   asrUnavailable,
   audioSeconds,
   checkRequest,
-  INPUT_SAMPLE_RATE_HZ,
   throwIfAborted,
   type TranscriptionRequest,
   type TranscriptionResult,
@@ -105,12 +105,12 @@ class Gate {
 
 /** 24 kHz PCM16 → 16 kHz float, with the filter's ~1 ms delay flushed by trailing zeros. */
 export function toWhisperInput(pcm: Int16Array): Float32Array {
-  const resampler = new Resampler(INPUT_SAMPLE_RATE_HZ, WHISPER_SAMPLE_RATE_HZ);
-  const flush = Math.ceil((resampler.delayMs * INPUT_SAMPLE_RATE_HZ) / 1000);
+  const resampler = new Resampler(PCM_RATE_HZ, WHISPER_SAMPLE_RATE_HZ);
+  const flush = Math.ceil((resampler.delayMs * PCM_RATE_HZ) / 1000);
   const input = new Float32Array(pcm.length + flush);
   for (let i = 0; i < pcm.length; i++) input[i] = (pcm[i] ?? 0) / 32768;
   const out = resampler.push(input);
-  const want = Math.floor((pcm.length * WHISPER_SAMPLE_RATE_HZ) / INPUT_SAMPLE_RATE_HZ);
+  const want = Math.floor((pcm.length * WHISPER_SAMPLE_RATE_HZ) / PCM_RATE_HZ);
   // Drop the filter's delay from the front so the output lines up with the input.
   const delay = Math.round((resampler.delayMs * WHISPER_SAMPLE_RATE_HZ) / 1000);
   return out.subarray(Math.min(delay, out.length), Math.min(delay + want, out.length));

@@ -11,7 +11,9 @@
  * name from the routes in config.ts.
  */
 
-import { AppError, type AppErrorOptions } from '../../core/errors.js';
+import { ProviderError } from '../provider-error.js';
+
+export { ProviderError, type ProviderErrorOptions } from '../provider-error.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -52,34 +54,6 @@ export interface LanguageModels {
   /** The model that serves a session's `model` name (see the routing rules in config); never throws for unknown names: falls back to the default route. */
   forModel(model: string): LanguageModel;
   close(): Promise<void>;
-}
-
-export interface ProviderErrorOptions extends AppErrorOptions {
-  /** HTTP status the upstream answered with, when the failure was an HTTP answer. */
-  statusCode?: number | null;
-  /** Upstream request id (x-request-id), for the operator's bug reports. */
-  requestId?: string | null;
-}
-
-/**
- * A model, voice or recognizer failed (unreachable, refused, broke mid-stream, not installed).
- * `retryable` says whether the same request may succeed later (timeouts, 429, 5xx); it is derived
- * from the upstream status when one is known. HTTP status defaults to 502 (bad gateway): the
- * failure is upstream of this server, not the client's request.
- */
-export class ProviderError extends AppError {
-  readonly statusCode: number | null;
-  readonly requestId: string | null;
-
-  constructor(code: string, message: string, options: ProviderErrorOptions = {}) {
-    const statusCode = options.statusCode ?? null;
-    const retryable =
-      options.retryable ?? (statusCode === null ? true : statusCode === 408 || statusCode === 429 || statusCode >= 500);
-    super(code, message, { status: 502, type: 'server_error', ...options, retryable });
-    this.name = 'ProviderError';
-    this.statusCode = statusCode;
-    this.requestId = options.requestId ?? null;
-  }
 }
 
 /** A provider that was closed or never configured; thrown by generate(). */

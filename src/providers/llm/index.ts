@@ -10,7 +10,7 @@
  * or a route) but no GGUF is present, the offline responder serves instead and one warning line
  * says so and how to fix it; nothing here throws for a missing model.
  */
-import { modelPath } from '../../cli/fetch-models.js';
+import { modelPath } from '../../models/manifest.js';
 import type { Logger } from '../../core/log.js';
 import type { LanguageModel, LanguageModels } from './base.js';
 import { matchRoute, type LlmConfig, type LlmProviderName } from './config.js';

@@ -13,11 +13,12 @@
  * session then shapes the lips from the audio alone); an aborted signal ends the iteration early
  * without an error; a failure throws ProviderError.
  */
-import { ProviderError } from '../llm/base.js';
+import type { PhonemeTiming } from '../../audio/pcm.js';
+import { ProviderError } from '../provider-error.js';
 
-export { ProviderError, type ProviderErrorOptions } from '../llm/base.js';
+export type { PhonemeTiming } from '../../audio/pcm.js';
+export { ProviderError, type ProviderErrorOptions } from '../provider-error.js';
 
-export interface PhonemeTiming { phoneme: string; startNs: number; endNs: number } // relative to the chunk start
 export interface SpeechChunk { pcm: Int16Array; sampleRateHz: number; phonemes: PhonemeTiming[] }
 export interface SpeakOptions { /** 0.25..1.5, 1 = the voice's normal rate */ speed: number; signal?: AbortSignal }
 export interface Voice {

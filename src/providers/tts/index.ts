@@ -22,7 +22,7 @@
  */
 import type { AssetService } from '../../assets/asset-service.js';
 import { isOpenAiVoiceName, type VoiceEngineSettings } from '../../assets/catalog.js';
-import { modelPath } from '../../cli/fetch-models.js';
+import { modelPath } from '../../models/manifest.js';
 import { AppError } from '../../core/errors.js';
 import { OffThread } from '../../core/off-thread.js';
 import type { Logger } from '../../core/log.js';
@@ -214,7 +214,7 @@ class OfflineFirstSpeechService implements SpeechService {
 
   /**
    * The files of the Piper model `name` and of its config (manifest entry `<name>-config`), when
-   * both are fetched and verified (src/cli/fetch-models.ts; `npm run setup:models`).
+   * both are fetched and verified (src/models/fetch.ts; `npm run setup:models`).
    */
   private piperFiles(name: string): PiperModelFiles | null {
     const model = modelPath(this.deps.modelsDir, name);

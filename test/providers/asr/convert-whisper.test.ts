@@ -1,5 +1,5 @@
 /**
- * The CT2 → ggml Whisper converter (src/cli/convert-whisper.ts) on a tiny synthetic CT2 model:
+ * The CT2 → ggml Whisper converter (src/models/whisper-ggml.ts) on a tiny synthetic CT2 model:
  * the ggml file is parsed back and every tensor checked against the CT2 data it came from (split
  * attention projections, float16 kept, float32 sources rounded to float16, vectors widened to
  * float32), plus the header, mel filters, vocabulary bytes and determinism. The real model is
@@ -21,8 +21,11 @@ import {
   vocabularyBytes,
   whisperModelPath,
   WhisperConvertError,
-  WHISPER_GGML_FILE,
-} from '../../../src/cli/convert-whisper.js';
+} from '../../../src/models/whisper-ggml.js';
+import { REPO_MODELS_DIR, manifestPath } from '../../../src/models/manifest.js';
+
+/** Where the converted model lives under weights/ (the manifest's asr-whisper-base-ggml). */
+const WHISPER_GGML_FILE = 'asr/ggml-base.bin';
 
 const F32 = 0;
 const F16 = 4;
@@ -291,6 +294,7 @@ Convert('readCt2Model() refuses other formats with a message', () => {
 
 Convert('convertWhisperModel() writes the file once, stamps it, and refuses a hash mismatch', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asr-convert-'));
+  fs.copyFileSync(manifestPath(REPO_MODELS_DIR), manifestPath(dir));
   try {
     assert.is(convertWhisperModel(dir).state, 'missing');
     assert.is(whisperModelPath(dir), null);
@@ -311,7 +315,7 @@ Convert('convertWhisperModel() writes the file once, stamps it, and refuses a ha
 });
 
 Convert('whisperModelPath() finds the converted Whisper base when setup made it', () => {
-  const modelsDir = path.resolve(import.meta.dirname, '../../../models');
+  const modelsDir = REPO_MODELS_DIR;
   const found = whisperModelPath(modelsDir);
   if (!found) {
     console.log('  (skipped: models/weights/asr/ggml-base.bin is not made; run npm run setup)');

@@ -8,11 +8,11 @@
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { whisperModelPath } from '../../../src/cli/convert-whisper.js';
+import { whisperModelPath } from '../../../src/models/whisper-ggml.js';
 import { memoryLogger } from '../../../src/core/log.js';
 import { speechRecognitionAvailable } from '../../../src/media/speech-recognition.js';
 import { ProviderError } from '../../../src/providers/asr/base.js';
-import { Resampler } from '../../../src/providers/vad/resample.js';
+import { Resampler } from '../../../src/audio/resample.js';
 import { toWhisperInput, WhisperCppTranscriber } from '../../../src/providers/asr/whisper-cpp.js';
 import { espeak, toPcm16 } from '../../helpers/speech.js';
 import { rejection } from '../../helpers/assert-error.js';

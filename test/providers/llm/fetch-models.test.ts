@@ -13,7 +13,8 @@ import path from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fetchModels, loadManifest, modelPath, ModelFetchError, type ManifestEntry } from '../../../src/cli/fetch-models.js';
+import { fetchModels } from '../../../src/models/fetch.js';
+import { isFetched, loadManifest, modelPath, ModelError, type FetchedModel, type ManifestEntry } from '../../../src/models/manifest.js';
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -78,7 +79,7 @@ interface Ctx {
   files: Map<string, Buffer>;
   hits: string[];
   model: Buffer;
-  entry: ManifestEntry;
+  entry: FetchedModel;
   lines: string[];
 }
 
@@ -253,7 +254,7 @@ test('fetchModels({only}) selects models by name and rejects unknown names', asy
     await run(ctx, { only: ['nope'] });
     assert.unreachable('should have thrown');
   } catch (err) {
-    assert.instance(err, ModelFetchError);
+    assert.instance(err, ModelError);
     assert.match((err as Error).message, /no model named 'nope'/);
   }
 });
@@ -265,7 +266,32 @@ test('loadManifest() names the bad field; the repository manifest is valid', asy
   assert.throws(() => loadManifest(ctx.modelsDir), /models\[0\]\.file/);
   const repo = loadManifest(path.resolve(import.meta.dirname, '../../../models'));
   const llm = repo.models.find((m) => m.name === 'llm-default');
-  assert.ok(llm && llm.optional && llm.parts.length > 0); // optional: without it the offline responder answers
+  assert.ok(llm && isFetched(llm) && llm.optional && llm.parts.length > 0); // optional: without it the offline responder answers
+  const ggml = repo.models.find((m) => m.name === 'asr-whisper-base-ggml');
+  assert.ok(ggml && !isFetched(ggml) && ggml.derivedFrom.includes('asr-whisper-base-ct2'), 'the converted Whisper model is a derived manifest entry');
+  const derived = { ...ctx.entry, name: 'made', file: 'llm/made.bin', parts: undefined, derivedFrom: ['nope'] };
+  writeManifest(ctx, [ctx.entry, derived as unknown as ManifestEntry]);
+  assert.throws(() => loadManifest(ctx.modelsDir), /models\[1\]\.derivedFrom/);
+});
+
+test('a derived model is never fetched: fetching skips it, --only refuses it, --check hashes it', async (ctx) => {
+  const { parts: _parts, ...rest } = ctx.entry;
+  const derived: ManifestEntry = { ...rest, name: 'made', file: 'llm/made.bin', derivedFrom: ['tiny'] };
+  writeManifest(ctx, [ctx.entry, derived]);
+  const report = await run(ctx);
+  assert.equal(report.results.map((r) => r.name), ['tiny']);
+  try {
+    await run(ctx, { only: ['made'] });
+    assert.unreachable('--only of a derived model must be refused');
+  } catch (err) {
+    assert.match((err as Error).message, /made at set-up from tiny/);
+  }
+  const checked = await run(ctx, { check: true });
+  assert.equal(checked.results.map((r) => [r.name, r.state]), [['tiny', 'present'], ['made', 'missing']]);
+  fs.copyFileSync(path.join(ctx.modelsDir, 'weights/llm/tiny.gguf'), path.join(ctx.modelsDir, 'weights/llm/made.bin'));
+  assert.is(modelPath(ctx.modelsDir, 'made'), null, 'not verified until checked');
+  assert.is((await run(ctx, { check: true })).results[1]!.state, 'present');
+  assert.is(modelPath(ctx.modelsDir, 'made'), path.join(ctx.modelsDir, 'weights/llm/made.bin'));
 });
 
 test.run();

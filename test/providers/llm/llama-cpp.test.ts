@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { modelPath } from '../../../src/cli/fetch-models.js';
+import { modelPath } from '../../../src/models/manifest.js';
 import { Logger } from '../../../src/core/log.js';
 import type { GenerateChunk, GenerateRequest } from '../../../src/providers/llm/base.js';
 import { DEFAULT_LLM_MODEL_NAME } from '../../../src/providers/llm/index.js';

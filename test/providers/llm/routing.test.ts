@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fetchModels } from '../../../src/cli/fetch-models.js';
+import { fetchModels } from '../../../src/models/fetch.js';
 import { ConfigError } from '../../../src/config.js';
 import { Logger, type LogLevel } from '../../../src/core/log.js';
 import { LLM_CONFIG_VARS, loadLlmConfig, matchRoute, parseRoutes } from '../../../src/providers/llm/config.js';

@@ -6,16 +6,16 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { VoiceActivityDetector } from '../../../src/providers/vad/base.js';
-import { FakeVad } from '../../../src/providers/vad/fake-vad.js';
+import type { VoiceActivityDetector } from '../../src/providers/vad/base.js';
+import { FakeVad } from '../../src/providers/vad/fake-vad.js';
 import {
   SpeechSegmenter,
   type SegmenterConfig,
   type SpeechStartedEvent,
   type SpeechStoppedEvent,
-} from '../../../src/providers/vad/segmenter.js';
-import { SileroVad } from '../../../src/providers/vad/silero.js';
-import { concat, silence, speak, speechEdges, toPcm16, tone } from './speech.js';
+} from '../../src/realtime/speech-segmenter.js';
+import { SileroVad } from '../../src/providers/vad/silero.js';
+import { concatSamples as concat, silence, speak, speechEdges, toPcm16, tone } from '../helpers/speech.js';
 
 const IN_HZ = 24000;
 const SAMPLES_PER_MS = IN_HZ / 1000;

@@ -14,12 +14,10 @@
  * The resampler's ~1 ms group delay is below the 32 ms frame resolution and not compensated.
  */
 import { EventEmitter } from 'node:events';
-import { VadError, type VoiceActivityDetector } from './base.js';
-import { Resampler } from './resample.js';
+import { VadError, type VoiceActivityDetector } from '../providers/vad/base.js';
+import { Resampler } from '../audio/resample.js';
+import { PCM_RATE_HZ, PCM_SAMPLES_PER_MS } from '../audio/pcm.js';
 
-/** The realtime API's input audio: PCM16 mono at 24 kHz. */
-export const INPUT_SAMPLE_RATE_HZ = 24000;
-const INPUT_SAMPLES_PER_MS = INPUT_SAMPLE_RATE_HZ / 1000;
 /** Hysteresis: once speaking, a frame counts as silence only below threshold − this. (Silero's
  * own VADIterator uses the same 0.15 margin.) */
 export const VAD_EXIT_MARGIN = 0.15;
@@ -78,7 +76,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   private partialFill = 0;
 
   // Retained input audio: samples from absolute input index `audioStart` on.
-  private audio = new Int16Array(INPUT_SAMPLE_RATE_HZ);
+  private audio = new Int16Array(PCM_RATE_HZ);
   private audioStart = 0;
   private audioFill = 0;
 
@@ -110,7 +108,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.config = checkConfig({ ...DEFAULT_SEGMENTER_CONFIG, ...config });
     this.detectorRateHz = detector.sampleRateHz;
     this.frameSamples = detector.frameSamples;
-    this.resampler = new Resampler(INPUT_SAMPLE_RATE_HZ, this.detectorRateHz);
+    this.resampler = new Resampler(PCM_RATE_HZ, this.detectorRateHz);
     this.partial = new Float32Array(this.frameSamples);
   }
 
@@ -120,7 +118,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
 
   /** Input ms pushed so far. */
   get inputMs(): number {
-    return Math.floor(this.inputSamples / INPUT_SAMPLES_PER_MS);
+    return Math.floor(this.inputSamples / PCM_SAMPLES_PER_MS);
   }
 
   /** Input ms up to which frames have been scored. */
@@ -244,7 +242,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
         this.speaking = true;
         // Padding reaches back at most to the end of the previous turn / the last clear(), and to
         // the audio retained under the previous padding (if update() just made it longer).
-        const retainedFromMs = Math.ceil(this.audioStart / INPUT_SAMPLES_PER_MS);
+        const retainedFromMs = Math.ceil(this.audioStart / PCM_SAMPLES_PER_MS);
         this.startMs = Math.max(this.floorMs, retainedFromMs, startMs - prefixPaddingMs, 0);
         this.lastSpeechEndMs = endMs;
         this.silenceStartMs = null;
@@ -283,7 +281,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
 
   /** Drops retained audio before `ms` (prefix padding for the next turn is kept by the caller's choice of ms). */
   private trimAudio(ms: number): void {
-    const drop = Math.min(ms * INPUT_SAMPLES_PER_MS - this.audioStart, this.audioFill);
+    const drop = Math.min(ms * PCM_SAMPLES_PER_MS - this.audioStart, this.audioFill);
     if (drop <= 0) return;
     this.audio.copyWithin(0, drop, this.audioFill);
     this.audioFill -= drop;
@@ -291,10 +289,10 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   }
 
   private audioSpan(startMs: number, endMs: number): Int16Array {
-    const from = startMs * INPUT_SAMPLES_PER_MS - this.audioStart;
+    const from = startMs * PCM_SAMPLES_PER_MS - this.audioStart;
     // The resampler's output count can run a few ms ahead of the input it has seen (its last
     // frame ends past the latest input sample): the committed audio ends where the input does.
-    const to = Math.min(endMs * INPUT_SAMPLES_PER_MS - this.audioStart, this.audioFill);
+    const to = Math.min(endMs * PCM_SAMPLES_PER_MS - this.audioStart, this.audioFill);
     if (from < 0 || to < from) {
       // Retention is sized by the turn rules above; a miss is a bug, not a condition to paper over.
       throw new VadError(`SpeechSegmenter: committed audio ${startMs}–${endMs} ms is not retained`);

@@ -4,8 +4,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Resampler } from '../../../src/providers/vad/resample.js';
-import { rms, tone } from './speech.js';
+import { Resampler } from '../../src/audio/resample.js';
+import { rms, tone } from '../helpers/speech.js';
 
 /** Filter transient skipped before measuring: 48 taps per phase ≈ 2 ms; 10 ms is ample. */
 const SETTLE_MS = 10;

@@ -1,0 +1,442 @@
+/**
+ * Converts the fetched CTranslate2 Whisper model (models/weights/asr/whisper-base-ct2/model.bin +
+ * tokenizer.json, from models/manifest.json) into whisper.cpp's ggml file,
+ * models/weights/asr/ggml-base.bin, which the whisper-cpp recogniser loads.
+ *
+ * The conversion is byte shuffling, done here so set-up needs no Python: CT2's fused attention
+ * projections (q|k|v for self-attention, k|v for cross-attention) are split into the separate
+ * tensors whisper.cpp names after OpenAI's PyTorch checkpoint; tensors of two or more dimensions
+ * stay float16 (float32 sources are rounded to it), vectors, convolution biases and positional
+ * embeddings become float32, as whisper.cpp's own converter writes them. The 80 mel filters
+ * (librosa's Slaney mel filter bank for 16 kHz, n_fft 400) are computed, and the vocabulary's
+ * byte-level BPE strings are turned back into raw bytes. Nothing depends on time or iteration
+ * order, so the output is byte-identical on every run; set-up checks it against the sha256
+ * models/manifest.json records for `asr-whisper-base-ggml` (a derived model) and writes its
+ * verification record, so later runs and whisperModelPath() only stat files.
+ *
+ * The command line is src/cli/convert-whisper.ts (run by setup.sh after the model fetch).
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadManifest, modelPath, ModelError, weightsDir, type ManifestEntry } from './manifest.js';
+import { isVerified, recordVerified } from './verified.js';
+
+/** The manifest's names: the converted model and the CT2 model and tokenizer it is made from. */
+export const WHISPER_GGML_MODEL = 'asr-whisper-base-ggml';
+const CT2_MODEL = 'asr-whisper-base-ct2';
+const CT2_TOKENIZER = 'asr-whisper-base-tokenizer';
+
+/** whisper.cpp's file magic, "ggml" as a little-endian u32. */
+const GGML_MAGIC = 0x67676d6c;
+/** ggml tensor types. */
+const GGML_TYPE_F32 = 0;
+const GGML_TYPE_F16 = 1;
+/** GPT-2 vocabulary size: the ordinary tokens; whisper.cpp adds the special tokens itself. */
+const BASE_VOCAB_TOKENS = 50257;
+/** Whisper's audio front end: 16 kHz, 400-point FFT (201 bins). */
+const SAMPLE_RATE_HZ = 16000;
+const N_FFT = 400;
+
+export class WhisperConvertError extends ModelError {
+  override name = 'WhisperConvertError';
+}
+
+// ---------------------------------------------------------------------------------------------
+// CTranslate2 model.bin reader
+
+/** CT2 variable dtypes (ctranslate2/types.h). */
+const CT2_DTYPE = { float32: 0, int8: 1, int16: 2, int32: 3, float16: 4 } as const;
+
+export interface Ct2Variable {
+  name: string;
+  shape: number[];
+  dtype: number;
+  data: Buffer;
+}
+
+/** Parses a CTranslate2 model.bin (format version 5 or 6): variables by name; aliases resolved. */
+export function readCt2Model(bytes: Buffer): Map<string, Ct2Variable> {
+  let at = 0;
+  const need = (n: number): void => {
+    if (at + n > bytes.length) throw new WhisperConvertError(`CT2 model truncated at byte ${at}`);
+  };
+  const u8 = (): number => (need(1), bytes.readUInt8(at++));
+  const u16 = (): number => (need(2), (at += 2), bytes.readUInt16LE(at - 2));
+  const u32 = (): number => (need(4), (at += 4), bytes.readUInt32LE(at - 4));
+  const str = (): string => {
+    const n = u16();
+    need(n);
+    const s = bytes.toString('utf8', at, at + n - 1); // stored with its NUL
+    at += n;
+    return s;
+  };
+  const version = u32();
+  if (version < 5 || version > 6) throw new WhisperConvertError(`unsupported CT2 model format version ${version} (expected 5 or 6)`);
+  const spec = str();
+  if (spec !== 'WhisperSpec') throw new WhisperConvertError(`not a Whisper CT2 model (spec '${spec}')`);
+  u32(); // spec revision
+  const vars = new Map<string, Ct2Variable>();
+  const count = u32();
+  for (let i = 0; i < count; i++) {
+    const name = str();
+    const rank = u8();
+    const shape: number[] = [];
+    for (let d = 0; d < rank; d++) shape.push(u32());
+    const dtype = u8();
+    const nbytes = u32();
+    need(nbytes);
+    vars.set(name, { name, shape, dtype, data: bytes.subarray(at, at + nbytes) });
+    at += nbytes;
+  }
+  if (at < bytes.length) {
+    const aliases = u32();
+    for (let i = 0; i < aliases; i++) {
+      const alias = str();
+      const target = vars.get(str());
+      if (target) vars.set(alias, { ...target, name: alias });
+    }
+  }
+  return vars;
+}
+
+// ---------------------------------------------------------------------------------------------
+// float16 <-> float32
+
+const f32 = new Float32Array(1);
+const u32View = new Uint32Array(f32.buffer);
+
+export function halfToFloat(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const frac = h & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 31) return frac ? NaN : sign * Infinity;
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
+}
+
+/** float32 -> float16 bits, round to nearest even (as numpy's astype(float16)). */
+export function floatToHalf(value: number): number {
+  f32[0] = value;
+  const x = u32View[0] ?? 0;
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  let mant = x & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    const half = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const mid = 1 << (shift - 1);
+    return sign | (half + (rem > mid || (rem === mid && half & 1) ? 1 : 0));
+  }
+  const half = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  // A carry out of the mantissa correctly bumps the exponent (up to infinity).
+  return sign | (half + (rem > 0x1000 || (rem === 0x1000 && half & 1) ? 1 : 0));
+}
+
+/** A tensor's values as little-endian float32 bytes. */
+function asF32(v: Ct2Variable, data = v.data): Buffer {
+  if (v.dtype === CT2_DTYPE.float32) return Buffer.from(data);
+  if (v.dtype !== CT2_DTYPE.float16) throw new WhisperConvertError(`${v.name}: unsupported dtype ${v.dtype}`);
+  const out = Buffer.alloc(data.length * 2);
+  for (let i = 0; i < data.length / 2; i++) out.writeFloatLE(halfToFloat(data.readUInt16LE(i * 2)), i * 4);
+  return out;
+}
+
+/** A tensor's values as little-endian float16 bytes. */
+function asF16(v: Ct2Variable, data = v.data): Buffer {
+  if (v.dtype === CT2_DTYPE.float16) return Buffer.from(data);
+  if (v.dtype !== CT2_DTYPE.float32) throw new WhisperConvertError(`${v.name}: unsupported dtype ${v.dtype}`);
+  const out = Buffer.alloc(data.length / 2);
+  for (let i = 0; i < data.length / 4; i++) out.writeUInt16LE(floatToHalf(data.readFloatLE(i * 4)), i * 2);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mel filters (librosa.filters.mel(sr=16000, n_fft=400, n_mels, htk=False, norm='slaney'))
+
+const F_SP_HZ = 200 / 3;
+const MIN_LOG_HZ = 1000;
+const MIN_LOG_MEL = MIN_LOG_HZ / F_SP_HZ;
+const LOG_STEP = Math.log(6.4) / 27;
+
+function hzToMel(hz: number): number {
+  return hz >= MIN_LOG_HZ ? MIN_LOG_MEL + Math.log(Math.max(hz, 1e-10) / MIN_LOG_HZ) / LOG_STEP : hz / F_SP_HZ;
+}
+
+function melToHz(mel: number): number {
+  return mel >= MIN_LOG_MEL ? MIN_LOG_HZ * Math.exp(LOG_STEP * (mel - MIN_LOG_MEL)) : mel * F_SP_HZ;
+}
+
+/** numpy.linspace(start, stop, n): i * step + start, the last value exactly `stop`. */
+function linspace(start: number, stop: number, n: number): number[] {
+  const step = (stop - start) / (n - 1);
+  const out = Array.from({ length: n }, (_, i) => i * step + start);
+  out[n - 1] = stop;
+  return out;
+}
+
+/** The Slaney mel filter bank, nMels rows of N_FFT/2+1 float32 weights. */
+export function melFilters(nMels: number): Float32Array {
+  const bins = N_FFT / 2 + 1;
+  const fftFreqs = linspace(0, SAMPLE_RATE_HZ / 2, bins);
+  const melF = linspace(hzToMel(0), hzToMel(SAMPLE_RATE_HZ / 2), nMels + 2).map(melToHz);
+  const out = new Float32Array(nMels * bins);
+  for (let m = 0; m < nMels; m++) {
+    const [f0, f1, f2] = [melF[m] ?? 0, melF[m + 1] ?? 0, melF[m + 2] ?? 0];
+    const enorm = 2 / (f2 - f0);
+    for (let k = 0; k < bins; k++) {
+      const lower = -(f0 - (fftFreqs[k] ?? 0)) / (f1 - f0);
+      const upper = (f2 - (fftFreqs[k] ?? 0)) / (f2 - f1);
+      // numpy's SIMD minimum/maximum return the second operand on ties, so the first weight is
+      // -0 as in librosa's output (Math.max would give +0); kept for byte-identical files.
+      const lo = lower < upper ? lower : upper;
+      out[m * bins + k] = (0 > lo ? 0 : lo) * enorm;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vocabulary
+
+/** GPT-2's byte <-> printable character table, inverted: character -> byte. */
+function unicodeToByte(): Map<string, number> {
+  const bs: number[] = [];
+  for (let b = 0x21; b <= 0x7e; b++) bs.push(b);
+  for (let b = 0xa1; b <= 0xac; b++) bs.push(b);
+  for (let b = 0xae; b <= 0xff; b++) bs.push(b);
+  const cs = [...bs];
+  let n = 0;
+  for (let b = 0; b < 256; b++) {
+    if (!bs.includes(b)) {
+      bs.push(b);
+      cs.push(256 + n++);
+    }
+  }
+  return new Map(bs.map((b, i) => [String.fromCharCode(cs[i] ?? 0), b]));
+}
+
+/** The first 50257 tokens of a Hugging Face tokenizer.json, each as its raw bytes, by id. */
+export function vocabularyBytes(tokenizerJson: string): Buffer[] {
+  let vocab: Record<string, number>;
+  try {
+    vocab = (JSON.parse(tokenizerJson) as { model: { vocab: Record<string, number> } }).model.vocab;
+  } catch (err) {
+    throw new WhisperConvertError(`tokenizer.json has no model.vocab: ${String(err)}`);
+  }
+  const map = unicodeToByte();
+  const tokens: Array<Buffer | undefined> = new Array(BASE_VOCAB_TOKENS);
+  for (const [token, id] of Object.entries(vocab)) {
+    if (id >= BASE_VOCAB_TOKENS) continue;
+    const bytes = [...token].map((c) => {
+      const b = map.get(c);
+      if (b === undefined) throw new WhisperConvertError(`token ${id} has a character outside the byte table`);
+      return b;
+    });
+    tokens[id] = Buffer.from(bytes);
+  }
+  const missing = tokens.findIndex((t) => t === undefined);
+  if (missing >= 0 || tokens.length !== BASE_VOCAB_TOKENS) throw new WhisperConvertError(`tokenizer.json lacks token id ${missing}`);
+  return tokens as Buffer[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversion
+
+interface OutTensor {
+  name: string;
+  /** Dimensions in numpy order (outermost first). */
+  shape: number[];
+  type: typeof GGML_TYPE_F32 | typeof GGML_TYPE_F16;
+  data: Buffer;
+}
+
+/** Bytes per element of a CT2 dtype that a tensor may have. */
+function elementBytes(v: Ct2Variable): number {
+  if (v.dtype === CT2_DTYPE.float16) return 2;
+  if (v.dtype === CT2_DTYPE.float32) return 4;
+  throw new WhisperConvertError(`${v.name}: unsupported dtype ${v.dtype} (float16 or float32 expected)`);
+}
+
+function scalarInt(vars: Map<string, Ct2Variable>, name: string): number {
+  const v = vars.get(name);
+  if (!v || v.shape.length !== 0) throw new WhisperConvertError(`CT2 model lacks the scalar ${name}`);
+  if (v.dtype === CT2_DTYPE.int16) return v.data.readInt16LE(0);
+  if (v.dtype === CT2_DTYPE.int32) return v.data.readInt32LE(0);
+  if (v.dtype === CT2_DTYPE.int8) return v.data.readInt8(0);
+  throw new WhisperConvertError(`${name}: not an integer`);
+}
+
+function countLayers(vars: Map<string, Ct2Variable>, prefix: string): number {
+  let n = 0;
+  while (vars.has(`${prefix}/layer_${n}/ffn/linear_0/weight`)) n++;
+  return n;
+}
+
+/** Converts CT2 model.bin bytes + tokenizer.json text into ggml file bytes. */
+export function convertCt2ToGgml(modelBin: Buffer, tokenizerJson: string): Buffer {
+  const vars = readCt2Model(modelBin);
+  const get = (name: string): Ct2Variable => {
+    const v = vars.get(name);
+    if (!v) throw new WhisperConvertError(`CT2 model lacks ${name}`);
+    return v;
+  };
+  const out: OutTensor[] = [];
+  /** Rows [from, to) of a tensor (first dimension). */
+  const rows = (v: Ct2Variable, from: number, to: number): { v: Ct2Variable; data: Buffer; shape: number[] } => {
+    const rowBytes = (v.data.length / (v.shape[0] ?? 1)) | 0;
+    return { v, data: v.data.subarray(from * rowBytes, to * rowBytes), shape: [to - from, ...v.shape.slice(1)] };
+  };
+  const add = (name: string, src: { v: Ct2Variable; data: Buffer; shape: number[] }, forceF32 = false): void => {
+    elementBytes(src.v);
+    const f16 = src.shape.length >= 2 && !forceF32;
+    out.push({ name, shape: src.shape, type: f16 ? GGML_TYPE_F16 : GGML_TYPE_F32, data: f16 ? asF16(src.v, src.data) : asF32(src.v, src.data) });
+  };
+  const whole = (v: Ct2Variable) => ({ v, data: v.data, shape: v.shape });
+  const linear = (dst: string, src: string, bias = true): void => {
+    add(`${dst}.weight`, whole(get(`${src}/weight`)));
+    if (bias) add(`${dst}.bias`, whole(get(`${src}/bias`)));
+  };
+  const norm = (dst: string, src: string): void => {
+    add(`${dst}.weight`, whole(get(`${src}/gamma`)));
+    add(`${dst}.bias`, whole(get(`${src}/beta`)));
+  };
+  const selfAttention = (dst: string, src: string, d: number): void => {
+    const w = get(`${src}/linear_0/weight`);
+    const b = get(`${src}/linear_0/bias`);
+    ['query', 'key', 'value'].forEach((n, k) => {
+      add(`${dst}.${n}.weight`, rows(w, k * d, (k + 1) * d));
+      if (n !== 'key') add(`${dst}.${n}.bias`, rows(b, k * d, (k + 1) * d)); // Whisper's key has no bias
+    });
+    linear(`${dst}.out`, `${src}/linear_1`);
+  };
+  const crossAttention = (dst: string, src: string, d: number): void => {
+    linear(`${dst}.query`, `${src}/linear_0`);
+    const w = get(`${src}/linear_1/weight`);
+    const b = get(`${src}/linear_1/bias`);
+    add(`${dst}.key.weight`, rows(w, 0, d));
+    add(`${dst}.value.weight`, rows(w, d, 2 * d));
+    add(`${dst}.value.bias`, rows(b, d, 2 * d));
+    linear(`${dst}.out`, `${src}/linear_2`);
+  };
+
+  const encPos = get('encoder/position_encodings/encodings');
+  const decPos = get('decoder/position_encodings/encodings');
+  const embed = get('decoder/embeddings/weight');
+  const conv1 = get('encoder/conv1/weight');
+  const [nAudioCtx = 0, nAudioState = 0] = encPos.shape;
+  const [nTextCtx = 0, nTextState = 0] = decPos.shape;
+  const nVocab = embed.shape[0] ?? 0;
+  const nMels = conv1.shape[1] ?? 0;
+  const nAudioLayer = countLayers(vars, 'encoder');
+  const nTextLayer = countLayers(vars, 'decoder');
+  const nAudioHead = scalarInt(vars, 'encoder/num_heads');
+  const nTextHead = scalarInt(vars, 'decoder/num_heads');
+
+  add('encoder.positional_embedding', whole(encPos), true);
+  linear('encoder.conv1', 'encoder/conv1');
+  linear('encoder.conv2', 'encoder/conv2');
+  for (let l = 0; l < nAudioLayer; l++) {
+    const [s, d] = [`encoder/layer_${l}`, `encoder.blocks.${l}`];
+    selfAttention(`${d}.attn`, `${s}/self_attention`, nAudioState);
+    norm(`${d}.attn_ln`, `${s}/self_attention/layer_norm`);
+    linear(`${d}.mlp.0`, `${s}/ffn/linear_0`);
+    linear(`${d}.mlp.2`, `${s}/ffn/linear_1`);
+    norm(`${d}.mlp_ln`, `${s}/ffn/layer_norm`);
+  }
+  norm('encoder.ln_post', 'encoder/layer_norm');
+  add('decoder.positional_embedding', whole(decPos), true);
+  add('decoder.token_embedding.weight', whole(embed));
+  for (let l = 0; l < nTextLayer; l++) {
+    const [s, d] = [`decoder/layer_${l}`, `decoder.blocks.${l}`];
+    selfAttention(`${d}.attn`, `${s}/self_attention`, nTextState);
+    norm(`${d}.attn_ln`, `${s}/self_attention/layer_norm`);
+    crossAttention(`${d}.cross_attn`, `${s}/attention`, nTextState);
+    norm(`${d}.cross_attn_ln`, `${s}/attention/layer_norm`);
+    linear(`${d}.mlp.0`, `${s}/ffn/linear_0`);
+    linear(`${d}.mlp.2`, `${s}/ffn/linear_1`);
+    norm(`${d}.mlp_ln`, `${s}/ffn/layer_norm`);
+  }
+  norm('decoder.ln', 'decoder/layer_norm');
+  // whisper.cpp wants the convolution biases as [channels, 1] float32 columns.
+  for (const t of out) if (t.name === 'encoder.conv1.bias' || t.name === 'encoder.conv2.bias') t.shape = [t.shape[0] ?? 0, 1];
+
+  const chunks: Buffer[] = [];
+  const ints = (...values: number[]): void => {
+    const b = Buffer.alloc(4 * values.length);
+    values.forEach((v, i) => b.writeInt32LE(v, 4 * i));
+    chunks.push(b);
+  };
+  ints(GGML_MAGIC, nVocab, nAudioCtx, nAudioState, nAudioHead, nAudioLayer, nTextCtx, nTextState, nTextHead, nTextLayer, nMels, GGML_TYPE_F16);
+  const filters = melFilters(nMels);
+  ints(nMels, N_FFT / 2 + 1);
+  chunks.push(Buffer.from(filters.buffer, filters.byteOffset, filters.byteLength));
+  const vocabulary = vocabularyBytes(tokenizerJson);
+  ints(vocabulary.length);
+  for (const token of vocabulary) {
+    ints(token.length);
+    chunks.push(token);
+  }
+  for (const t of out) {
+    const name = Buffer.from(t.name, 'utf8');
+    ints(t.shape.length, name.length, t.type, ...[...t.shape].reverse());
+    chunks.push(name, t.data);
+  }
+  return Buffer.concat(chunks);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The converted file in the models folder
+
+/**
+ * The converted Whisper model when it is present and verified (by its verification record: two stats, no
+ * hashing), else null.
+ */
+export function whisperModelPath(modelsDir: string): string | null {
+  return modelPath(modelsDir, WHISPER_GGML_MODEL);
+}
+
+export type ConvertState = 'present' | 'converted' | 'missing';
+
+/**
+ * Makes the manifest's asr-whisper-base-ggml from the fetched CT2 files unless it is already
+ * there and verified. Throws WhisperConvertError when the result does not have the manifest's
+ * hash (`expected` overrides it, for tests of the converter on a synthetic model).
+ */
+export function convertWhisperModel(modelsDir: string, expected?: { sha256: string; bytes: number }): { state: ConvertState; file: string } {
+  const manifest = loadManifest(modelsDir);
+  const entry = (name: string): ManifestEntry => {
+    const found = manifest.models.find((m) => m.name === name);
+    if (!found) throw new WhisperConvertError(`models/manifest.json has no model '${name}'`);
+    return found;
+  };
+  const target = entry(WHISPER_GGML_MODEL);
+  const want = expected ?? { sha256: target.sha256, bytes: target.bytes };
+  const weights = weightsDir(modelsDir);
+  const file = path.join(weights, target.file);
+  if (isVerified(file, want.sha256, want.bytes)) return { state: 'present', file };
+  const modelFile = path.join(weights, entry(CT2_MODEL).file);
+  const tokenizerFile = path.join(weights, entry(CT2_TOKENIZER).file);
+  if (!fs.existsSync(modelFile) || !fs.existsSync(tokenizerFile)) return { state: 'missing', file };
+  const bytes = convertCt2ToGgml(fs.readFileSync(modelFile), fs.readFileSync(tokenizerFile, 'utf8'));
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  if (sha256 !== want.sha256 || bytes.length !== want.bytes) {
+    throw new WhisperConvertError(
+      `converted Whisper model has sha256 ${sha256} (${bytes.length} bytes), expected ${want.sha256} (${want.bytes} bytes); ` +
+        'the CT2 files or the converter changed',
+    );
+  }
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, bytes);
+  fs.renameSync(tmp, file); // a killed run never leaves a half-written model
+  recordVerified(file, sha256);
+  return { state: 'converted', file };
+}
