@@ -1,0 +1,210 @@
+/**
+ * The module rules as a test (the README's "Module rules" section points here). Every import in
+ * src/ (static, type-only, dynamic, and worker files named by `new URL('./x.ts', import.meta.url)`)
+ * is an edge from one part of the tree to another; a part is a folder of src/ (`providers/<kind>`
+ * for each provider kind, `providers` for the files shared by the kinds) or one of the top files
+ * (`config`, `main`). An edge is allowed when:
+ *
+ *  - the target part is in the source part's row of MAY_IMPORT (the layering: core/ at the bottom
+ *    importing nothing of the project, the engine in realtime/ importing no transport or media
+ *    code, providers importing no other kind and no cli/, nothing importing cli/ or server/ but
+ *    their entry points);
+ *  - and no NARROWING rule forbids it: some parts may see another only through its seam (a
+ *    provider kind through its `base.ts`, the engine through `realtime/avatar-output.ts` from the
+ *    media side, the media plane through its speech doors from the providers, only
+ *    `media/native.ts` loading the native addon);
+ *  - and a package with an owner (`ws`, `node-datachannel`, koa, the SQLite driver) is imported
+ *    only by its owner.
+ *
+ * A new folder fails the test until it has a row; a forbidden import fails it with the rule it
+ * breaks. The second test feeds deliberate breaks through the same checker so that a rule that
+ * stopped catching anything would fail too.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const SRC = path.join(ROOT, 'src');
+
+const PROVIDER_KINDS = ['providers/llm', 'providers/tts', 'providers/asr', 'providers/vad'];
+
+/** Which parts each part may import (besides itself). Lower layers first. */
+const MAY_IMPORT: Record<string, string[]> = {
+  core: [],
+  audio: ['core'],
+  models: ['core'],
+  store: ['core'],
+  providers: ['core'],
+  'providers/llm': ['core', 'providers', 'models'],
+  'providers/vad': ['core', 'providers', 'models'],
+  'providers/asr': ['core', 'audio', 'providers', 'models', 'media'],
+  'providers/tts': ['core', 'audio', 'providers', 'models', 'media', 'assets'],
+  config: ['core', 'models', ...PROVIDER_KINDS],
+  auth: ['core', 'store'],
+  assets: ['core', 'store'],
+  usage: ['core', 'store', 'config'],
+  sessions: ['core', 'store', 'assets', 'providers/tts'],
+  media: ['core', 'audio', 'store', 'assets', 'realtime'],
+  realtime: ['core', 'audio', 'sessions', 'providers', ...PROVIDER_KINDS],
+  transport: ['core'],
+  signaling: ['core', 'audio', 'auth', 'store', 'sessions', 'realtime', 'transport', 'media', 'providers', ...PROVIDER_KINDS],
+  server: ['core', 'audio', 'config', 'models', 'store', 'auth', 'assets', 'usage', 'sessions', 'media', 'realtime', 'transport', 'signaling', 'providers', ...PROVIDER_KINDS],
+  cli: ['core', 'config', 'models', 'store', 'auth', 'assets', 'media', 'server'],
+  main: ['core', 'config', 'server'],
+};
+
+interface Edge {
+  /** Repository-relative path of the importing file. */
+  from: string;
+  /** Repository-relative path of the imported file (extension .ts), or a package name. */
+  to: string;
+}
+
+interface Narrowing {
+  rule: string;
+  forbids(edge: Edge, from: string, to: string | null): boolean;
+}
+
+/** Parts that wire everything together and may see concrete implementations. */
+const COMPOSITION = new Set(['server', 'cli']);
+
+const NARROWINGS: Narrowing[] = [
+  {
+    rule: 'only src/media/native.ts loads the native addon (native/)',
+    forbids: (e) => e.to.startsWith('native/') && e.from !== 'src/media/native.ts',
+  },
+  {
+    rule: 'outside server/ and cli/, a provider kind is seen only through its seam <kind>/base.ts (config.ts: through <kind>/config.ts)',
+    forbids: (e, from, to) =>
+      to !== null && PROVIDER_KINDS.includes(to) && from !== to && !COMPOSITION.has(from) &&
+      !e.to.endsWith(from === 'config' ? '/config.ts' : '/base.ts'),
+  },
+  {
+    rule: 'the media plane sees the engine only through its AvatarOutput interface (realtime/avatar-output.ts)',
+    forbids: (e, from, to) => from === 'media' && to === 'realtime' && e.to !== 'src/realtime/avatar-output.ts',
+  },
+  {
+    rule: 'providers reach the media plane only through its speech doors (media/speech-synth.ts, media/speech-recognition.ts)',
+    forbids: (e, from, to) => from.startsWith('providers/') && to === 'media' && !/^src\/media\/speech-(synth|recognition)\.ts$/.test(e.to),
+  },
+];
+
+/** Packages only one part may import: the transports, the HTTP framework, the database driver. */
+const PACKAGE_OWNERS: Record<string, string> = {
+  ws: 'signaling',
+  'node-datachannel': 'transport',
+  koa: 'server',
+  '@koa/router': 'server',
+  busboy: 'server',
+  'better-sqlite3': 'store',
+};
+
+/** The part a source file belongs to, or null for a file outside src/. */
+function partOf(file: string): string | null {
+  if (!file.startsWith('src/')) return null;
+  const segments = file.slice('src/'.length).split('/');
+  if (segments.length === 1) return segments[0]!.replace(/\.ts$/, '');
+  if (segments[0] === 'providers' && segments.length > 2) return `providers/${segments[1]}`;
+  return segments[0]!;
+}
+
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+}
+
+/** Every import of one source file (static, type-only, dynamic, and worker URLs). */
+function importsOf(file: string, source: string): Edge[] {
+  const specifiers = ts.preProcessFile(source, true, true).importedFiles.map((i) => i.fileName);
+  for (const m of source.matchAll(/new URL\(\s*'(\.[^']+)'\s*,\s*import\.meta\.url\s*\)/g)) specifiers.push(m[1]!);
+  return specifiers
+    .filter((s) => !s.startsWith('node:'))
+    .map((s) => {
+      if (!s.startsWith('.')) return { from: file, to: packageName(s) };
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), s)).replace(/\.js$/, '.ts');
+      return { from: file, to: target };
+    });
+}
+
+/** The rules an edge breaks (none: allowed). */
+function violations(edge: Edge): string[] {
+  const from = partOf(edge.from);
+  if (from === null) return [];
+  const allowed = MAY_IMPORT[from];
+  if (!allowed) return [`${edge.from} is in part '${from}', which has no row in MAY_IMPORT: place it in the layering`];
+  const isPath = edge.to.includes('/') && !edge.to.startsWith('@');
+  const to = isPath ? partOf(edge.to) : null;
+  const broken: string[] = [];
+  if (!isPath) {
+    const owner = PACKAGE_OWNERS[edge.to];
+    if (owner !== undefined && owner !== from) broken.push(`package '${edge.to}' belongs to ${owner}/`);
+  } else if (to !== null && to !== from && !allowed.includes(to)) {
+    broken.push(`'${from}' may import only ${allowed.length ? allowed.join(', ') : 'nothing of the project'}, not '${to}'`);
+  }
+  for (const n of NARROWINGS) if (n.forbids(edge, from, to)) broken.push(n.rule);
+  return broken;
+}
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(p);
+    return p.endsWith('.ts') ? [path.relative(ROOT, p).split(path.sep).join('/')] : [];
+  });
+}
+
+function report(edges: Edge[]): string[] {
+  return edges.flatMap((e) => violations(e).map((rule) => `${e.from} → ${e.to}: ${rule}`));
+}
+
+test('every import in src/ keeps the module rules', () => {
+  const files = sourceFiles(SRC);
+  assert.ok(files.length > 100, `found only ${files.length} source files`);
+  const edges = files.flatMap((f) => importsOf(f, fs.readFileSync(path.join(ROOT, f), 'utf8')));
+  assert.ok(edges.length > 300, `found only ${edges.length} imports`);
+  const broken = report(edges);
+  assert.equal(broken, [], `module rules broken:\n  ${broken.join('\n  ')}`);
+});
+
+test('the checker catches deliberate forbidden imports', () => {
+  const cases: Array<[file: string, source: string, rule: RegExp]> = [
+    ['src/core/log.ts', "import { loadConfig } from '../config.js';", /'core' may import only nothing of the project, not 'config'/],
+    ['src/realtime/session-engine.ts', "import type { MediaSession } from '../media/media-session.js';", /'realtime' may import only .*not 'media'/],
+    ['src/realtime/response.ts', "const peer = await import('../transport/call-peer.js');", /not 'transport'/],
+    ['src/realtime/response.ts', "import { WebSocket } from 'ws';", /package 'ws' belongs to signaling/],
+    ['src/providers/asr/base.ts', "import { ProviderError } from '../llm/base.js';", /'providers\/asr' may import only .*not 'providers\/llm'/],
+    ['src/providers/llm/index.ts', "import { modelPath } from '../../cli/fetch-models.js';", /not 'cli'/],
+    ['src/signaling/realtime-connection.ts', "import { createSpeechService } from '../providers/tts/index.js';", /only through its seam/],
+    ['src/media/opus-decoder.ts', "import type * as B from '../../native/media-node/index.js';", /only src\/media\/native\.ts loads the native addon/],
+    ['src/media/avatar-output.ts', "import { RealtimeSessionEngine } from '../realtime/session-engine.js';", /only through its AvatarOutput interface/],
+    ['src/providers/tts/piper.ts', "import { MediaSession } from '../../media/media-session.js';", /speech doors/],
+    ['src/assets/catalog.ts', "import { startServer } from '../server/server.js';", /'assets' may import only core, store, not 'server'/],
+    ['src/newpart/thing.ts', "import { x } from '../core/ids.js';", /no row in MAY_IMPORT/],
+  ];
+  for (const [file, source, rule] of cases) {
+    const broken = report(importsOf(file, source));
+    assert.ok(broken.some((b) => rule.test(b)), `${file}: ${source} should break ${rule}, got ${JSON.stringify(broken)}`);
+  }
+  // The same imports in their allowed form pass.
+  const allowed: Array<[string, string]> = [
+    ['src/realtime/response.ts', "import type { AvatarOutput } from './avatar-output.js';"],
+    ['src/signaling/realtime-connection.ts', "import type { SpeechService } from '../providers/tts/base.js';"],
+    ['src/providers/asr/base.ts', "import { ProviderError } from '../provider-error.js';"],
+    ['src/server/realtime-runtime.ts', "const tts = await import('../providers/tts/index.js');"],
+    ['src/media/avatar-output.ts', "import type { AvatarOutput } from '../realtime/avatar-output.js';"],
+  ];
+  for (const [file, source] of allowed) assert.equal(report(importsOf(file, source)), [], `${file}: ${source}`);
+});
+
+test('the README names every part of src/ in its layout table', () => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  for (const part of Object.keys(MAY_IMPORT)) {
+    const shown = part === 'main' || part === 'config' ? `src/${part}.ts` : `src/${part}/`;
+    assert.ok(readme.includes(`| \`${shown}\``), `README's layout table lacks ${shown}`);
+  }
+});
+
+test.run();
