@@ -1,9 +1,9 @@
 /**
  * Language-model configuration from the environment: which provider answers (a local GGUF through
  * llama.cpp, any OpenAI-compatible server, or the rule-based offline responder), how session
- * `model` names are routed to providers, and the local model's threads and context. Validated once
- * at start-up; a bad value throws ConfigError naming the variable, like src/config.ts (whose
- * CONFIG_VARS the lead merges LLM_CONFIG_VARS into).
+ * `model` names are routed to providers, and the local model's threads and context. Its rows are
+ * read by src/core/env.ts and merged by src/config.ts into CONFIG_VARS (the README table); a bad
+ * value throws ConfigError naming the variable.
  *
  * Routing (LLM_MODEL_ROUTES): comma-separated `pattern=provider` rules, tried in order, first
  * match wins. A pattern is a session `model` name where `*` matches any run of characters
@@ -14,6 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../../core/errors.js';
+import { envVar, integer, oneOf, optionalHttpUrl, optionalText, readVars, type Env, type EnvVar } from '../../core/env.js';
 
 export type LlmProviderName = 'llama-cpp' | 'openai' | 'offline';
 export type LlmProviderChoice = 'auto' | LlmProviderName;
@@ -46,85 +47,37 @@ export interface LlmConfig {
   requestTimeoutMs: number;
 }
 
-interface VarSpec {
-  name: string;
-  default: string;
-  description: string;
-}
-
-/** The documented variables, in README order (same shape as CONFIG_VARS in src/config.ts). */
-export const LLM_CONFIG_VARS: VarSpec[] = [
-  { name: 'LLM_PROVIDER', default: 'auto', description: 'auto, llama-cpp, openai or offline. auto: openai when LLM_BASE_URL or LLM_API_KEY is set, else llama-cpp when the local model (npm run setup:models, or LLM_GGUF_PATH) is present, else the offline responder (rule-based, not a language model; a warning says so).' },
-  { name: 'LLM_BASE_URL', default: '', description: 'Base URL of an OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, llama.cpp server), e.g. http://127.0.0.1:11434/v1. Empty: https://api.openai.com/v1.' },
-  { name: 'LLM_API_KEY', default: '', description: 'Bearer key for LLM_BASE_URL (local servers usually need none).' },
-  { name: 'LLM_MODEL', default: '', description: "Upstream model name sent to the OpenAI-compatible server. Empty: the session's own model name." },
-  { name: 'LLM_MODEL_ROUTES', default: '', description: 'Which provider serves which session model name: comma-separated pattern=provider rules, first match wins; * matches any characters; providers openai, llama-cpp, offline, default. E.g. gpt-*=openai,*=llama-cpp. Unmatched names use LLM_PROVIDER.' },
-  { name: 'LLM_THREADS', default: '1', description: 'CPU threads of the local model, 1..256. One thread measured 14-16 tokens/s on a 2-core machine; two were 6-14x slower there because speech and video share the cores.' },
-  { name: 'LLM_CONTEXT_TOKENS', default: '4096', description: 'Context window per reply, 256..131072 tokens: the local model\'s window, and the size every conversation is cut to before any model sees it (newest turns first, about 4 characters a token, less room for the reply; instructions at most half).' },
-  { name: 'LLM_PARALLEL', default: '2', description: 'Replies the local model generates at the same time (sequences of one context, each with its own LLM_CONTEXT_TOKENS), 1..64; more requests wait in order.' },
-  { name: 'LLM_GGUF_PATH', default: '', description: 'A GGUF chat model to use instead of the one npm run setup:models fetches.' },
-  { name: 'LLM_MAX_OUTPUT_TOKENS', default: '1024', description: 'Reply length limit when the session sets none (max_output_tokens inf), 1..32768.' },
-  { name: 'LLM_TIMEOUT_MS', default: '30000', description: 'How long the OpenAI-compatible server may take to start answering, 1000..600000.' },
-];
-
-type Env = Record<string, string | undefined>;
-
 const PROVIDERS: readonly LlmProviderName[] = ['llama-cpp', 'openai', 'offline'];
 
-export function loadLlmConfig(env: Env = process.env, cwd: string = process.cwd()): LlmConfig {
-  const defaults = new Map(LLM_CONFIG_VARS.map((v) => [v.name, v.default]));
-  const get = (name: string): string => {
-    const value = env[name];
-    return value === undefined || value.trim() === '' ? defaults.get(name)! : value.trim();
-  };
-  const int = (name: string, min: number, max: number): number => {
-    const text = get(name);
-    if (!/^\d+$/.test(text)) throw new ConfigError(name, `expected an integer, got '${text}'`);
-    const value = Number(text);
-    if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-    return value;
-  };
-  const optional = (name: string): string | null => get(name) || null;
+const VARS = {
+  provider: envVar('LLM_PROVIDER', 'auto', 'auto, llama-cpp, openai or offline. auto: openai when LLM_BASE_URL or LLM_API_KEY is set, else llama-cpp when the local model (npm run setup:models, or LLM_GGUF_PATH) is present, else the offline responder (rule-based, not a language model; a warning says so).', oneOf<LlmProviderChoice>('auto', ...PROVIDERS)),
+  baseUrl: envVar('LLM_BASE_URL', '', 'Base URL of an OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, llama.cpp server), e.g. http://127.0.0.1:11434/v1. Empty: https://api.openai.com/v1.', optionalHttpUrl),
+  apiKey: envVar('LLM_API_KEY', '', 'Bearer key for LLM_BASE_URL (local servers usually need none).', optionalText),
+  model: envVar('LLM_MODEL', '', "Upstream model name sent to the OpenAI-compatible server. Empty: the session's own model name.", optionalText),
+  routes: envVar('LLM_MODEL_ROUTES', '', 'Which provider serves which session model name: comma-separated pattern=provider rules, first match wins; * matches any characters; providers openai, llama-cpp, offline, default. E.g. gpt-*=openai,*=llama-cpp. Unmatched names use LLM_PROVIDER.', (t) => parseRoutes(t)),
+  threads: envVar('LLM_THREADS', '1', 'CPU threads of the local model, 1..256. One thread measured 14-16 tokens/s on a 2-core machine; two were 6-14x slower there because speech and video share the cores.', integer(1, 256)),
+  contextTokens: envVar('LLM_CONTEXT_TOKENS', '4096', 'Context window per reply, 256..131072 tokens: the local model\'s window, and the size every conversation is cut to before any model sees it (newest turns first, about 4 characters a token, less room for the reply; instructions at most half).', integer(256, 131_072)),
+  parallel: envVar('LLM_PARALLEL', '2', 'Replies the local model generates at the same time (sequences of one context, each with its own LLM_CONTEXT_TOKENS), 1..64; more requests wait in order.', integer(1, 64)),
+  ggufPath: envVar('LLM_GGUF_PATH', '', 'A GGUF chat model to use instead of the one npm run setup:models fetches.', optionalText),
+  maxOutputTokens: envVar('LLM_MAX_OUTPUT_TOKENS', '1024', 'Reply length limit when the session sets none (max_output_tokens inf), 1..32768.', integer(1, 32_768)),
+  requestTimeoutMs: envVar('LLM_TIMEOUT_MS', '30000', 'How long the OpenAI-compatible server may take to start answering, 1000..600000.', integer(1000, 600_000)),
+};
 
-  const provider = get('LLM_PROVIDER');
-  if (provider !== 'auto' && !PROVIDERS.includes(provider as LlmProviderName)) {
-    throw new ConfigError('LLM_PROVIDER', `expected auto, llama-cpp, openai or offline, got '${provider}'`);
-  }
-  const baseUrl = optional('LLM_BASE_URL');
-  if (baseUrl !== null) {
-    let url: URL;
-    try {
-      url = new URL(baseUrl);
-    } catch {
-      throw new ConfigError('LLM_BASE_URL', `expected an http(s) URL, got '${baseUrl}'`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('LLM_BASE_URL', `expected an http(s) URL, got '${baseUrl}'`);
-  }
-  const apiKey = optional('LLM_API_KEY');
-  const routes = parseRoutes(get('LLM_MODEL_ROUTES'));
-  const openaiReachable = baseUrl !== null || apiKey !== null;
-  if (!openaiReachable && (provider === 'openai' || routes.some((r) => r.provider === 'openai'))) {
-    const variable = provider === 'openai' ? 'LLM_PROVIDER' : 'LLM_MODEL_ROUTES';
+/** The documented variables, in README order (merged into CONFIG_VARS by src/config.ts). */
+export const LLM_CONFIG_VARS: EnvVar[] = Object.values(VARS);
+
+export function loadLlmConfig(env: Env = process.env, cwd: string = process.cwd()): LlmConfig {
+  const v = readVars(env, VARS);
+  const openaiReachable = v.baseUrl !== null || v.apiKey !== null;
+  if (!openaiReachable && (v.provider === 'openai' || v.routes.some((r) => r.provider === 'openai'))) {
+    const variable = v.provider === 'openai' ? 'LLM_PROVIDER' : 'LLM_MODEL_ROUTES';
     throw new ConfigError(variable, 'the openai provider needs LLM_BASE_URL (a compatible server) or LLM_API_KEY (the OpenAI API)');
   }
-  const gguf = optional('LLM_GGUF_PATH');
-  const ggufPath = gguf === null ? null : path.resolve(cwd, gguf);
+  const ggufPath = v.ggufPath === null ? null : path.resolve(cwd, v.ggufPath);
   if (ggufPath !== null && !fs.statSync(ggufPath, { throwIfNoEntry: false })?.isFile()) {
     throw new ConfigError('LLM_GGUF_PATH', `no such file: ${ggufPath}`);
   }
-  return {
-    provider: provider as LlmProviderChoice,
-    baseUrl,
-    apiKey,
-    model: optional('LLM_MODEL'),
-    routes,
-    threads: int('LLM_THREADS', 1, 256),
-    contextTokens: int('LLM_CONTEXT_TOKENS', 256, 131072),
-    parallel: int('LLM_PARALLEL', 1, 64),
-    ggufPath,
-    maxOutputTokens: int('LLM_MAX_OUTPUT_TOKENS', 1, 32768),
-    requestTimeoutMs: int('LLM_TIMEOUT_MS', 1000, 600000),
-  };
+  return { ...v, ggufPath };
 }
 
 /** Parses LLM_MODEL_ROUTES (see the module comment). */
