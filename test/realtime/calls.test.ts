@@ -14,7 +14,7 @@ import type { Page } from 'playwright-core';
 import { ManualClock } from '../../src/core/clock.js';
 import { assertError } from '../helpers/assert-error.js';
 import { callIn, chromiumAvailable, eventsIn, launchBrowser, type CallStartOptions, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { speechPcm24k } from '../helpers/speech.js';
 
@@ -96,7 +96,7 @@ for (const codec of ['H264', 'VP8'] as const) {
     assert.match(stats[`codec:${stats.video.codec}`], new RegExp(codec, 'i'));
 
     const energyBefore = (await callIn<any>(page, 'stats')).audio.energy;
-    ctx.t.llm.options.reply = () => 'Hello there, my friend. Talking is what I do best, and I do it all day long with everyone I meet.';
+    ctx.t.llm.options.reply = 'Hello there, my friend. Talking is what I do best, and I do it all day long with everyone I meet.';
     await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Say something.' }] } });
     await callIn(page, 'send', { type: 'response.create' });
     await waitEvent(page, 'output_audio_buffer.started');
@@ -177,7 +177,7 @@ Calls('closing the page mid-response ends the session with usage; the slot is fr
   const page = await ctx.browser.newPage();
   const res = await startCall(ctx, page, { session: { type: 'realtime' } });
   await waitEvent(page, 'session.created');
-  ctx.t.llm.options.reply = () => 'This is a long answer that keeps going for quite a while, sentence after sentence, so it is cut off.';
+  ctx.t.llm.options.reply = 'This is a long answer that keeps going for quite a while, sentence after sentence, so it is cut off.';
   await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Go.' }] } });
   await callIn(page, 'send', { type: 'response.create' });
   await waitEvent(page, 'output_audio_buffer.started');
@@ -294,11 +294,11 @@ Voice('a spoken question from the microphone gets a spoken, animated answer (Sil
   await waitEvent(page, 'input_audio_buffer.speech_started');
   await waitEvent(page, 'input_audio_buffer.speech_stopped');
   const transcript = await waitEvent(page, 'conversation.item.input_audio_transcription.completed');
-  assert.is(transcript.transcript, ctx.t.asr.transcript);
+  assert.is(transcript.transcript, DEFAULT_TRANSCRIPT);
   await waitEvent(page, 'output_audio_buffer.started');
   const done = await waitEvent(page, 'response.done', 60_000);
   assert.is(done.response.status, 'completed');
-  const heard = ctx.t.asr.heard.at(-1)!;
+  const heard = ctx.t.asr.requests.at(-1)!;
   const seconds = heard.pcm.length / 24_000;
   assert.ok(seconds > 1 && seconds < 5, `the committed turn is the question (${seconds.toFixed(2)} s)`);
   await page.close();
@@ -316,9 +316,12 @@ BargeIn.before(async (ctx) => {
 BargeIn.after(async (ctx) => {
   await ctx.browser.close();
 });
+/** A reply long enough to be talked over. */
+const LONG_REPLY = 'Today is bright and mild in most places, with a light breeze from the west. '.repeat(12);
+
 BargeIn.before.each(async (ctx) => {
   ctx.t = await startRealtimeTestServer();
-  ctx.t.llm.options.reply = () => 'Today is bright and mild in most places, with a light breeze from the west. '.repeat(12);
+  ctx.t.llm.options.reply = LONG_REPLY;
 });
 BargeIn.after.each(async (ctx) => {
   await ctx.t.close();
@@ -341,7 +344,7 @@ BargeIn('speaking over the avatar stops its audio, cancels the reply (turn_detec
   assert.not.ok(events.slice(0, cleared).some((e) => e.type === 'output_audio_buffer.stopped'), 'it never played out');
   // What the user heard is what the conversation keeps: a cut transcript of the long reply.
   const heard = events.find((e) => e.type === 'response.output_audio_transcript.done')!.transcript as string;
-  const full = ctx.t.llm.options.reply!({} as never).trim();
+  const full = LONG_REPLY.trim();
   assert.ok(heard.length > 0 && heard.length < full.length * 0.8, `the transcript is cut at what was played (${heard.length} of ${full.length} characters)`);
   // The avatar's audio stops at the receiver: its energy stops rising once the jitter buffer drains.
   const energyAt = async () => ((await callIn<{ audio: { energy: number } }>(page, 'stats')).audio.energy);
@@ -352,7 +355,7 @@ BargeIn('speaking over the avatar stops its audio, cancels the reply (turn_detec
   assert.ok(silentGain < 0.002, `no avatar audio after the barge-in (energy +${silentGain.toFixed(4)} in 1 s; a second of the tone voice is ~0.05)`);
   // The interruption is the next user turn, and it is answered.
   await until(() => eventsIn(page), (ev) => ev.filter((e) => e.type === 'conversation.item.input_audio_transcription.completed').length >= 2, 'the second turn', 60_000);
-  const turn = ctx.t.asr.heard.at(-1)!.pcm.length / 24_000;
+  const turn = ctx.t.asr.requests.at(-1)!.pcm.length / 24_000;
   assert.ok(turn > 0.8 && turn < 4, `the second turn is the interruption (${turn.toFixed(2)} s)`);
   await page.close();
 });

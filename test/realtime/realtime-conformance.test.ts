@@ -72,12 +72,12 @@ test('every GA event of the common flows validates against the @openai/agents-re
   await c.waitFor('conversation.item.retrieved');
   c.send({ type: 'conversation.item.delete', item_id: itemId });
   await c.waitFor('conversation.item.deleted');
-  t.llm.options = { reply: () => 'A longer answer that will be cancelled. '.repeat(4) };
+  t.llm.options.reply = 'A longer answer that will be cancelled. '.repeat(4);
   c.send({ type: 'response.create' });
   await c.waitFor((e) => e.type === 'response.output_audio.delta' && e.response_id !== second.response.id);
   c.send({ type: 'response.cancel' });
   await c.waitFor((e) => e.type === 'response.done' && e.response.status === 'cancelled');
-  t.llm.options = {};
+  t.resetProviders();
   // A text-only response (output_text events).
   c.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['text'] } });
   await c.waitFor((e) => e.type === 'session.updated' && e.session.output_modalities[0] === 'text');

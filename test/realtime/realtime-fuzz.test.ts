@@ -348,7 +348,9 @@ async function finalTurn(client: RealtimeTestClient): Promise<string | null> {
   client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Are you still there?' }] } });
   for (let attempt = 0; attempt < 5; attempt++) {
     const from = client.events.length;
-    client.send({ type: 'response.create', event_id: `final_${attempt}`, response: { output_modalities: ['text'] } });
+    // Its own output limit: the fuzz may have left the session's at a token or two, which the
+    // model honours (the reply would then be incomplete, rightly).
+    client.send({ type: 'response.create', event_id: `final_${attempt}`, response: { output_modalities: ['text'], max_output_tokens: 'inf' } });
     const first = await client.waitFor((e) => e.type === 'response.created' || (e.type === 'error' && e.error.event_id === `final_${attempt}`), { from, timeoutMs: CASE_TIMEOUT_MS });
     if (first.type === 'response.created') {
       const done = await client.waitFor((e) => e.type === 'response.done' && e.response.id === first.response.id, { from, timeoutMs: CASE_TIMEOUT_MS });

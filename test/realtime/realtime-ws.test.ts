@@ -7,7 +7,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { SPEECH_MS_PER_CHAR, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { RealtimeTestClient, type ServerEvent } from '../helpers/realtime-client.js';
 import { speechPcm24k } from '../helpers/speech.js';
 import { ProviderError } from '../../src/providers/llm/base.js';
@@ -23,8 +23,7 @@ test.after(async () => {
 });
 
 test.before.each(() => {
-  t.llm.options = {};
-  t.asr.transcript = 'What is the weather like today?';
+  t.resetProviders();
 });
 
 async function connect(query = 'model=gpt-realtime'): Promise<RealtimeTestClient> {
@@ -97,7 +96,7 @@ test('a text turn streams audio, transcript and image deltas in order and ends w
   assert.is(jpeg[1], 0xd8);
   const samples = audio.reduce((n, e) => n + Buffer.from(e.delta, 'base64').length / 2, 0);
   const spokenChars = 'Hello from the avatar.'.length + 'It is a fine day to talk.'.length;
-  assert.ok(Math.abs(samples / 24000 - (spokenChars * 25) / 1000) < 0.2, `audio ${samples / 24000}s`);
+  assert.ok(Math.abs(samples / 24000 - (spokenChars * SPEECH_MS_PER_CHAR) / 1000) < 0.2, `audio ${samples / 24000}s`);
   assert.is(c.ofType('response.output_image.done')[0]?.total_frames, images.length);
   assert.is(done.response.status, 'completed');
   assert.is(done.response.usage.output_tokens, 11);
@@ -170,7 +169,7 @@ test('a voice turn: speech_started, speech_stopped, committed, transcription, th
   assert.is(completed.transcript, 'What is the weather like today?');
   assert.is(completed.item_id, started.item_id);
   // The recogniser got the committed audio, and the model got the transcript.
-  const heard = t.asr.heard.at(-1)?.pcm.length ?? 0;
+  const heard = t.asr.requests.at(-1)?.pcm.length ?? 0;
   assert.ok(Math.abs(heard / 24000 - (stopped.audio_end_ms - started.audio_start_ms) / 1000) < 0.05);
   assert.equal(t.llm.requests.at(-1)?.messages.at(-1), { role: 'user', content: 'What is the weather like today?' });
   assert.is(done.response.status, 'completed');
@@ -179,7 +178,7 @@ test('a voice turn: speech_started, speech_stopped, committed, transcription, th
 
 test('barge-in: user speech during a response cancels it at once, status cancelled, reason turn_detected', async () => {
   const c = await connect();
-  t.llm.options = { reply: () => 'This is a long answer that keeps going. '.repeat(6) };
+  t.llm.options.reply = 'This is a long answer that keeps going. '.repeat(6);
   say(c, 'Tell me a story');
   c.send({ type: 'response.create' });
   await c.waitFor('response.output_audio.delta');
@@ -204,7 +203,7 @@ test('barge-in: user speech during a response cancels it at once, status cancell
 
 test('response.cancel stops the response; cancelling again is an error naming the event', async () => {
   const c = await connect();
-  t.llm.options = { reply: () => 'One sentence here. Another sentence there. And a third one.' };
+  t.llm.options.reply = 'One sentence here. Another sentence there. And a third one.';
   say(c, 'Talk');
   c.send({ type: 'response.create' });
   await c.waitFor('response.output_audio.delta');
@@ -221,12 +220,12 @@ test('response.cancel stops the response; cancelling again is an error naming th
 
 test('conversation.item.truncate keeps the transcript heard by audio_end_ms; delete and retrieve work', async () => {
   const c = await connect();
-  t.llm.options = { reply: () => 'First sentence is short. Second sentence is here. Third one closes it.' };
+  t.llm.options.reply = 'First sentence is short. Second sentence is here. Third one closes it.';
   say(c, 'Go');
   c.send({ type: 'response.create' });
   const done = await c.waitFor('response.done');
   const itemId = done.response.output[0].id as string;
-  const firstMs = ('First sentence is short.'.length * 25);
+  const firstMs = ('First sentence is short.'.length * SPEECH_MS_PER_CHAR);
   c.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: firstMs + 10 });
   const truncated = await c.waitFor('conversation.item.truncated');
   assert.is(truncated.audio_end_ms, firstMs + 10);
@@ -263,14 +262,14 @@ test('an out-of-band response (conversation none) uses its own input and adds no
 
 test('a provider failure becomes an error event and a failed response; the session goes on', async () => {
   const c = await connect();
-  t.llm.options = { fail: new ProviderError('llm_request_failed', 'upstream said no', { statusCode: 500 }) };
+  t.llm.options.error = new ProviderError('llm_request_failed', 'upstream said no', { statusCode: 500 });
   say(c, 'Hi');
   c.send({ type: 'response.create' });
   const err = await c.waitFor('error');
   assert.is(err.error.code, 'llm_request_failed');
   const done = await c.waitFor('response.done');
   assert.is(done.response.status, 'failed');
-  t.llm.options = {};
+  t.resetProviders();
   c.send({ type: 'response.create' });
   const next = await c.waitFor((e) => e.type === 'response.done' && e.response.id !== done.response.id);
   assert.is(next.response.status, 'completed');

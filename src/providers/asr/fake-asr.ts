@@ -2,7 +2,7 @@
  * A deterministic transcriber for engine tests: answers every request with a configured transcript
  * (or one computed from the request), delivered as the configured deltas, and can be told to fail
  * or to wait until released, so tests can abort or overlap transcriptions on purpose. It records
- * every request it saw.
+ * every request it saw. FakeSpeechRecognizers is the router a server is built with.
  */
 import {
   abortReason,
@@ -10,6 +10,7 @@ import {
   audioSeconds,
   checkRequest,
   throwIfAborted,
+  type SpeechRecognizers,
   type TranscriptionRequest,
   type TranscriptionResult,
   type Transcriber,
@@ -76,6 +77,28 @@ export class FakeTranscriber implements Transcriber {
   async close(): Promise<void> {
     this.release();
   }
+}
+
+/** The SpeechRecognizers router over FakeTranscriber: every model gets one with the current
+ * `options` (read at each call, so a test may change the transcript between turns). */
+export class FakeSpeechRecognizers implements SpeechRecognizers {
+  /** Every request any of its transcribers received, in order. */
+  readonly requests: TranscriptionRequest[] = [];
+
+  constructor(public options: FakeTranscriberOptions = {}) {}
+
+  forModel(): Transcriber {
+    return {
+      id: 'fake',
+      transcribe: async (request, onDelta) => {
+        this.requests.push(request);
+        return new FakeTranscriber(this.options).transcribe(request, onDelta);
+      },
+      close: async () => {},
+    };
+  }
+
+  async close(): Promise<void> {}
 }
 
 /** `text` in about `n` pieces cut after spaces; their concatenation is `text`. */

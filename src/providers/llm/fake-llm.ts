@@ -4,8 +4,10 @@
  * or a test's own clock), fails on request (before the first chunk or after a given number), and
  * honours abort like a real provider: the stream ends with finishReason 'aborted', no throw.
  * It records every request it was given, so tests can assert what the engine sent.
+ * FakeLanguageModels routes every session `model` name to such a model, with options a test may
+ * change between turns.
  */
-import type { GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
+import type { GenerateChunk, GenerateRequest, LanguageModel, LanguageModels, TokenUsage } from './base.js';
 import { ProviderError, llmUnavailable } from './base.js';
 
 /** Waits `ms` or until the signal aborts (then resolves early; the caller checks the signal). */
@@ -25,8 +27,9 @@ export const realTimeScheduler: Scheduler = (ms, signal) =>
 
 export interface FakeLlmOptions {
   id?: string;
-  /** The reply, streamed as its words (a space before each word after the first). */
-  reply?: string;
+  /** The reply (or a function of the request giving it), streamed as its words (a space before
+   * each word after the first). */
+  reply?: string | ((request: GenerateRequest) => string);
   /** The reply as exact chunks; takes precedence over `reply`. */
   chunks?: string[];
   /** Pause before each chunk. */
@@ -57,7 +60,8 @@ export class FakeLlm implements LanguageModel {
     if (this.closed) throw llmUnavailable(`${this.id}: generate() after close()`);
     this.requests.push(request);
     const o = this.options;
-    const chunks = o.chunks ?? (o.reply ?? 'Hello from the fake model.').split(' ').map((w, i) => (i === 0 ? w : ' ' + w));
+    const reply = typeof o.reply === 'function' ? o.reply(request) : (o.reply ?? 'Hello from the fake model.');
+    const chunks = o.chunks ?? reply.split(' ').map((w, i) => (i === 0 ? w : ' ' + w));
     const schedule = o.scheduler ?? realTimeScheduler;
     const limit = request.maxOutputTokens ?? Infinity;
     const inputWords = request.messages.reduce((n, m) => n + m.content.split(/\s+/).filter(Boolean).length, 0);
@@ -84,4 +88,28 @@ export class FakeLlm implements LanguageModel {
   async close(): Promise<void> {
     this.closed = true;
   }
+}
+
+/** The LanguageModels router over FakeLlm: every model name gets a FakeLlm with the current
+ * `options` (read at each request, so a test may change them between turns). */
+export class FakeLanguageModels implements LanguageModels {
+  /** Every request any of its models received, in order. */
+  readonly requests: GenerateRequest[] = [];
+
+  constructor(public options: FakeLlmOptions = {}) {}
+
+  forModel(model: string): LanguageModel {
+    const requests = this.requests;
+    const current = (): FakeLlmOptions => ({ id: `fake:${model}`, ...this.options });
+    return {
+      id: `fake:${model}`,
+      generate(request: GenerateRequest): AsyncIterable<GenerateChunk> {
+        requests.push(request);
+        return new FakeLlm(current()).generate(request);
+      },
+      async close() {},
+    };
+  }
+
+  async close(): Promise<void> {}
 }

@@ -14,6 +14,8 @@ export const FAKE_PHONEME_MS = 60;
 const FAKE_PITCH_HZ = 140;
 
 export interface FakeVoiceOptions {
+  /** How long each letter lasts at speed 1 (default FAKE_PHONEME_MS). */
+  phonemeMs?: number;
   chunkDelayMs?: number;
   failAfterChunks?: number;
   wordsPerChunk?: number;
@@ -46,15 +48,16 @@ export class FakeVoice implements Voice {
       if (this.options.failAfterChunks !== undefined && sent >= this.options.failAfterChunks) {
         throw ttsFailed(`fake voice '${this.id}' failed after ${sent} chunks (scripted)`);
       }
-      yield fakeChunk(words.slice(i, i + per).join(' ') + (i + per < words.length ? ' ' : ''), speed, this.options.pitchHz ?? FAKE_PITCH_HZ);
+      const text = words.slice(i, i + per).join(' ') + (i + per < words.length ? ' ' : '');
+      yield fakeChunk(text, speed, this.options.pitchHz ?? FAKE_PITCH_HZ, this.options.phonemeMs ?? FAKE_PHONEME_MS);
       sent++;
     }
   }
 }
 
-/** The chunk FakeVoice makes for `text`: one phoneme per character, FAKE_PHONEME_MS / speed each. */
-export function fakeChunk(text: string, speed = 1, pitchHz = FAKE_PITCH_HZ): SpeechChunk {
-  const per = Math.round((FAKE_RATE_HZ * FAKE_PHONEME_MS) / 1000 / speed);
+/** The chunk FakeVoice makes for `text`: one phoneme per character, phonemeMs / speed each. */
+export function fakeChunk(text: string, speed = 1, pitchHz = FAKE_PITCH_HZ, phonemeMs = FAKE_PHONEME_MS): SpeechChunk {
+  const per = Math.round((FAKE_RATE_HZ * phonemeMs) / 1000 / speed);
   const chars = [...text];
   const pcm = new Int16Array(per * chars.length);
   const phonemes = chars.map((ch, k) => {
@@ -96,22 +99,32 @@ function delay(ms: number, signal?: AbortSignal): Promise<boolean> {
   });
 }
 
-/** A SpeechService of fake voices: any id in `voices` (default: the standard ids) resolves. */
+/**
+ * A SpeechService of fake voices: any id in `ids` (default: the standard ids) resolves, or any id
+ * at all with 'any' (for a server whose own catalog has already checked the id).
+ */
 export class FakeSpeechService implements SpeechService {
   readonly requests: Array<{ voiceId: string; userId: string; source: string }> = [];
   private readonly voices = new Map<string, FakeVoice>();
 
   constructor(
-    ids: string[] = ['default', 'alice', 'anthony'],
-    options: FakeVoiceOptions = {},
+    private readonly ids: string[] | 'any' = ['default', 'alice', 'anthony'],
+    private readonly options: FakeVoiceOptions = {},
   ) {
-    ids.forEach((id, i) => this.voices.set(id, new FakeVoice(id, { pitchHz: FAKE_PITCH_HZ + 40 * i, ...options })));
+    if (ids !== 'any') ids.forEach((id) => this.add(id));
   }
 
   async voice(request: { voiceId: string; userId: string; source: string }): Promise<Voice> {
     this.requests.push(request);
-    const voice = this.voices.get(request.voiceId);
+    const voice = this.voices.get(request.voiceId) ?? (this.ids === 'any' ? this.add(request.voiceId) : undefined);
     if (!voice) throw voiceNotFound(`No voice '${request.voiceId}' (fake speech service).`);
+    return voice;
+  }
+
+  /** Distinct voices differ in pitch, in the order they were made. */
+  private add(id: string): FakeVoice {
+    const voice = new FakeVoice(id, { pitchHz: FAKE_PITCH_HZ + 40 * this.voices.size, ...this.options });
+    this.voices.set(id, voice);
     return voice;
   }
 
