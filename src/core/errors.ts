@@ -2,7 +2,8 @@
  * The project's error vocabulary. Every error that can reach a client is an AppError with a stable
  * snake_case `code` (listed in the README), an OpenAI-style `type`, an HTTP `status` for the REST
  * edge, and the offending field in `param` when there is one. Each edge translates AppError in one
- * place: REST in server/error-middleware.ts, realtime sockets as `error` events.
+ * place: REST in errorMiddleware (server/middleware.ts), realtime connections as `error` events
+ * (realtime/protocol.ts).
  */
 
 export type ErrorType =
@@ -86,15 +87,18 @@ export function notFound(what: string, id: string, param: string | null = null):
 
 /**
  * An error from the native media addon (native/media-node), rewrapped by src/media/ with the
- * addon's own `code`. The binding's: INVALID_ARGUMENT (400), SESSION_CLOSED (409), RIG_ERROR,
- * MOTION_ERROR, NATIVE_PANIC, NATIVE_UNAVAILABLE (addon not built), ABORTED; media-core's:
- * INVALID_STATE (409), ENCODER_UNAVAILABLE, PIPELINE_NOT_FOUND, PIPELINE_INVALID,
- * PIPELINE_START_FAILED, DRAIN_TIMEOUT, SESSION_FAILED, RENDERER_FAILED, THREAD_FAILED,
- * GST_INIT_FAILED (500 unless noted). The native error is the `cause`.
+ * addon's own code in the project's snake_case (Rust's INVALID_ARGUMENT is invalid_argument here).
+ * The binding's: invalid_argument (400), session_closed (409), rig_error, motion_error,
+ * native_panic, native_unavailable (addon not built), aborted; media-core's: invalid_state (409),
+ * encoder_unavailable, pipeline_not_found, pipeline_invalid, pipeline_start_failed,
+ * drain_timeout, session_failed, renderer_failed, thread_failed, gst_init_failed; speech and
+ * recognition: tts_engine_unavailable, tts_synthesis_failed, model_not_found, model_load_failed,
+ * transcription_failed (500 unless noted). The native error is the `cause`.
  */
 export class NativeError extends AppError {
-  constructor(code: string, message: string, options: AppErrorOptions = {}) {
-    const status = code === 'INVALID_ARGUMENT' ? 400 : code === 'SESSION_CLOSED' || code === 'INVALID_STATE' ? 409 : 500;
+  constructor(nativeCode: string, message: string, options: AppErrorOptions = {}) {
+    const code = nativeCode.toLowerCase();
+    const status = code === 'invalid_argument' ? 400 : code === 'session_closed' || code === 'invalid_state' ? 409 : 500;
     super(code, message, { status, ...options });
     this.name = 'NativeError';
   }

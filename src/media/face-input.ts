@@ -13,7 +13,7 @@ export async function faceInputFromImage(image: Uint8Array, face: Pick<FaceLandm
   const { data, info } = await sharp(image).rotate().removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
   if (info.width !== face.width || info.height !== face.height || info.channels !== 3) {
     throw new NativeError(
-      'INVALID_ARGUMENT',
+      'invalid_argument',
       `face photo is ${info.width}x${info.height} (${info.channels} channels) but its landmarks were measured on ${face.width}x${face.height}`,
     );
   }

@@ -48,7 +48,7 @@ export function loadBinding(): NativeBinding {
     binding = require(BINDING_PATH) as NativeBinding;
   } catch (err) {
     throw new NativeError(
-      'NATIVE_UNAVAILABLE',
+      'native_unavailable',
       'The native media addon could not be loaded; build it with `npm run build:native` ' +
         '(needs Rust and the GStreamer development packages that src/cli/setup.sh installs).',
       { cause: err },
@@ -69,10 +69,10 @@ export function toNativeError(err: unknown): NativeError {
   const message = err instanceof Error ? err.message : String(err);
   const raw = (err as { code?: unknown } | null)?.code;
   let code: string;
-  if (err instanceof Error && err.name === 'AbortError') code = 'ABORTED';
+  if (err instanceof Error && err.name === 'AbortError') code = 'aborted';
   else if (typeof raw === 'string' && /^[A-Z][A-Z0-9_]*$/.test(raw)) code = raw;
-  else if ((typeof raw === 'string' && NAPI_ARGUMENT_STATUS.test(raw)) || err instanceof TypeError) code = 'INVALID_ARGUMENT';
-  else code = 'NATIVE_ERROR';
+  else if ((typeof raw === 'string' && NAPI_ARGUMENT_STATUS.test(raw)) || err instanceof TypeError) code = 'invalid_argument';
+  else code = 'native_error';
   return new NativeError(code, message, { cause: err });
 }
 

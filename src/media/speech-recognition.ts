@@ -3,9 +3,9 @@
  * native/asr, exported by native/media-node/src/asr.rs), for the ASR providers in
  * src/providers/asr/ (only src/media/ loads the binding). Loading a model and every transcription
  * run on the libuv thread pool; one loaded model serves any number of concurrent calls, each with
- * its own whisper.cpp state. Failures reject with a NativeError carrying the addon's code:
- * MODEL_NOT_FOUND, MODEL_LOAD_FAILED, INVALID_ARGUMENT, ABORTED, TRANSCRIPTION_FAILED,
- * NATIVE_UNAVAILABLE (addon not built, or built before it had these functions).
+ * its own whisper.cpp state. Failures reject with a NativeError carrying the addon's code (in snake_case):
+ * model_not_found, model_load_failed, invalid_argument, aborted, transcription_failed,
+ * native_unavailable (addon not built, or built before it had these functions).
  *
  * Audio is mono float32 (-1..1) at 16 kHz; resampling is the caller's (see WHISPER_SAMPLE_RATE_HZ).
  */
@@ -22,7 +22,7 @@ export function speechRecognitionAvailable(): boolean {
   try {
     return typeof loadBinding().loadWhisperModel === 'function';
   } catch {
-    return false; // NATIVE_UNAVAILABLE: the caller reports it or uses another recogniser
+    return false; // native_unavailable: the caller reports it or uses another recogniser
   }
 }
 
@@ -38,7 +38,7 @@ export class WhisperRecognizer {
   static async load(path: string, options: { flashAttn?: boolean } = {}, signal?: AbortSignal): Promise<WhisperRecognizer> {
     const binding = await awaitNative(Promise.resolve().then(() => loadBinding()));
     if (typeof binding.loadWhisperModel !== 'function') {
-      throw new NativeError('NATIVE_UNAVAILABLE', 'The native addon was built without speech recognition; rebuild it with `npm run build:native`.');
+      throw new NativeError('native_unavailable', 'The native addon was built without speech recognition; rebuild it with `npm run build:native`.');
     }
     const model = await awaitNative(Promise.resolve().then(() => binding.loadWhisperModel(path, options, signal)));
     return new WhisperRecognizer(model, path);
@@ -52,10 +52,10 @@ export class WhisperRecognizer {
   /**
    * Transcribes one utterance. `options.language`: ISO-639-1 (default 'en') or 'auto';
    * `options.threads` default 2; `options.audioContext` absent = cut to the utterance. An abort
-   * (already aborted, or during the call) rejects with ABORTED.
+   * (already aborted, or during the call) rejects with aborted.
    */
   transcribe(pcm: Float32Array, options: WhisperTranscribeOptions = {}, signal?: AbortSignal): Promise<WhisperTranscript> {
-    if (signal?.aborted) return Promise.reject(new NativeError('ABORTED', 'The transcription was aborted before it started.'));
+    if (signal?.aborted) return Promise.reject(new NativeError('aborted', 'The transcription was aborted before it started.'));
     return awaitNative(Promise.resolve().then(() => this.model.transcribe(pcm, options, signal)));
   }
 }

@@ -3,8 +3,8 @@
  * native/speech, exported by native/media-node/src/speech.rs), for the TTS providers in
  * src/providers/tts/ (only src/media/ loads the binding). Every call runs on the libuv thread pool
  * and resolves with mono PCM16, its rate, and phoneme spans (IPA, `_` for silence) in ns from the
- * start of that audio; failures reject with a NativeError carrying the addon's code
- * (INVALID_ARGUMENT, TTS_ENGINE_UNAVAILABLE, TTS_SYNTHESIS_FAILED, NATIVE_UNAVAILABLE, ABORTED).
+ * start of that audio; failures reject with a NativeError carrying the addon's code (in snake_case)
+ * (invalid_argument, tts_engine_unavailable, tts_synthesis_failed, native_unavailable, aborted).
  */
 import { awaitNative, loadBinding, type EspeakSynthOptions, type FliteSynthOptions, type SynthesizedSpeech } from './native.js';
 
@@ -31,6 +31,6 @@ export function speechSynthAvailable(): boolean {
     const binding = loadBinding();
     return typeof binding.synthesizeEspeak === 'function' && typeof binding.synthesizeFlite === 'function';
   } catch {
-    return false; // NATIVE_UNAVAILABLE: the caller falls back to another engine or reports it
+    return false; // native_unavailable: the caller falls back to another engine or reports it
   }
 }

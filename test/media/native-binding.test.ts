@@ -127,7 +127,7 @@ Binding('bad configs are refused with INVALID_ARGUMENT, naming the field', async
     [{ motion: { fps: 25, frames: new Float32Array(7) } }, /config\.motion\.frames/],
   ];
   for (const [overrides, message] of cases) {
-    const err = throwsCode(() => new MediaSession({ ...base, ...overrides } as MediaSessionConfig), 'INVALID_ARGUMENT');
+    const err = throwsCode(() => new MediaSession({ ...base, ...overrides } as MediaSessionConfig), 'invalid_argument');
     assert.match(err.message, message);
     assert.is(err.status, 400);
   }
@@ -135,24 +135,24 @@ Binding('bad configs are refused with INVALID_ARGUMENT, naming the field', async
 
 Binding('landmarks that are not a face rig are refused with RIG_ERROR', async () => {
   const base = await config();
-  throwsCode(() => new MediaSession({ ...base, face: { ...base.face, landmarks: new Float32Array(3 * 10) } }), 'RIG_ERROR');
-  await rejectsCode(createFaceRig({ ...base.face, landmarks: new Float32Array(3 * 10) }), 'RIG_ERROR');
-  await rejectsCode(createFaceRig({ ...base.face, rgb: Buffer.alloc(3) }), 'INVALID_ARGUMENT');
-  await rejectsCode(MediaSession.start({ ...base, face: { ...base.face, landmarks: new Float32Array(3 * 10) } }), 'RIG_ERROR');
-  await rejectsCode(MediaSession.start({ ...base, fps: 0 }), 'INVALID_ARGUMENT');
+  throwsCode(() => new MediaSession({ ...base, face: { ...base.face, landmarks: new Float32Array(3 * 10) } }), 'rig_error');
+  await rejectsCode(createFaceRig({ ...base.face, landmarks: new Float32Array(3 * 10) }), 'rig_error');
+  await rejectsCode(createFaceRig({ ...base.face, rgb: Buffer.alloc(3) }), 'invalid_argument');
+  await rejectsCode(MediaSession.start({ ...base, face: { ...base.face, landmarks: new Float32Array(3 * 10) } }), 'rig_error');
+  await rejectsCode(MediaSession.start({ ...base, fps: 0 }), 'invalid_argument');
 });
 
 Binding('a missing pipelines folder is refused with the core code, and calls after close() throw SESSION_CLOSED', async () => {
   const base = await config();
-  throwsCode(() => new MediaSession({ ...base, pipelinesDir: path.join(ROOT, 'no-such-pipelines') }), 'PIPELINE_NOT_FOUND');
+  throwsCode(() => new MediaSession({ ...base, pipelinesDir: path.join(ROOT, 'no-such-pipelines') }), 'pipeline_not_found');
 
   const session = new MediaSession(base);
   const rig = await createFaceRig(base.face);
   session.setFace(rig);
   await session.close();
   await session.close(); // idempotent
-  throwsCode(() => session.advance(1), 'SESSION_CLOSED');
-  throwsCode(() => session.pushAudio(new Int16Array(240), 24_000), 'SESSION_CLOSED');
+  throwsCode(() => session.advance(1), 'session_closed');
+  throwsCode(() => session.pushAudio(new Int16Array(240), 24_000), 'session_closed');
   assert.is(session.stats().closed, true);
 });
 

@@ -151,7 +151,7 @@ export class WhisperCppTranscriber implements Transcriber {
         const code = (err as { code?: string }).code;
         throw asrFailed(`Whisper could not transcribe the audio: ${(err as Error).message}`, {
           cause: err,
-          retryable: code === 'TRANSCRIPTION_FAILED',
+          retryable: code === 'transcription_failed',
         });
       }
     });

@@ -66,7 +66,7 @@ export function ttsFailed(message: string, cause?: unknown, retryable = false): 
 export function isAbort(err: unknown, signal?: AbortSignal): boolean {
   if (signal?.aborted) return true;
   const e = err as { name?: unknown; code?: unknown } | null;
-  return e?.name === 'AbortError' || e?.code === 'ABORTED';
+  return e?.name === 'AbortError' || e?.code === 'aborted';
 }
 
 /** -1..1 floats to PCM16, clipped, scaled by `gain`. */

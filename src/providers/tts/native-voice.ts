@@ -12,7 +12,7 @@ import { normalizeSpeechText, splitSentences } from './text.js';
 const MAX_LEAD_SILENCE_NS = 50_000_000;
 
 /** The addon's codes that mean "this engine is not here" rather than "this call failed". */
-const UNAVAILABLE_CODES = new Set(['NATIVE_UNAVAILABLE', 'TTS_ENGINE_UNAVAILABLE']);
+const UNAVAILABLE_CODES = new Set(['native_unavailable', 'tts_engine_unavailable']);
 
 export function nativeTtsError(engine: string, err: unknown): ProviderError {
   const code = (err as { code?: unknown } | null)?.code;
