@@ -13,7 +13,7 @@ import { FakeVad } from '../../src/providers/vad/fake-vad.js';
 import { FakeTranscriber } from '../../src/providers/asr/fake-asr.js';
 import { type AvatarOutput, type AvatarOutputEvents, type SpeechPlacement } from '../../src/realtime/avatar-output.js';
 import type { Json } from '../../src/realtime/protocol.js';
-import { RealtimeSessionEngine, type EngineOptions } from '../../src/realtime/session-engine.js';
+import { RealtimeSessionEngine, type EngineDeps, type EngineOptions } from '../../src/realtime/session-engine.js';
 import { PCM_RATE_HZ } from '../../src/audio/pcm.js';
 
 const TICK_SAMPLES = PCM_RATE_HZ / 25;
@@ -82,11 +82,21 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function engineHarness(options: Partial<EngineOptions> & { reply?: FakeLlmOptions; transcript?: string } = {}): Promise<Harness> {
+export interface HarnessOptions extends Partial<EngineOptions> {
+  reply?: FakeLlmOptions;
+  transcript?: string;
+  /** Called with every server event before it is collected; throwing makes the send fail. */
+  beforeSend?: (event: SeenEvent) => void;
+  /** Dependencies to use instead of the fakes (a voice service or asset check that fails, a logger). */
+  deps?: Partial<Omit<EngineDeps, 'send'>>;
+}
+
+export async function engineHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const { reply, transcript, beforeSend, deps, ...engineOptions } = options;
   const events: SeenEvent[] = [];
   const avatar = new TickingAvatar();
   const vad = new FakeVad();
-  const llm = new FakeLlm(options.reply ?? { reply: 'Hello there. It is a fine day to talk.' });
+  const llm = new FakeLlm(reply ?? { reply: 'Hello there. It is a fine day to talk.' });
   const models: LanguageModels = { forModel: () => llm, close: async () => undefined };
   const engine = new RealtimeSessionEngine(
     {
@@ -98,18 +108,22 @@ export async function engineHarness(options: Partial<EngineOptions> & { reply?: 
       ttsSource: 'auto',
       legacyVideo: false,
       initial: {},
-      ...options,
+      ...engineOptions,
     },
     {
-      send: (event) => events.push(event),
+      send: (event) => {
+        beforeSend?.(event);
+        events.push(event);
+      },
       avatar,
       llm: models,
       tts: new FakeSpeechService(),
-      asr: { forModel: () => new FakeTranscriber({ transcript: options.transcript ?? 'What time is it?' }), close: async () => undefined },
+      asr: { forModel: () => new FakeTranscriber({ transcript: transcript ?? 'What time is it?' }), close: async () => undefined },
       createVad: async () => vad,
       assets: { require: async () => undefined },
       recorder: { appendTurn: async () => undefined, setCurrentTranscript: async () => undefined, addUsage: async () => undefined },
       log: new Logger('silent'),
+      ...deps,
     },
   );
   await engine.start();

@@ -6,33 +6,16 @@
  * takes the next response: nothing leaves it wedged with a dead "active" response. The engine is
  * driven directly (no socket) with fakes, so each failure is injected exactly where it matters.
  */
-import { EventEmitter } from 'node:events';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryLogger, type LogFields } from '../../src/core/log.js';
-import type { LanguageModels } from '../../src/providers/llm/base.js';
-import { FakeLlm } from '../../src/providers/llm/fake-llm.js';
 import type { SpeechService } from '../../src/providers/tts/base.js';
-import type { AvatarOutput, AvatarOutputEvents } from '../../src/realtime/avatar-output.js';
-import type { SeenEvent } from '../helpers/engine-harness.js';
-import { RealtimeSessionEngine, type EngineDeps } from '../../src/realtime/session-engine.js';
-
-class SilentAvatar extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
-  readonly fps = 25;
-  pushSpeech() {
-    return { startPtsNs: 0, endPtsNs: 0 };
-  }
-  interrupt(): void {}
-  async setFace(): Promise<void> {}
-  async setDriving(): Promise<void> {}
-  async close(): Promise<void> {}
-}
+import { engineHarness, type Harness, type SeenEvent } from '../helpers/engine-harness.js';
 
 interface Ctx {
-  events: SeenEvent[];
+  h: Harness;
   records: LogFields[];
-  engine: RealtimeSessionEngine;
-  /** Makes deps.send throw for the next event of this type. */
+  /** Makes the engine's send throw for the next event of this type. */
   failNextSendOf: string | null;
   voiceThrows: boolean;
   assetThrows: boolean;
@@ -41,14 +24,11 @@ interface Ctx {
 const test = suite<Ctx>('RealtimeSessionEngine faults', {} as Ctx);
 
 test.before.each(async (ctx) => {
-  ctx.events = [];
   ctx.failNextSendOf = null;
   ctx.voiceThrows = false;
   ctx.assetThrows = false;
   const { logger, records } = memoryLogger('debug');
   ctx.records = records;
-  const llm = new FakeLlm({ reply: 'Fine, thanks.' });
-  const models: LanguageModels = { forModel: () => llm, close: async () => undefined };
   const tts: SpeechService = {
     // Not async on purpose: a voice service that throws synchronously, before any promise exists.
     voice: () => {
@@ -57,65 +37,43 @@ test.before.each(async (ctx) => {
     },
     close: async () => undefined,
   };
-  const deps: EngineDeps = {
-    send: (event) => {
+  ctx.h = await engineHarness({
+    sessionId: 'sess_1',
+    initial: { audio: { input: { turn_detection: null } } },
+    reply: { reply: 'Fine, thanks.' },
+    beforeSend: (event) => {
       if (event.type === ctx.failNextSendOf) {
         ctx.failNextSendOf = null;
         throw new RangeError('Maximum call stack size exceeded');
       }
-      ctx.events.push(event);
     },
-    avatar: new SilentAvatar(),
-    llm: models,
-    tts,
-    asr: { forModel: () => assert.unreachable('no transcription in these tests') as never, close: async () => undefined },
-    createVad: () => Promise.reject(new Error('no VAD in these tests')),
-    assets: {
-      require: async () => {
-        if (ctx.assetThrows) throw new TypeError("Cannot read properties of undefined (reading 'owner')");
+    deps: {
+      tts,
+      assets: {
+        require: async () => {
+          if (ctx.assetThrows) throw new TypeError("Cannot read properties of undefined (reading 'owner')");
+        },
       },
+      log: logger,
     },
-    recorder: { appendTurn: async () => undefined, setCurrentTranscript: async () => undefined, addUsage: async () => undefined },
-    log: logger,
-  };
-  ctx.engine = new RealtimeSessionEngine(
-    {
-      sessionId: 'sess_1',
-      userId: 'u1',
-      dialect: 'ga',
-      defaultModel: 'm',
-      expiresAt: 0,
-      ttsSource: 'auto',
-      legacyVideo: false,
-      initial: { audio: { input: { turn_detection: null } } },
-    },
-    deps,
-  );
-  await ctx.engine.start();
+  });
 });
 
 test.after.each(async (ctx) => {
-  await ctx.engine.close();
+  await ctx.h.close();
 });
 
-/** The first event from index `from` matching, waiting (by polling the engine's own chain and timers) up to 10 s. */
-async function waitFor(ctx: Ctx, pred: (e: SeenEvent) => boolean, from = 0): Promise<SeenEvent> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    await ctx.engine.idle();
-    const found = ctx.events.slice(from).find(pred);
-    if (found) return found;
-    if (Date.now() > deadline) throw new Error(`timed out; got ${ctx.events.map((e) => e.type).join(', ')}`);
-    await new Promise((r) => setImmediate(r));
-  }
+/** The first event from index `from` matching (the harness lets the engine run, up to 10 s). */
+function waitFor(ctx: Ctx, pred: (e: SeenEvent) => boolean, from = 0): Promise<SeenEvent> {
+  return ctx.h.waitFor(pred, { from });
 }
 
 const errorOf = (e: SeenEvent) => e.error as { type: string; code: string; event_id: string | null };
 
 async function textTurn(ctx: Ctx, eventId: string): Promise<SeenEvent> {
-  const from = ctx.events.length;
-  ctx.engine.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } }));
-  ctx.engine.receive(JSON.stringify({ type: 'response.create', event_id: eventId, response: { output_modalities: ['text'] } }));
+  const from = ctx.h.events.length;
+  ctx.h.engine.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } }));
+  ctx.h.engine.receive(JSON.stringify({ type: 'response.create', event_id: eventId, response: { output_modalities: ['text'] } }));
   return waitFor(ctx, (e) => e.type === 'response.done', from);
 }
 
@@ -133,15 +91,15 @@ test('a server event that cannot be sent is logged with its type and replaced by
 
 test('a response whose voice throws while it starts ends failed, naming its response.create, and the session takes the next response', async (ctx) => {
   ctx.voiceThrows = true;
-  const from = ctx.events.length;
-  ctx.engine.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } }));
-  ctx.engine.receive(JSON.stringify({ type: 'response.create', event_id: 'spoken' }));
+  const from = ctx.h.events.length;
+  ctx.h.engine.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] } }));
+  ctx.h.engine.receive(JSON.stringify({ type: 'response.create', event_id: 'spoken' }));
   const done = await waitFor(ctx, (e) => e.type === 'response.done', from);
   assert.is((done.response as { status: string }).status, 'failed');
   const err = await waitFor(ctx, (e) => e.type === 'error', from);
   assert.is(errorOf(err).event_id, 'spoken');
   ctx.voiceThrows = false;
-  ctx.engine.receive(JSON.stringify({ type: 'response.cancel', event_id: 'nothing_to_cancel' }));
+  ctx.h.engine.receive(JSON.stringify({ type: 'response.cancel', event_id: 'nothing_to_cancel' }));
   const cancel = await waitFor(ctx, (e) => e.type === 'error' && errorOf(e).event_id === 'nothing_to_cancel');
   assert.is(errorOf(cancel).code, 'response_cancel_not_active');
   const again = await textTurn(ctx, 'after');
@@ -150,7 +108,7 @@ test('a response whose voice throws while it starts ends failed, naming its resp
 
 test('an internal failure in a handler is logged with the event id and type, answered with an error naming the event, and the session goes on', async (ctx) => {
   ctx.assetThrows = true;
-  ctx.engine.receive(JSON.stringify({ type: 'session.update', event_id: 'upd', session: { voice: 'alice' } }));
+  ctx.h.engine.receive(JSON.stringify({ type: 'session.update', event_id: 'upd', session: { voice: 'alice' } }));
   const err = await waitFor(ctx, (e) => e.type === 'error');
   assert.equal([errorOf(err).code, errorOf(err).event_id], ['server_error', 'upd']);
   const logged = ctx.records.find((r) => r.msg === 'realtime event failed');

@@ -8,6 +8,7 @@
  * change between turns.
  */
 import type { GenerateChunk, GenerateRequest, LanguageModel, LanguageModels, TokenUsage } from './base.js';
+import { streamChunks, wordChunks } from './word-stream.js';
 import { ProviderError, llmUnavailable } from './base.js';
 
 /** Waits `ms` or until the signal aborts (then resolves early; the caller checks the signal). */
@@ -61,28 +62,18 @@ export class FakeLlm implements LanguageModel {
     this.requests.push(request);
     const o = this.options;
     const reply = typeof o.reply === 'function' ? o.reply(request) : (o.reply ?? 'Hello from the fake model.');
-    const chunks = o.chunks ?? reply.split(' ').map((w, i) => (i === 0 ? w : ' ' + w));
     const schedule = o.scheduler ?? realTimeScheduler;
-    const limit = request.maxOutputTokens ?? Infinity;
-    const inputWords = request.messages.reduce((n, m) => n + m.content.split(/\s+/).filter(Boolean).length, 0);
-    const usage = (sent: number): TokenUsage | null => (o.usage === undefined ? { inputTokens: inputWords, outputTokens: sent } : o.usage);
-    let sent = 0;
-    for (const text of chunks) {
+    const failAt = (sent: number): void => {
       if (o.error && sent === (o.failAfterChunks ?? 0)) throw o.error;
-      if (o.chunkDelayMs) await schedule(o.chunkDelayMs, request.signal);
-      if (request.signal.aborted) {
-        yield { type: 'done', finishReason: 'aborted', usage: usage(sent) };
-        return;
-      }
-      if (sent >= limit) {
-        yield { type: 'done', finishReason: 'length', usage: usage(sent) };
-        return;
-      }
-      yield { type: 'text', text };
-      sent++;
-    }
-    if (o.error && sent === (o.failAfterChunks ?? 0)) throw o.error;
-    yield { type: 'done', finishReason: request.signal.aborted ? 'aborted' : 'stop', usage: usage(sent) };
+    };
+    yield* streamChunks(o.chunks ?? wordChunks(reply), request, {
+      beforeChunk: async (sent) => {
+        failAt(sent);
+        if (o.chunkDelayMs) await schedule(o.chunkDelayMs, request.signal);
+      },
+      beforeDone: failAt,
+      usage: o.usage === undefined ? undefined : () => o.usage ?? null,
+    });
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,8 @@
  * Usage counts words as tokens (whitespace-separated words of all input messages and of the
  * reply): there is no tokenizer, and a word is the unit the replies are streamed in.
  */
-import type { ChatMessage, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
+import type { ChatMessage, GenerateChunk, GenerateRequest, LanguageModel } from './base.js';
+import { streamChunks, wordChunks } from './word-stream.js';
 import { llmUnavailable } from './base.js';
 
 /** Longest stretch of the user's words quoted back, so a long utterance does not become a long reply. */
@@ -24,26 +25,9 @@ export class OfflineResponder implements LanguageModel {
 
   async *generate(request: GenerateRequest): AsyncGenerator<GenerateChunk> {
     if (this.closed) throw llmUnavailable('offline-responder: generate() after close()');
-    const reply = offlineReply(request.messages);
-    const words = reply.split(' ');
-    const limit = request.maxOutputTokens ?? Infinity;
-    const usage = (output: number): TokenUsage => ({ inputTokens: countWords(request.messages), outputTokens: output });
-    let sent = 0;
-    for (const word of words) {
-      if (request.signal.aborted) {
-        yield { type: 'done', finishReason: 'aborted', usage: usage(sent) };
-        return;
-      }
-      if (sent >= limit) {
-        yield { type: 'done', finishReason: 'length', usage: usage(sent) };
-        return;
-      }
-      yield { type: 'text', text: sent === 0 ? word : ' ' + word };
-      sent++;
-      // Yield to the event loop between words so an abort from another task is seen promptly.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-    yield { type: 'done', finishReason: request.signal.aborted ? 'aborted' : 'stop', usage: usage(sent) };
+    // Yield to the event loop between words so an abort from another task is seen promptly.
+    const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    yield* streamChunks(wordChunks(offlineReply(request.messages)), request, { beforeChunk: (sent) => (sent > 0 ? tick() : undefined), beforeDone: tick });
   }
 
   async close(): Promise<void> {
@@ -79,8 +63,4 @@ function quoteOf(said: string): string {
   const head = words.slice(0, ECHO_MAX_WORDS).join(' ');
   const text = words.length > ECHO_MAX_WORDS ? `${head}...` : head;
   return /[.!?]$/.test(text) ? text : `${text}.`;
-}
-
-function countWords(messages: readonly ChatMessage[]): number {
-  return messages.reduce((n, m) => n + (normalize(m.content) === '' ? 0 : normalize(m.content).split(' ').length), 0);
 }

@@ -12,6 +12,7 @@ import { Logger } from '../../../src/core/log.js';
 import type { GenerateChunk, GenerateRequest } from '../../../src/providers/llm/base.js';
 import { DEFAULT_LLM_MODEL_NAME } from '../../../src/providers/llm/index.js';
 import { LlamaCppModel, toHistory } from '../../../src/providers/llm/llama-cpp.js';
+import { watchEventLoop } from '../../helpers/event-loop.js';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
 const MODEL_FILE = modelPath(MODELS_DIR, DEFAULT_LLM_MODEL_NAME);
@@ -120,18 +121,13 @@ modelTest('a 15 MB conversation: only what fits the context is tokenized, and th
   const messages: GenerateRequest['messages'] = [{ role: 'system', content: 'You are brief.' }];
   for (let i = 0; (messages.length - 1) * turn.length < 15_000_000; i++) messages.push({ role: i % 2 ? 'assistant' : 'user', content: turn });
   messages.push({ role: 'user', content: 'Which animal jumps? Answer in one word.' });
-  let last = performance.now();
-  let worstGapMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    worstGapMs = Math.max(worstGapMs, now - last);
-    last = now;
-  }, 5);
+  const loop = watchEventLoop(5);
   const chunks: GenerateChunk[] = [];
+  let worstGapMs: number;
   try {
     for await (const c of ctx.model.generate({ messages, maxOutputTokens: 8, signal: new AbortController().signal })) chunks.push(c);
   } finally {
-    clearInterval(ticker);
+    worstGapMs = loop.stop();
   }
   const done = chunks.at(-1);
   assert.ok(done?.type === 'done' && done.usage !== null);
