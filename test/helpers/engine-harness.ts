@@ -6,11 +6,10 @@
  */
 import { EventEmitter } from 'node:events';
 import { Logger } from '../../src/core/log.js';
-import { FakeLlm, type FakeLlmOptions } from '../../src/providers/llm/fake-llm.js';
-import type { LanguageModels } from '../../src/providers/llm/base.js';
+import { FakeLanguageModels, type FakeLlmOptions } from '../../src/providers/llm/fake-llm.js';
 import { FakeSpeechService } from '../../src/providers/tts/fake-tts.js';
 import { FakeVad } from '../../src/providers/vad/fake-vad.js';
-import { FakeTranscriber } from '../../src/providers/asr/fake-asr.js';
+import { FakeSpeechRecognizers } from '../../src/providers/asr/fake-asr.js';
 import { type AvatarOutput, type AvatarOutputEvents, type SpeechPlacement } from '../../src/realtime/avatar-output.js';
 import type { Json } from '../../src/realtime/protocol.js';
 import { RealtimeSessionEngine, type EngineDeps, type EngineOptions } from '../../src/realtime/session-engine.js';
@@ -96,8 +95,6 @@ export async function engineHarness(options: HarnessOptions = {}): Promise<Harne
   const events: SeenEvent[] = [];
   const avatar = new TickingAvatar();
   const vad = new FakeVad();
-  const llm = new FakeLlm(reply ?? { reply: 'Hello there. It is a fine day to talk.' });
-  const models: LanguageModels = { forModel: () => llm, close: async () => undefined };
   const engine = new RealtimeSessionEngine(
     {
       sessionId: 'sess_test',
@@ -116,9 +113,9 @@ export async function engineHarness(options: HarnessOptions = {}): Promise<Harne
         events.push(event);
       },
       avatar,
-      llm: models,
+      llm: new FakeLanguageModels(reply ?? { reply: 'Hello there. It is a fine day to talk.' }),
       tts: new FakeSpeechService(),
-      asr: { forModel: () => new FakeTranscriber({ transcript: transcript ?? 'What time is it?' }), close: async () => undefined },
+      asr: new FakeSpeechRecognizers({ transcript: transcript ?? 'What time is it?' }),
       createVad: async () => vad,
       assets: { require: async () => undefined },
       recorder: { appendTurn: async () => undefined, setCurrentTranscript: async () => undefined, addUsage: async () => undefined },
