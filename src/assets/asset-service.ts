@@ -72,6 +72,13 @@ const MIME_OF: Record<string, string> = {
   mp3: 'audio/mpeg',
   pickle: 'application/x-pickle',
 };
+/** The content type of a standard asset's file, by its extension. */
+function mimeOfFile(filename: string): string {
+  const ext = path.extname(filename).toLowerCase();
+  const kind = Object.keys(EXTENSIONS).find((k) => EXTENSIONS[k] === ext || (k === 'jpeg' && ext === '.jpeg'));
+  return (kind && MIME_OF[kind]) ?? 'application/octet-stream';
+}
+
 /** Faces smaller than this cannot give a usable 512x512 render; larger ones are pointlessly costly. */
 const FACE_MIN_PX = 64;
 const FACE_MAX_PX = 8192;
@@ -139,6 +146,18 @@ export class AssetService implements AssetResolver {
     const asset = isUuid(id) ? await this.store.getAsset(id.toLowerCase()) : null;
     if (!asset || asset.kind !== kind || asset.userId !== userId) throw notFound(kind, id);
     return asset;
+  }
+
+  /**
+   * The file of an asset, to serve as it is: a standard one (public) from the catalog's folder, or
+   * an upload of `userId`'s (null: no caller, so only standard assets are found).
+   */
+  async content(kind: AssetKind, id: string, userId: string | null): Promise<{ path: string; contentType: string; filename: string }> {
+    const entry = this.standard.find(kind, id);
+    if (entry) return { path: this.standard.filePath(kind, entry), contentType: mimeOfFile(entry.filename), filename: entry.filename };
+    if (userId === null) throw notFound(kind, id);
+    const asset = await this.get(kind, id, userId);
+    return { path: this.storedFilePath(asset), contentType: asset.contentType, filename: asset.filename };
   }
 
   /** Absolute path of an uploaded asset's stored file (read by e.g. the TTS voice analysis). */

@@ -90,6 +90,18 @@ function assetPaths(plural: string, kind: string, types: string[], legacy: boole
       },
       post: upload,
     },
+    [`/v1/${plural}/{id}/content`]: {
+      get: {
+        tags: ['assets'],
+        summary: `The ${kind} file itself: public for a standard ${kind}, your key for one you uploaded`,
+        security: [{}, { bearer: [] }],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'A standard id or the UUID of your upload' }],
+        responses: {
+          '200': { description: 'The file', content: Object.fromEntries(types.map((t) => [t, { schema: { type: 'string', contentMediaType: t } }])) },
+          ...ERRORS,
+        },
+      },
+    },
     [`/v1/${plural}/{id}`]: {
       get: {
         tags: ['assets'],

@@ -187,6 +187,29 @@ Assets('POST /v1/faces with a multipart form stores the image and returns 201 wi
   assert.equal(got.body, res.body);
 });
 
+Assets("GET /v1/faces/{id}/content: a standard face's picture for anyone; an upload's only with its owner's key", async ({ t }) => {
+  const standard = await fetch(`${t.url}/v1/faces/default/content`);
+  assert.is(standard.status, 200);
+  assert.is(standard.headers.get('content-type'), 'image/jpeg');
+  assert.ok(Buffer.from(await standard.arrayBuffer()).equals(DEFAULT_FACE_JPG), 'the catalog file, as it is');
+  const voice = await fetch(`${t.url}/v1/voices/default/content`);
+  assert.is(voice.status, 200);
+  assert.is(voice.headers.get('content-type'), 'audio/wav');
+
+  const png = await portraitPng();
+  const up = await uploadForm(t, '/v1/faces', form(png, 'image/png', 'me.png', {}));
+  assert.is(up.status, 201, up.text);
+  const own = await fetch(`${t.url}/v1/faces/${up.body.id}/content`, { headers: { Authorization: `Bearer ${t.key}` } });
+  assert.is(own.status, 200);
+  assert.is(own.headers.get('content-type'), 'image/png');
+  assert.ok(Buffer.from(await own.arrayBuffer()).equals(png));
+  const anonymous = await fetch(`${t.url}/v1/faces/${up.body.id}/content`);
+  assert.is(anonymous.status, 404, 'no key: only standard faces');
+  const other = await fetch(`${t.url}/v1/faces/${up.body.id}/content`, { headers: { Authorization: `Bearer ${await t.keyFor('someone-else')}` } });
+  assert.is(other.status, 404, "another user's upload is not found");
+  assertError(await t.request('GET', '/v1/faces/nope/content', { key: null }), 404, 'face_not_found');
+});
+
 Assets('POST /faces (older form) with a multipart form returns 201 with the asset view', async ({ t }) => {
   const res = await uploadForm(t, '/faces', form(DEFAULT_FACE_JPG, 'image/jpeg', 'astronaut.jpg'));
   assert.is(res.status, 201, res.text);

@@ -1,7 +1,9 @@
 /**
  * Assets: public standard lists (spec 4.3; a valid key adds the caller's uploads), uploads in the
- * older form (POST /faces, /voices) and under /v1 (plus driving motions), and per-asset get/delete.
+ * older form (POST /faces, /voices) and under /v1 (plus driving motions), per-asset get/delete,
+ * and each asset's file (`/content`).
  */
+import fs from 'node:fs';
 import type { AssetKind } from '../../store/store.js';
 import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
@@ -31,6 +33,16 @@ export function assetRoutes(router: AppRouter, s: Services, g: RouteGuards): voi
     };
     router.post(`/v1/${plural}`, ...g.authed, upload);
     router.post(`/${plural}`, ...g.authed, upload);
+
+    // The file itself: public for standard assets (the playground shows faces as pictures), the
+    // owner's key for uploads.
+    router.get(`/v1/${plural}/:id/content`, ...g.optionalAuth, async (ctx) => {
+      const file = await s.assets.content(kind, ctx.params.id ?? '', ctx.state.principal?.userId ?? null);
+      ctx.type = file.contentType;
+      ctx.set('Cache-Control', 'private, max-age=300');
+      ctx.set('Content-Disposition', `inline; filename="${file.filename.replace(/[^\w.-]/g, '_')}"`);
+      ctx.body = fs.createReadStream(file.path);
+    });
 
     router.get(`/v1/${plural}/:id`, ...g.authed, async (ctx) => {
       ctx.body = assetView(await s.assets.get(kind, ctx.params.id ?? '', principalOf(ctx).userId));
