@@ -41,6 +41,8 @@ export interface Config {
   webhook: WebhookConfig | null;
   modelsDir: string;
   preloadModels: boolean;
+  /** Serve the playground page at /. */
+  playground: boolean;
   /** WebRTC calls: where the media ports are. */
   rtc: { bindAddress: string | undefined; portRange: { min: number; max: number } | undefined };
   llm: LlmConfig;
@@ -84,6 +86,7 @@ const VARS = {
   webhookRetryMaxMs: envVar('WEBHOOK_RETRY_MAX_MS', '600000', 'Longest retry delay.', integer(1, 86_400_000)),
   webhookTimeoutMs: envVar('WEBHOOK_TIMEOUT_MS', '10000', 'Per-delivery HTTP timeout.', integer(100, 600_000)),
   modelsDir: envVar('MODELS_DIR', './models', 'Standard assets (models/assets), the model manifest, and fetched weights (models/weights). Unset: the models/ folder of the repository, wherever the server is started from.', text),
+  playground: envVar('PLAYGROUND', 'true', 'Serve the playground page at / (true): a browser page to talk to the avatar, which asks for an API key and keeps it in the browser. false: / is not found.', boolean),
   preloadModels: envVar('PRELOAD_MODELS', 'true', 'Load the language model, voices and recogniser when the server starts (true) rather than on first use (false): the first conversation then does not wait seconds for them.', boolean),
   rtcBindAddress: envVar('RTC_BIND_ADDRESS', '', 'Local address WebRTC calls gather ICE candidates on (the address clients send media to). Empty: HOST, or every interface when HOST is 0.0.0.0.', text),
   rtcPortMin: envVar('RTC_PORT_MIN', '0', 'Lowest UDP port for WebRTC media, 0 for any; set with RTC_PORT_MAX to open a firewall range, 0..65535.', integer(0, 65535)),
@@ -130,6 +133,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     // Unset: the repository's models/ wherever the server is started from.
     modelsDir: modelsDirFrom(env, cwd),
     preloadModels: v.preloadModels,
+    playground: v.playground,
     rtc: rtcConfig(v.rtcBindAddress, v.host, v.rtcPortMin, v.rtcPortMax),
     llm: loadLlmConfig(env, cwd),
     tts: loadTtsConfig(env),

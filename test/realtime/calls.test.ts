@@ -13,13 +13,12 @@ import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
 import { ManualClock } from '../../src/core/clock.js';
 import { assertError } from '../helpers/assert-error.js';
-import { callIn, chromiumAvailable, eventsIn, launchBrowser, type CallStartOptions, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
+import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, regionMotion, type CallStartOptions, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
 import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { speechPcm24k } from '../helpers/speech.js';
 
 /** The mouth of the default face in the 512x512 frame (from its landmarks 61, 291, 0, 17), with room for the jaw. */
-const MOUTH_BOX = [190, 126, 68, 52];
 const OFFER = fs.readFileSync(path.join(REPO_ROOT, 'test/fixtures/sdp/chromium-audio-video-dc.sdp'), 'utf8');
 
 interface Ctx {
@@ -44,22 +43,7 @@ async function startCall(ctx: Ctx, page: Page, options: Partial<CallStartOptions
 const types = async (page: Page) => (await eventsIn(page)).map((e) => e.type);
 const waitEvent = (page: Page, type: string, timeoutMs = 30_000) => until(() => eventsIn(page), (ev) => ev.some((e) => e.type === type), type, timeoutMs).then((ev) => ev.find((e) => e.type === type)!);
 
-/** Mean absolute change of the mouth region between consecutive samples, over `samples` samples 80 ms apart. */
-async function mouthMotion(page: Page, samples: number): Promise<number> {
-  let previous: number[] | null = null;
-  let total = 0;
-  let n = 0;
-  for (let i = 0; i < samples; i++) {
-    const cells = await callIn<number[] | null>(page, 'mouth', MOUTH_BOX);
-    if (cells && previous) {
-      total += cells.reduce((s, v, k) => s + Math.abs(v - previous![k]!), 0) / cells.length;
-      n++;
-    }
-    previous = cells;
-    await new Promise((r) => setTimeout(r, 80));
-  }
-  return n ? total / n : 0;
-}
+const mouthMotion = (page: Page, samples: number): Promise<number> => regionMotion(page, '#video', DEFAULT_FACE_MOUTH_BOX, samples);
 
 const Calls = suite<Ctx>('WebRTC calls', {} as Ctx);
 Calls.before(async (ctx) => {

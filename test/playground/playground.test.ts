@@ -1,0 +1,285 @@
+/**
+ * The playground page (/) in headless Chromium, as a person uses it: enter the key, see the faces
+ * as pictures, connect (WebRTC, then WebSocket), type a message and get a spoken, moving answer
+ * with its transcript, interrupt it, switch the face mid-call, hang up (REST then shows the
+ * session ended with a duration); a spoken question from the fake microphone gets a spoken answer;
+ * and failures are told in words (a bad key, no worker free, a photo without a face, a refused
+ * microphone, a lost connection). The server is the real one with the fake providers
+ * (test/helpers/realtime-server.ts), so replies are known and quick.
+ */
+import path from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Page } from 'playwright-core';
+import { buildPlayground } from '../../src/cli/build-playground.js';
+import { chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, frameCells, launchChromium, regionMotion, waitInPage } from '../helpers/browser.js';
+import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { speechPcm24k } from '../helpers/speech.js';
+
+type Transport = 'webrtc' | 'websocket';
+
+interface Snapshot {
+  state: string;
+  transport: Transport | null;
+  sessionId: string | null;
+  firstFrameMs: number | null;
+  firstAudioMs: number[];
+  stats: { fps: number | null; kbps: number | null; avOffsetMs: number | null; frames: number; audioEnergy: number } | null;
+  eventTypes: string[];
+  lastError: string | null;
+  endedSession: { id: string; status: string; durationSeconds: number | null } | null;
+}
+
+interface Ctx {
+  t: RealtimeTestServer;
+  chromium: Awaited<ReturnType<typeof launchChromium>>;
+}
+
+/** A reply long enough to be watched, and talked over. */
+const LONG_REPLY = 'The weather is bright and mild today, with a light breeze from the west. '.repeat(6);
+
+const snapshot = (page: Page): Promise<Snapshot> => page.evaluate('window.playground.snapshot()') as Promise<Snapshot>;
+
+async function until(page: Page, done: (s: Snapshot) => boolean, what: string, timeoutMs = 30_000): Promise<Snapshot> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await page.evaluate('window.playground.refreshStats()');
+    const s = await snapshot(page);
+    if (done(s)) return s;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify({ ...s, eventTypes: s.eventTypes.slice(-15) })}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+const screenOf = (transport: Transport) => (transport === 'webrtc' ? '#video' : '#canvas');
+
+/** Opens the page with the key saved and the microphone mode chosen. */
+async function openPage(ctx: Ctx, mic: 'off' | 'ptt' | 'vad', key = ctx.t.key): Promise<Page> {
+  const page = await ctx.chromium.browser.newPage({ viewport: { width: 1280, height: 820 } });
+  await page.goto(`${ctx.t.url}/`);
+  await page.fill('#api-key', key);
+  await page.click('#key-form button');
+  await page.selectOption('#mic-mode', mic);
+  return page;
+}
+
+async function connect(page: Page, transport: Transport): Promise<Snapshot> {
+  await page.click(`label:has(input[name=transport][value=${transport}])`);
+  await page.click('#connect');
+  // Over WebSocket, frames come with replies (the face's photo stands in until then).
+  return until(page, (s) => s.state === 'connected' && (transport === 'websocket' || s.firstFrameMs !== null), 'the first frame');
+}
+
+async function say(page: Page, text: string): Promise<void> {
+  await page.fill('#text', text);
+  await page.click('#send');
+}
+
+const Conversation = suite<Ctx>('playground: a conversation', {} as Ctx);
+Conversation.before(async (ctx) => {
+  await buildPlayground();
+  ctx.t = await startRealtimeTestServer();
+  ctx.chromium = await launchChromium({ microphone: 'silence' });
+});
+Conversation.after(async (ctx) => {
+  await ctx.chromium.close();
+  await ctx.t.close();
+});
+Conversation.before.each((ctx) => ctx.t.resetProviders());
+
+Conversation('the page needs no key to load, never carries one, and shows the faces as pictures', async (ctx) => {
+  const res = await fetch(`${ctx.t.url}/`);
+  assert.is(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+  assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+  const html = await res.text();
+  const script = await (await fetch(`${ctx.t.url}/playground/app.js`)).text();
+  assert.not.ok(html.includes(ctx.t.key) || script.includes(ctx.t.key) || /avs_[A-Za-z0-9]{8}/.test(html + script), 'no key in what the server serves');
+  const page = await ctx.chromium.browser.newPage();
+  await page.goto(`${ctx.t.url}/`);
+  assert.is(await page.textContent('#status'), 'Not connected');
+  await page.fill('#api-key', ctx.t.key);
+  await page.click('#key-form button');
+  await waitInPage(page, `[...document.querySelectorAll('#faces img')].length >= 2 && [...document.querySelectorAll('#faces img')].every((i) => i.complete && i.naturalWidth > 0)`, 15_000);
+  assert.not.ok(page.url().includes(ctx.t.key), 'the key is not in the URL');
+  assert.is(await page.evaluate(`localStorage.getItem('avatar-playground.api-key')`), ctx.t.key, 'kept in the browser');
+  const voices = await page.$$eval('#voice option', (o) => o.length);
+  assert.ok(voices >= 3, `${voices} voices listed`);
+  await page.close();
+});
+
+for (const transport of ['webrtc', 'websocket'] as const) {
+  Conversation(`${transport}: a typed message gets a spoken reply with moving lips and its transcript; interrupt cuts it; switching the face shows; hang up ends the session`, async (ctx) => {
+    const page = await openPage(ctx, 'off');
+    const connected = await connect(page, transport);
+    assert.is(connected.transport, transport);
+    const screen = screenOf(transport);
+
+    // A reply: sound arrives, the mouth moves while it plays, the transcript shows it.
+    ctx.t.llm.options.reply = 'Hello there, my friend. Talking is what I do best, and I do it all day long with everyone I meet.';
+    const before = (await until(page, (s) => s.stats !== null, 'stats')).stats!.audioEnergy;
+    await say(page, 'Say something.');
+    await page.waitForSelector('#transcript li.assistant', { timeout: 30_000 });
+    const speaking = await regionMotion(page, screen, DEFAULT_FACE_MOUTH_BOX, 12);
+    const done = await until(page, (s) => s.eventTypes.includes('response.done'), 'response.done', 60_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    const quiet = await regionMotion(page, screen, DEFAULT_FACE_MOUTH_BOX, 12);
+    const after = (await until(page, () => true, 'stats')).stats!.audioEnergy;
+    assert.ok(after - before > 0.01, `the reply was heard: audio energy ${before} -> ${after}`);
+    assert.ok(speaking > quiet * 2 && speaking > 1, `the mouth moved while speaking: ${speaking.toFixed(2)} vs ${quiet.toFixed(2)} in silence`);
+    assert.match((await page.textContent('#transcript li.assistant')) ?? '', /Talking is what I do best/);
+    assert.ok(done.firstAudioMs.length === 1 && done.firstAudioMs[0]! >= 0, `first audio of the turn measured: ${JSON.stringify(done.firstAudioMs)}`);
+    const overlay = await page.textContent('#stats');
+    assert.match(overlay ?? '', /first frame\s*\d+ ms/);
+    assert.ok(done.stats!.frames > 25, `${done.stats!.frames} frames shown`);
+
+    // Interrupt: the reply is cut, marked so, and its sound stops.
+    ctx.t.llm.options.reply = LONG_REPLY;
+    await say(page, 'Tell me about the weather.');
+    await until(page, (s) => s.eventTypes.filter((e) => e === 'response.created').length === 2 && s.firstAudioMs.length === 2, 'the second reply to start');
+    await new Promise((r) => setTimeout(r, 1500));
+    await page.click('#interrupt');
+    await until(page, (s) => s.eventTypes.filter((e) => e === 'response.done').length === 2, 'the cut reply to end', 15_000);
+    await new Promise((r) => setTimeout(r, 800)); // what was already buffered plays out
+    const cutAt = (await until(page, () => true, 'stats')).stats!.audioEnergy;
+    await new Promise((r) => setTimeout(r, 2000));
+    const later = (await until(page, () => true, 'stats')).stats!.audioEnergy;
+    assert.ok(later - cutAt < 0.005, `the sound stopped after interrupt: energy +${(later - cutAt).toFixed(4)} in 2 s`);
+    assert.ok(await page.$('#transcript li.assistant.cut'), 'the cut reply is marked');
+    const cut = (await page.$$eval('#transcript li.assistant', (li) => li.map((l) => l.textContent ?? ''))).at(-1) ?? '';
+    assert.ok(cut.length < LONG_REPLY.length * 0.8, `the transcript keeps what was heard (${cut.length} of ${LONG_REPLY.length} characters)`);
+
+    // Switching the face mid-call: session.update, and the picture changes.
+    const wide = [96, 40, 320, 300];
+    const faceBefore = (await frameCells(page, screen, wide))!;
+    await page.click('#faces .face[data-id=face1]');
+    await until(page, (s) => s.eventTypes.includes('session.updated'), 'session.updated');
+    // The server renders the new face (over WebSocket, frames come with a reply).
+    ctx.t.llm.options.reply = 'Here I am with a new face, talking for a little while.';
+    await say(page, 'Show me.');
+    await until(page, (s) => s.firstAudioMs.length === 3, 'the third reply to start');
+    await new Promise((r) => setTimeout(r, 600));
+    const faceAfter = (await frameCells(page, screen, wide))!;
+    const change = faceAfter.reduce((sum, v, k) => sum + Math.abs(v - faceBefore[k]!), 0) / faceAfter.length;
+    assert.ok(change > 10, `the new face shows: mean change ${change.toFixed(1)} grey levels`);
+
+    // Hang up: the page says so, and the session ended with its duration.
+    const id = (await snapshot(page)).sessionId!;
+    await page.click('#hangup');
+    const ended = await until(page, (s) => s.endedSession !== null, 'the ended session');
+    assert.is(ended.state, 'ended');
+    assert.match((await page.textContent('#status')) ?? '', /Call ended after \d+ s/);
+    const rest = await ctx.t.request('GET', `/v1/sessions/${id}`);
+    assert.is(rest.body.status, 'ended');
+    assert.ok(rest.body.duration_seconds > 0, `duration ${rest.body.duration_seconds}`);
+    await page.close();
+  });
+}
+
+if (chromiumAvailable()) Conversation.run();
+
+const Spoken = suite<Ctx>('playground: a spoken question', {} as Ctx);
+Spoken.before(async (ctx) => {
+  await buildPlayground();
+  ctx.t = await startRealtimeTestServer();
+  // A question, then a long silence (the fake microphone loops its file).
+  ctx.chromium = await launchChromium({ microphone: { speech: [0.5, speechPcm24k('What is the weather like today?'), 20] } });
+});
+Spoken.after(async (ctx) => {
+  await ctx.chromium.close();
+  await ctx.t.close();
+});
+
+for (const transport of ['webrtc', 'websocket'] as const) {
+  Spoken(`${transport}: hands-free, a question from the microphone is heard, transcribed and answered aloud`, async (ctx) => {
+    const page = await openPage(ctx, 'vad');
+    const before = (await connect(page, transport)).stats?.audioEnergy ?? 0;
+    const answered = await until(page, (s) => s.eventTypes.includes('conversation.item.input_audio_transcription.completed') && s.eventTypes.includes('response.done'), 'the spoken turn and its answer', 60_000);
+    assert.ok(answered.eventTypes.indexOf('input_audio_buffer.speech_started') < answered.eventTypes.indexOf('response.created'));
+    assert.is(await page.textContent('#transcript li.user'), DEFAULT_TRANSCRIPT);
+    assert.match((await page.textContent('#transcript li.assistant')) ?? '', /Hello from the avatar/);
+    const after = (await until(page, () => true, 'stats')).stats!.audioEnergy;
+    assert.ok(after - before > 0.01, `the answer was heard: audio energy ${before} -> ${after}`);
+    assert.ok(answered.firstAudioMs.length >= 1, 'end of speech → first audio measured');
+    await page.click('#hangup');
+    await until(page, (s) => s.state === 'ended', 'hang up');
+    await page.close();
+  });
+}
+
+if (chromiumAvailable()) Spoken.run();
+
+const Failures = suite<Ctx>('playground: failures in words', {} as Ctx);
+Failures.before(async (ctx) => {
+  await buildPlayground();
+  ctx.t = await startRealtimeTestServer({ env: { WORKER_CAPACITY: '1' } });
+  ctx.chromium = await launchChromium({ microphone: 'silence' });
+});
+Failures.after(async (ctx) => {
+  await ctx.chromium.close();
+  await ctx.t.close();
+});
+
+Failures('a wrong key, no worker free, a photo without a face, a lost connection: each is said plainly, with what to do', async (ctx) => {
+  const wrong = await openPage(ctx, 'off', 'avs_not_a_real_key_at_all');
+  await wrong.click('#connect');
+  await wrong.waitForSelector('#error:not([hidden])');
+  assert.match((await wrong.textContent('#error-text')) ?? '', /API key was not accepted/);
+  await wrong.close();
+
+  // The one worker slot is taken by another session.
+  const other = await ctx.t.request('POST', '/v1/sessions', { json: { model: 'gpt-5.2' } });
+  assert.is(other.status, 200);
+  const busy = await openPage(ctx, 'off');
+  await busy.click('#connect');
+  await busy.waitForSelector('#error:not([hidden])');
+  assert.match((await busy.textContent('#error-text')) ?? '', /busy right now\. Try again in \d+ seconds/);
+  assert.is(await busy.textContent('#error-action'), 'Try again');
+  await ctx.t.request('DELETE', `/v1/sessions/${other.body.id}`);
+
+  // A photo with no face in it: the 422 reason, in words.
+  await busy.setInputFiles('#face-file', await plainImage(ctx));
+  await busy.waitForSelector('#upload-note.bad', { timeout: 30_000 });
+  assert.match((await busy.textContent('#upload-note')) ?? '', /This photo cannot be used: .*face/i);
+
+  // The session is ended from elsewhere mid-call: the page says the connection was lost and offers to reconnect.
+  await busy.click('#error-action');
+  await until(busy, (s) => s.state === 'connected', 'the retried connection');
+  const id = (await snapshot(busy)).sessionId!;
+  await ctx.t.request('DELETE', `/v1/sessions/${id}`);
+  await busy.waitForSelector('#error:not([hidden])', { timeout: 20_000 });
+  assert.match((await busy.textContent('#error-text')) ?? '', /lost|ended/);
+  assert.is(await busy.textContent('#error-action'), 'Reconnect');
+  await busy.close();
+});
+
+Failures('a refused microphone is said plainly, and the call can go on without it', async (ctx) => {
+  const asking = await launchChromium({ askForMicrophone: true });
+  try {
+    const page = await asking.browser.newPage();
+    await page.goto(`${ctx.t.url}/`);
+    await page.fill('#api-key', ctx.t.key);
+    await page.click('#key-form button');
+    await page.selectOption('#mic-mode', 'vad');
+    await page.click('#connect');
+    await page.waitForSelector('#error:not([hidden])', { timeout: 20_000 });
+    assert.match((await page.textContent('#error-text')) ?? '', /microphone was refused|No microphone/);
+    assert.is(await page.textContent('#error-action'), 'Connect without microphone');
+    await page.click('#error-action');
+    await until(page, (s) => s.state === 'connected', 'connected without a microphone');
+    await page.click('#hangup');
+    await until(page, (s) => s.state === 'ended', 'hang up');
+  } finally {
+    await asking.close();
+  }
+});
+
+/** A plain grey PNG (no face) written to the server's temp dir. */
+async function plainImage(ctx: Ctx): Promise<string> {
+  const sharp = (await import('sharp')).default;
+  const file = path.join(ctx.t.dataDir, 'no-face.png');
+  await sharp({ create: { width: 256, height: 256, channels: 3, background: { r: 120, g: 130, b: 140 } } }).png().toFile(file);
+  return file;
+}
+
+if (chromiumAvailable()) Failures.run();
