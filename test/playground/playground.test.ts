@@ -209,6 +209,44 @@ for (const transport of ['webrtc', 'websocket'] as const) {
 
 if (chromiumAvailable()) Spoken.run();
 
+const PushToTalk = suite<Ctx>('playground: push to talk', {} as Ctx);
+PushToTalk.before(async (ctx) => {
+  await buildPlayground();
+  ctx.t = await startRealtimeTestServer();
+  // Someone talking on and on: only what is said while the button is held may reach the server.
+  const question = speechPcm24k('What is the weather like today?');
+  ctx.chromium = await launchChromium({ microphone: { speech: [question, 0.3, question, 0.3, question, 0.3, question, 0.3] } });
+});
+PushToTalk.after(async (ctx) => {
+  await ctx.chromium.close();
+  await ctx.t.close();
+});
+
+for (const transport of ['webrtc', 'websocket'] as const) {
+  PushToTalk(`${transport}: nothing is heard until the button is held; holding it makes a turn, releasing it ends the turn`, async (ctx) => {
+    const page = await openPage(ctx, 'ptt');
+    await connect(page, transport);
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.not.ok((await snapshot(page)).eventTypes.includes('input_audio_buffer.speech_started'), 'the microphone is silent while the button is up');
+    await page.hover('#talk');
+    await page.mouse.down();
+    await until(page, (s) => s.eventTypes.includes('input_audio_buffer.speech_started'), 'speech while held', 15_000);
+    assert.is(await page.textContent('#talk'), 'Listening…');
+    await new Promise((r) => setTimeout(r, 1500));
+    await page.mouse.up();
+    const releasedAt = (await snapshot(page)).eventTypes.length;
+    const answered = await until(page, (s) => s.eventTypes.slice(releasedAt).includes('response.done'), 'the answer after release', 60_000);
+    const after = answered.eventTypes.slice(releasedAt);
+    assert.not.ok(after.includes('input_audio_buffer.speech_started'), `nothing heard after release: ${after.join(' ')}`);
+    assert.match((await page.textContent('#transcript li.assistant:last-child')) ?? '', /Hello from the avatar/);
+    await page.click('#hangup');
+    await until(page, (s) => s.state === 'ended', 'hang up');
+    await page.close();
+  });
+}
+
+if (chromiumAvailable()) PushToTalk.run();
+
 const Failures = suite<Ctx>('playground: failures in words', {} as Ctx);
 Failures.before(async (ctx) => {
   await buildPlayground();
