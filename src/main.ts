@@ -29,7 +29,12 @@ async function main(): Promise<void> {
   });
   installProcessSafetyNet(server.services.log.child({ module: 'process' }));
   process.stdout.write(`avatar server listening on ${server.url}\n`);
-  if (config.preloadModels) void server.warmUp();
+  const ready = (): void => {
+    const page = config.playground ? `: open ${server.url}/ to talk to the avatar` : '';
+    process.stdout.write(`avatar server ready to talk${page}\n`);
+  };
+  if (config.preloadModels) void server.warmUp().then(ready);
+  else ready();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

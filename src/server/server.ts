@@ -96,6 +96,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const calls = new CallGateway({ connection, registry, rtc: config.rtc, log });
 
   let accepting = false;
+  let warmingUp = false;
   const services: Services = {
     config,
     clock,
@@ -110,6 +111,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     authThrottle: new AuthThrottle(config.authFailuresPerMinute),
     calls,
     isAccepting: () => accepting,
+    isWarmingUp: () => warmingUp,
   };
   const { app } = createApp(services);
   const server = http.createServer(app.callback());
@@ -161,5 +163,15 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       log.info('stopped');
     })());
 
-  return { url, port, http: server, services, gateway, warmUp: () => runtime.warmUp(), close };
+  return { url, port, http: server, services, gateway, warmUp, close };
+
+  /** Loads the models; /readyz says not ready until it is done. */
+  async function warmUp(): Promise<void> {
+    warmingUp = true;
+    try {
+      await runtime.warmUp();
+    } finally {
+      warmingUp = false;
+    }
+  }
 }

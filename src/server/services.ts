@@ -30,4 +30,6 @@ export interface Services {
   webhook: WebhookDispatcher | null;
   /** False while starting and once shutting down: /readyz answers 503. */
   isAccepting(): boolean;
+  /** True while the models are being loaded at start (PRELOAD_MODELS): not ready to talk yet. */
+  isWarmingUp(): boolean;
 }

@@ -173,6 +173,10 @@ Crash('kill -9 in the middle of a spoken reply: every live session (realtime and
 Crash('SIGTERM shuts the process down gracefully: exit 0, live sessions billed as server_shutdown', async () => {
   const dataDir = tempDir();
   const proc = await spawnServer({ DATA_DIR: dataDir });
+  // Models load on first use here (PRELOAD_MODELS=false), so it is ready to talk at once, and says where.
+  const readyLine = `avatar server ready to talk: open ${proc.url}/ to talk to the avatar`;
+  for (let i = 0; i < 100 && !proc.stdout().includes(readyLine); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(proc.stdout().includes(readyLine), proc.stdout());
   const created = await request(proc.url, 'POST', '/v1/sessions', { key: proc.bootstrapKey });
   proc.child.kill('SIGTERM');
   assert.is(await proc.exited, 0);

@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { FakeLanguageModels } from '../../src/providers/llm/fake-llm.js';
+import { FakeSpeechService } from '../../src/providers/tts/fake-tts.js';
+import { FakeSpeechRecognizers } from '../../src/providers/asr/fake-asr.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 const Ops = suite<{ t: TestServer }>('operations endpoints', {} as { t: TestServer });
@@ -23,7 +26,7 @@ Ops('GET /readyz reports store, assets and workers', async ({ t }) => {
   assert.is(res.status, 200, res.text);
   assert.equal(res.body, {
     status: 'ready',
-    checks: { store: 'ok', assets: 'ok', accepting: 'ok' },
+    checks: { store: 'ok', assets: 'ok', accepting: 'ok', models: 'ok' },
     workers: { capacity: 4, used: 0 },
   });
 });
@@ -61,6 +64,30 @@ Readiness('GET /readyz is 503 and names the files when standard assets are missi
   } finally {
     await t.close();
     fs.rmSync(models, { recursive: true, force: true });
+  }
+});
+
+Readiness('GET /readyz is 503 while the models warm up at start, and ready once they are', async () => {
+  // A language model that takes its time to load: the warm-up's first request waits for it.
+  let loaded!: () => void;
+  const loading = new Promise<void>((resolve) => (loaded = resolve));
+  const llm = new FakeLanguageModels({ reply: 'Hi', scheduler: (_ms, _signal) => loading, chunkDelayMs: 1 });
+  const t = await startTestServer({ runtime: { llm, tts: new FakeSpeechService('any'), asr: new FakeSpeechRecognizers({ transcript: '' }) } });
+  try {
+    assert.is((await t.request('GET', '/readyz', { key: null })).status, 200, 'not warming (PRELOAD_MODELS off): models load on first use');
+    const warm = t.server.warmUp();
+    const during = await t.request('GET', '/readyz', { key: null });
+    assert.is(during.status, 503);
+    assert.is(during.body.status, 'not_ready');
+    assert.is(during.body.checks.models, 'warming up');
+    loaded();
+    await warm;
+    const after = await t.request('GET', '/readyz', { key: null });
+    assert.is(after.status, 200, after.text);
+    assert.is(after.body.checks.models, 'ok');
+  } finally {
+    loaded();
+    await t.close();
   }
 });
 

@@ -20,6 +20,8 @@ export function healthRoutes(router: AppRouter, s: Services, registry: client.Re
     const missing = s.assets.standard.missing();
     checks.assets = missing.length === 0 ? 'ok' : `missing: ${missing.join(', ')} (run npm run setup:assets)`;
     checks.accepting = s.isAccepting() ? 'ok' : 'shutting down';
+    // A conversation started now would wait seconds for the language model, voices and recogniser.
+    checks.models = s.isWarmingUp() ? 'warming up' : 'ok';
     const ready = Object.values(checks).every((v) => v === 'ok');
     ctx.status = ready ? 200 : 503;
     ctx.body = {
