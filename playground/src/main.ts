@@ -554,5 +554,22 @@ Object.defineProperty(window, 'playground', {
   }),
 });
 
+/** While the server loads its models at start, say so (a conversation now would wait for them). */
+async function watchWarmUp(): Promise<void> {
+  for (;;) {
+    let warming = false;
+    try {
+      const res = await fetch('/readyz');
+      warming = res.status === 503 && ((await res.json()) as { checks?: { models?: string } }).checks?.models === 'warming up';
+    } catch {
+      return; // unreachable now: connecting will say so
+    }
+    if (page.state === 'idle') setState('idle', warming ? 'The server is loading its models…' : 'Not connected');
+    if (!warming) return;
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
 setState('idle', 'Not connected');
 void loadAssets();
+void watchWarmUp();
