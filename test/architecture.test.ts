@@ -29,17 +29,18 @@ import * as assert from 'uvu/assert';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SRC = path.join(ROOT, 'src');
 
-const PROVIDER_KINDS = ['providers/llm', 'providers/tts', 'providers/asr', 'providers/vad'];
+const PROVIDER_KINDS = ['providers/llm', 'providers/tts', 'providers/asr', 'providers/vad', 'providers/turn'];
 
 /** Which parts each part may import (besides itself). Lower layers first. */
 const MAY_IMPORT: Record<string, string[]> = {
   core: [],
   audio: ['core'],
-  models: ['core'],
+  models: ['core', 'audio'],
   store: ['core'],
   providers: ['core'],
   'providers/llm': ['core', 'providers', 'models'],
   'providers/vad': ['core', 'providers', 'models'],
+  'providers/turn': ['core', 'audio', 'providers', 'models'],
   'providers/asr': ['core', 'audio', 'providers', 'models', 'media'],
   'providers/tts': ['core', 'audio', 'providers', 'models', 'media', 'assets'],
   config: ['core', 'models', ...PROVIDER_KINDS],

@@ -21,6 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadManifest, modelPath, ModelError, weightsDir, type ManifestEntry } from './manifest.js';
 import { isVerified, recordVerified } from './verified.js';
+import { melFilters, WHISPER_N_FFT } from '../audio/whisper-mel.js';
 
 /** The manifest's names: the converted model and the CT2 model and tokenizer it is made from. */
 export const WHISPER_GGML_MODEL = 'asr-whisper-base-ggml';
@@ -34,10 +35,6 @@ const GGML_TYPE_F32 = 0;
 const GGML_TYPE_F16 = 1;
 /** GPT-2 vocabulary size: the ordinary tokens; whisper.cpp adds the special tokens itself. */
 const BASE_VOCAB_TOKENS = 50257;
-/** Whisper's audio front end: 16 kHz, 400-point FFT (201 bins). */
-const SAMPLE_RATE_HZ = 16000;
-const N_FFT = 400;
-
 export class WhisperConvertError extends ModelError {
   override name = 'WhisperConvertError';
 }
@@ -155,51 +152,6 @@ function asF16(v: Ct2Variable, data = v.data): Buffer {
   if (v.dtype !== CT2_DTYPE.float32) throw new WhisperConvertError(`${v.name}: unsupported dtype ${v.dtype}`);
   const out = Buffer.alloc(data.length / 2);
   for (let i = 0; i < data.length / 4; i++) out.writeUInt16LE(floatToHalf(data.readFloatLE(i * 4)), i * 2);
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Mel filters (librosa.filters.mel(sr=16000, n_fft=400, n_mels, htk=False, norm='slaney'))
-
-const F_SP_HZ = 200 / 3;
-const MIN_LOG_HZ = 1000;
-const MIN_LOG_MEL = MIN_LOG_HZ / F_SP_HZ;
-const LOG_STEP = Math.log(6.4) / 27;
-
-function hzToMel(hz: number): number {
-  return hz >= MIN_LOG_HZ ? MIN_LOG_MEL + Math.log(Math.max(hz, 1e-10) / MIN_LOG_HZ) / LOG_STEP : hz / F_SP_HZ;
-}
-
-function melToHz(mel: number): number {
-  return mel >= MIN_LOG_MEL ? MIN_LOG_HZ * Math.exp(LOG_STEP * (mel - MIN_LOG_MEL)) : mel * F_SP_HZ;
-}
-
-/** numpy.linspace(start, stop, n): i * step + start, the last value exactly `stop`. */
-function linspace(start: number, stop: number, n: number): number[] {
-  const step = (stop - start) / (n - 1);
-  const out = Array.from({ length: n }, (_, i) => i * step + start);
-  out[n - 1] = stop;
-  return out;
-}
-
-/** The Slaney mel filter bank, nMels rows of N_FFT/2+1 float32 weights. */
-export function melFilters(nMels: number): Float32Array {
-  const bins = N_FFT / 2 + 1;
-  const fftFreqs = linspace(0, SAMPLE_RATE_HZ / 2, bins);
-  const melF = linspace(hzToMel(0), hzToMel(SAMPLE_RATE_HZ / 2), nMels + 2).map(melToHz);
-  const out = new Float32Array(nMels * bins);
-  for (let m = 0; m < nMels; m++) {
-    const [f0, f1, f2] = [melF[m] ?? 0, melF[m + 1] ?? 0, melF[m + 2] ?? 0];
-    const enorm = 2 / (f2 - f0);
-    for (let k = 0; k < bins; k++) {
-      const lower = -(f0 - (fftFreqs[k] ?? 0)) / (f1 - f0);
-      const upper = (f2 - (fftFreqs[k] ?? 0)) / (f2 - f1);
-      // numpy's SIMD minimum/maximum return the second operand on ties, so the first weight is
-      // -0 as in librosa's output (Math.max would give +0); kept for byte-identical files.
-      const lo = lower < upper ? lower : upper;
-      out[m * bins + k] = (0 > lo ? 0 : lo) * enorm;
-    }
-  }
   return out;
 }
 
@@ -376,7 +328,7 @@ export function convertCt2ToGgml(modelBin: Buffer, tokenizerJson: string): Buffe
   };
   ints(GGML_MAGIC, nVocab, nAudioCtx, nAudioState, nAudioHead, nAudioLayer, nTextCtx, nTextState, nTextHead, nTextLayer, nMels, GGML_TYPE_F16);
   const filters = melFilters(nMels);
-  ints(nMels, N_FFT / 2 + 1);
+  ints(nMels, WHISPER_N_FFT / 2 + 1);
   chunks.push(Buffer.from(filters.buffer, filters.byteOffset, filters.byteLength));
   const vocabulary = vocabularyBytes(tokenizerJson);
   ints(vocabulary.length);

@@ -14,6 +14,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
+import type { EndOfTurnModel } from '../providers/turn/base.js';
 import { SpeechSegmenter } from './speech-segmenter.js';
 import type { TurnDetection } from './session-update.js';
 import { RealtimeError, newItemId } from './protocol.js';
@@ -26,8 +27,12 @@ const MAX_INPUT_BUFFER_SAMPLES = PCM_RATE_HZ * 60 * 5;
 
 export interface InputAudioEvents {
   speech_started: [{ audioStartMs: number; itemId: string }];
-  /** The turn ended; `audio` is the turn's speech (with its prefix padding). */
-  speech_stopped: [{ audioEndMs: number; itemId: string; audio: Int16Array }];
+  /** A pause in the turn: `audio` is the turn so far; the turn may end in this pause (see `pause`). */
+  speech_paused: [{ itemId: string; pause: number; audio: Int16Array }];
+  /** Speech broke that pause: work started on it is stale. */
+  speech_resumed: [{ pause: number }];
+  /** The turn ended; `audio` is the turn's speech (with its prefix padding), `pause` the speech_paused it ended in. */
+  speech_stopped: [{ audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model' }];
 }
 
 export class InputAudio extends EventEmitter<InputAudioEvents> {
@@ -40,6 +45,8 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
 
   constructor(
     private readonly createVad: () => Promise<VoiceActivityDetector>,
+    /** semantic_vad's judge (shared by the process); resolves to null when no model is installed. */
+    private readonly endOfTurnModel: () => Promise<EndOfTurnModel | null>,
     private readonly log: Logger,
   ) {
     super();
@@ -62,18 +69,23 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
       return;
     }
     this.vad ??= await this.createVad();
-    const segmenter = new SpeechSegmenter(this.vad, turnDetection.segmenter);
+    const segmenter = new SpeechSegmenter(this.vad, turnDetection.segmenter, await this.endOfTurnModel());
     segmenter.on('speech_started', (e) => {
       this.speechItemId = newItemId();
       this.emit('speech_started', { audioStartMs: e.audioStartMs, itemId: this.speechItemId });
     });
+    segmenter.on('speech_paused', (e) => {
+      this.speechItemId ??= newItemId();
+      this.emit('speech_paused', { itemId: this.speechItemId, pause: e.pause, audio: e.audio });
+    });
+    segmenter.on('speech_resumed', (e) => this.emit('speech_resumed', e));
     segmenter.on('speech_stopped', (e) => {
       const itemId = this.speechItemId ?? newItemId();
       this.speechItemId = null;
       this.resetBuffer();
-      this.emit('speech_stopped', { audioEndMs: e.audioEndMs, itemId, audio: e.audio });
+      this.emit('speech_stopped', { audioEndMs: e.audioEndMs, itemId, audio: e.audio, pause: e.pause, endedBy: e.endedBy });
     });
-    segmenter.on('error', (err) => this.log.warn('VAD frame failed', { err }));
+    segmenter.on('error', (err) => this.log.warn('turn detection failed on a frame or a judgement (the turn goes on)', { err }));
     this.segmenter = segmenter;
   }
 

@@ -31,6 +31,10 @@
  * event naming the response.create that asked for it, then response.done with status failed).
  * `done` is emitted once whatever happens while the closing events are sent, so the engine always
  * learns that the run is over; `finished` is the run's own truth.
+ *
+ * Its critical path is logged when it ends ('response timing', info): ms from start() to the
+ * model's first text, the first clause handed to the voice, the voice's first chunk queued on
+ * the avatar, and the first audio played out to the client (`npm run bench -- realtime` reads it).
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
@@ -97,6 +101,14 @@ export interface ResponseOutcome {
   frames: number;
 }
 
+/** ms from the response's start to each step of its critical path (null: not reached). */
+export interface ResponseTiming {
+  firstTextMs: number | null;
+  firstClauseMs: number | null;
+  firstVoiceChunkMs: number | null;
+  firstAudioMs: number | null;
+}
+
 interface Sentence {
   text: string;
   startPtsNs: number;
@@ -124,6 +136,9 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   private framesSent = 0;
   /** Where a truncation cut the audio (ms of this response's audio); null: not truncated. */
   private cutAtMs: number | null = null;
+  /** The critical path, ms since start() (see the header). */
+  private readonly timing: ResponseTiming = { firstTextMs: null, firstClauseMs: null, firstVoiceChunkMs: null, firstAudioMs: null };
+  private startedAt = 0;
 
   constructor(spec: ResponseSpec, deps: ResponseDeps) {
     super();
@@ -152,6 +167,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
 
   /** Announces the response and starts generating; a failure on the way fails the run (never throws). */
   start(): void {
+    this.startedAt = performance.now();
     this.guarded(() => {
       const { spec } = this;
       this.deps.emit({ type: 'response.created', response: this.responseObject('in_progress', null) });
@@ -209,6 +225,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
       const a = Math.round((from - chunk.ptsNs) / NS_PER_SAMPLE);
       const b = Math.round((to - chunk.ptsNs) / NS_PER_SAMPLE);
       if (b > a) {
+        if (this.samplesSent === 0) this.mark('firstAudioMs');
         if (this.samplesSent === 0 && this.spec.audioDelivery === 'rtp') this.deps.emit({ type: 'output_audio_buffer.started', response_id: this.id });
         this.announceSentencesUpTo(to);
         if (this.spec.audioDelivery === 'deltas') {
@@ -268,9 +285,14 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         if (this.state !== 'running') break;
         if (chunk.type === 'text') {
           if (chunk.text === '') continue;
+          this.mark('firstTextMs');
           this.text += chunk.text;
-          if (speech) for (const sentence of splitter.push(chunk.text)) speech.add(sentence);
-          else {
+          if (speech) {
+            for (const sentence of splitter.push(chunk.text)) {
+              this.mark('firstClauseMs');
+              speech.add(sentence);
+            }
+          } else {
             this.deps.emit({ type: 'response.output_text.delta', ...this.partRef(), delta: chunk.text });
             this.deps.onProgress?.(this.text);
           }
@@ -285,7 +307,10 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         return;
       }
       const rest = splitter.flush();
-      if (rest !== '') speech.add(rest);
+      if (rest !== '') {
+        this.mark('firstClauseMs');
+        speech.add(rest);
+      }
       await speech.drain();
       if (this.state !== 'running') return;
       this.synthesisDone = true;
@@ -358,9 +383,15 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
       .join(' ');
   }
 
+  /** Records the first time a step of the critical path happened. */
+  mark(step: keyof ResponseTiming): void {
+    this.timing[step] ??= Math.round(performance.now() - this.startedAt);
+  }
+
   private finish(status: ResponseStatus, statusDetails: unknown): void {
     if (this.state !== 'running') return;
     this.state = 'finished';
+    this.deps.log.info('response timing', { responseId: this.id, status, ...this.timing });
     const { spec } = this;
     const item = spec.item;
     try {
@@ -476,6 +507,7 @@ class SpeechQueue {
           if (this.signal.aborted) return;
           if (chunk.pcm.length === 0) continue;
           const placed = this.deps.avatar.pushSpeech(chunk.pcm, chunk.sampleRateHz, chunk.phonemes);
+          this.run.mark('firstVoiceChunkMs');
           this.run.addSpeech(first ? sentence : null, placed.startPtsNs, placed.endPtsNs);
           first = false;
         }

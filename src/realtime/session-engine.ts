@@ -17,6 +17,12 @@
  *  - a voice turn: speech_started → speech_stopped → input_audio_buffer.committed →
  *    conversation.item.added → transcription (.delta*, .completed | .failed) →
  *    conversation.item.done → response (when create_response);
+ *  - speculative transcription: when the turn pauses (speech_paused, about 200 ms of silence) a
+ *    local recogniser starts on the turn so far; if the turn ends in that same pause its result is
+ *    the transcript (the rest is silence), its deltas sent only then; if the user speaks on
+ *    (speech_resumed) it is aborted, and nothing of it ever reaches the client. Never with a
+ *    remote recogniser (it would be billed for work thrown away). semantic_vad's judge also reads
+ *    it (turn-judge.ts: a pause after "a table for" is not the end of the turn);
  *  - memory is bounded: the conversation keeps at most MAX_CONVERSATION_ITEMS items and
  *    MAX_CONVERSATION_TEXT_CHARS characters (conversation.ts), dropping the oldest (each announced
  *    with conversation.item.deleted, never the response in progress), and at most
@@ -25,8 +31,10 @@
 import type { Logger } from '../core/log.js';
 import type { LanguageModels, ChatMessage } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
-import type { SpeechRecognizers } from '../providers/asr/base.js';
+import { audioSeconds, type SpeechRecognizers, type Transcriber, type TranscriptionResult } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
+import type { EndOfTurnModel } from '../providers/turn/base.js';
+import { checkedByWords } from './turn-judge.js';
 import { AppError } from '../core/errors.js';
 import type { AvatarOutput } from './avatar-output.js';
 import { InputAudio } from './input-audio.js';
@@ -119,6 +127,8 @@ export interface EngineDeps {
   tts: SpeechService;
   asr: SpeechRecognizers;
   createVad(): Promise<VoiceActivityDetector>;
+  /** semantic_vad's end-of-turn model (shared by the process), or null when none is installed. */
+  endOfTurnModel(): Promise<EndOfTurnModel | null>;
   assets: AssetChecker;
   recorder: SessionRecorder;
   log: Logger;
@@ -137,14 +147,22 @@ export class RealtimeSessionEngine {
   /** The input audio buffer, a call's microphone, and server-VAD turns. */
   private readonly input: InputAudio;
   private readonly transcriptions = new Set<Promise<void>>();
+  /** A transcription started in a pause of the current turn (see the header). */
+  private speculation: Speculation | null = null;
 
   constructor(
     private readonly options: EngineOptions,
     private readonly deps: EngineDeps,
   ) {
     this.settings = applySessionUpdate(null, options.initial, options.defaultModel);
-    this.input = new InputAudio(deps.createVad, deps.log.child({ sessionId: options.sessionId }));
+    const judge = async (): Promise<EndOfTurnModel | null> => {
+      const model = await deps.endOfTurnModel();
+      return model && checkedByWords(model, () => this.wordsOfLatestPause());
+    };
+    this.input = new InputAudio(deps.createVad, judge, deps.log.child({ sessionId: options.sessionId }));
     this.input.on('speech_started', (e) => this.onSpeechStarted(e));
+    this.input.on('speech_paused', (e) => this.onSpeechPaused(e));
+    this.input.on('speech_resumed', (e) => this.onSpeechResumed(e));
     this.input.on('speech_stopped', (e) => this.onSpeechStopped(e));
     // Runs guard their own callbacks (a failure fails the run); nothing here can throw into the avatar.
     deps.avatar.on('audio', (chunk) => this.active?.onAudio(chunk));
@@ -230,6 +248,7 @@ export class RealtimeSessionEngine {
     if (this.closed) return;
     this.closed = true;
     this.active?.cancel('client_cancelled');
+    this.dropSpeculation();
     await this.input.close();
     await Promise.allSettled([...this.transcriptions]);
   }
@@ -426,12 +445,14 @@ export class RealtimeSessionEngine {
   private onCommit(event: ClientEvent): void {
     this.refuseOnWebRtc(event);
     const { itemId, pcm } = this.input.commit();
+    this.dropSpeculation();
     this.commitAudio(itemId, pcm, false);
   }
 
   private onClear(event: ClientEvent): void {
     this.refuseOnWebRtc(event);
     this.input.clear();
+    this.dropSpeculation();
     this.emit({ type: 'input_audio_buffer.cleared' });
   }
 
@@ -457,14 +478,55 @@ export class RealtimeSessionEngine {
     if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
   }
 
-  private onSpeechStopped(e: { audioEndMs: number; itemId: string; audio: Int16Array }): void {
+  /** Starts transcribing the turn so far, in case the turn ends in this pause. */
+  private onSpeechPaused(e: { itemId: string; pause: number; audio: Int16Array }): void {
+    this.dropSpeculation();
+    if (this.closed) return;
+    const { model, language, prompt } = this.settings.transcription;
+    const transcriber = this.deps.asr.forModel(model);
+    if (!transcriber.local) return;
+    const deltas: string[] = [];
+    const abort = new AbortController();
+    const result = transcriber.transcribe({ pcm: e.audio, language: language ?? 'en', prompt, signal: abort.signal }, (delta) => deltas.push(delta));
+    result.catch(() => undefined); // a failure (or the abort) is handled by whoever takes it
+    this.speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result };
+  }
+
+  /** The user spoke on: the speculation of that pause is stale. */
+  private onSpeechResumed(e: { pause: number }): void {
+    if (this.speculation?.pause === e.pause) this.dropSpeculation();
+  }
+
+  private dropSpeculation(): void {
+    this.speculation?.abort.abort();
+    this.speculation = null;
+  }
+
+  /** The words of the current pause's speculation, for the end-of-turn judge (null: none, or it failed). */
+  private async wordsOfLatestPause(): Promise<string | null> {
+    const s = this.speculation;
+    if (!s) return null;
+    return s.result.then((r) => r.text, () => null);
+  }
+
+  private onSpeechStopped(e: { audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model' }): void {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: e.itemId });
-    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false);
+    // The speculation is this turn's only if the turn ended in the pause it started in, with the
+    // same recogniser settings.
+    const s = this.speculation;
+    const t = this.settings.transcription;
+    const usable =
+      s !== null && e.pause !== null && s.pause === e.pause && s.itemId === e.itemId &&
+      s.transcriber.id === this.deps.asr.forModel(t.model).id && s.language === t.language && s.prompt === t.prompt;
+    if (usable) this.speculation = null;
+    else this.dropSpeculation();
+    this.deps.log.info('turn ended', { sessionId: this.options.sessionId, itemId: e.itemId, endedBy: e.endedBy, speculativeTranscript: usable });
+    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, usable ? s : null);
   }
 
   /** input_audio_buffer.committed, the user item, its transcription, and (VAD) the response. */
-  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean): void {
+  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean, speculation: Speculation | null = null): void {
     const item: MessageItem = {
       id: itemId,
       object: 'realtime.item',
@@ -476,21 +538,30 @@ export class RealtimeSessionEngine {
     const previousItemId = this.conversation.insert(item, null);
     this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
-    this.transcribe(item, previousItemId, pcm, respond);
+    this.transcribe(item, previousItemId, pcm, respond, speculation);
     this.enforceConversationBound();
   }
 
-  /** Transcribes a user audio item; responses wait for transcriptions in progress. */
-  private transcribe(item: MessageItem, previousItemId: string | null, pcm: Int16Array, respond: boolean): void {
+  /**
+   * Transcribes a user audio item (or takes the speculation's result for it, falling back to a
+   * fresh transcription if that failed); responses wait for transcriptions in progress.
+   */
+  private transcribe(item: MessageItem, previousItemId: string | null, pcm: Int16Array, respond: boolean, speculation: Speculation | null = null): void {
     const { transcription } = this.settings;
     const recognizer = this.deps.asr.forModel(transcription.model);
+    const sendDelta = (delta: string): void => this.emit({ type: 'conversation.item.input_audio_transcription.delta', item_id: item.id, content_index: 0, delta });
     const job = (async () => {
       let ok = false;
       try {
-        const result = await recognizer.transcribe(
-          { pcm, language: transcription.language ?? 'en', prompt: transcription.prompt },
-          (delta) => this.emit({ type: 'conversation.item.input_audio_transcription.delta', item_id: item.id, content_index: 0, delta }),
-        );
+        let result: TranscriptionResult | null = null;
+        if (speculation) {
+          result = await speculation.result.catch(() => null);
+          if (result) {
+            for (const delta of speculation.deltas) sendDelta(delta);
+            result = { ...result, audioSeconds: audioSeconds(pcm) };
+          }
+        }
+        result ??= await recognizer.transcribe({ pcm, language: transcription.language ?? 'en', prompt: transcription.prompt }, sendDelta);
         const transcript = result.text.trim();
         item.content = [{ type: 'input_audio', transcript }];
         this.emit({
@@ -742,4 +813,18 @@ function transcriptionUsage(audioSeconds: number, transcript: string) {
     input_token_details: { text_tokens: 0, audio_tokens: audioTokens },
     output_tokens: outputTokens,
   };
+}
+
+/** A transcription of the turn so far, started in one of its pauses (RealtimeSessionEngine.onSpeechPaused). */
+interface Speculation {
+  itemId: string;
+  /** The speech_paused it started in. */
+  pause: number;
+  transcriber: Transcriber;
+  language: string | null;
+  prompt: string | null;
+  /** Deltas held back until the turn is known to end in this pause. */
+  deltas: string[];
+  abort: AbortController;
+  result: Promise<TranscriptionResult>;
 }

@@ -32,8 +32,18 @@ const MAX_TRANSCRIPTION_NAME_CHARS = 200;
  */
 const MAX_TRANSCRIPTION_PROMPT_CHARS = 4000;
 
-/** Semantic VAD has no model here; its eagerness maps to how long a pause ends a turn. */
-const SEMANTIC_EAGERNESS_SILENCE_MS: Record<string, number> = { low: 1200, medium: 700, auto: 700, high: 350 };
+/**
+ * semantic_vad's eagerness, as silences in ms: how long a pause is before the end-of-turn model
+ * judges it (`candidate`), how long a pause it calls unfinished may last before the turn ends
+ * anyway (`ceiling`), and the silence that ends a turn when no model is installed (`fallback`).
+ * OpenAI documents the ceilings as 8 s, 4 s and 2 s for low, medium and high.
+ */
+const SEMANTIC_EAGERNESS: Record<string, { candidate: number; ceiling: number; fallback: number }> = {
+  low: { candidate: 300, ceiling: 8000, fallback: 1200 },
+  medium: { candidate: 200, ceiling: 4000, fallback: 700 },
+  auto: { candidate: 200, ceiling: 4000, fallback: 700 },
+  high: { candidate: 150, ceiling: 2000, fallback: 350 },
+};
 
 export interface TurnDetection {
   segmenter: SegmenterConfig;
@@ -202,23 +212,29 @@ function parseTurnDetection(value: unknown): TurnDetection | null {
     if (typeof v !== 'boolean') throw new RealtimeError('invalid_type', `Invalid type for '${param}.${key}': expected a boolean.`, `${param}.${key}`);
     return v;
   };
-  let silenceDurationMs: number;
+  let segmenter: SegmenterConfig;
   if (type === 'semantic_vad') {
     const eagerness = value.eagerness ?? 'auto';
-    const mapped = typeof eagerness === 'string' ? SEMANTIC_EAGERNESS_SILENCE_MS[eagerness] : undefined;
+    const mapped = typeof eagerness === 'string' && Object.hasOwn(SEMANTIC_EAGERNESS, eagerness) ? SEMANTIC_EAGERNESS[eagerness] : undefined;
     if (mapped === undefined) {
       throw new RealtimeError('invalid_value', `Invalid value for '${param}.eagerness': expected low, medium, high or auto.`, `${param}.eagerness`);
     }
-    silenceDurationMs = mapped;
+    segmenter = {
+      threshold: 0.5,
+      prefixPaddingMs: 300,
+      silenceDurationMs: mapped.ceiling,
+      endOfTurn: { candidateSilenceMs: mapped.candidate, fallbackSilenceMs: mapped.fallback },
+    };
   } else {
-    silenceDurationMs = num('silence_duration_ms', 0, 10_000, 500);
+    segmenter = {
+      threshold: num('threshold', 0, 1, 0.5),
+      prefixPaddingMs: num('prefix_padding_ms', 0, 10_000, 300),
+      silenceDurationMs: num('silence_duration_ms', 0, 10_000, 500),
+      endOfTurn: null,
+    };
   }
   return {
-    segmenter: {
-      threshold: type === 'server_vad' ? num('threshold', 0, 1, 0.5) : 0.5,
-      prefixPaddingMs: type === 'server_vad' ? num('prefix_padding_ms', 0, 10_000, 300) : 300,
-      silenceDurationMs,
-    },
+    segmenter,
     createResponse: bool('create_response'),
     interruptResponse: bool('interrupt_response'),
   };

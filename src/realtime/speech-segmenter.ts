@@ -1,20 +1,34 @@
 /**
- * OpenAI Realtime `server_vad` turn logic on top of a VoiceActivityDetector. push() takes the
- * realtime input format (PCM16 mono 24 kHz), resamples it to the detector's rate, cuts fixed frames
- * and scores them strictly in order through a queue (one detector call at a time, since the
- * detector's state for frame n+1 depends on frame n). Turn rules, per frame:
+ * OpenAI Realtime turn detection on top of a VoiceActivityDetector: `server_vad` (a fixed silence
+ * ends the turn) and `semantic_vad` (an end-of-turn model decides after a short silence). push()
+ * takes the realtime input format (PCM16 mono 24 kHz), resamples it to the detector's rate, cuts
+ * fixed frames and scores them strictly in order through a queue (one detector call at a time,
+ * since the detector's state for frame n+1 depends on frame n). Turn rules, per frame:
  *  - idle → speaking when probability ≥ threshold; `speech_started.audioStartMs` = start of that
  *    frame − prefixPaddingMs, clamped at 0 and at the end of the previous turn / the last clear();
- *  - speaking → idle once frames below (threshold − 0.15) (hysteresis) have lasted
- *    silenceDurationMs; frames ≥ threshold restart that count, frames in between neither count nor
- *    restart it. `speech_stopped.audioEndMs` is the end of the frame that completed the silence,
- *    i.e. ≈ end of speech + silenceDurationMs, and the event carries the committed audio
- *    [audioStartMs, audioEndMs) as 24 kHz PCM16 for transcription.
- * All times are integer ms of the input stream derived from sample counts, never the wall clock.
+ *  - while speaking, frames below (threshold − 0.15) (hysteresis) are silence; frames ≥ threshold
+ *    restart the silence, frames in between neither count nor restart it;
+ *  - once a silence has lasted PAUSE_MS (or the window or the model's candidate silence, if
+ *    shorter), `speech_paused` reports
+ *    the audio so far, once per silence: the engine may start transcribing it before the turn is
+ *    certain; speech that breaks that silence emits `speech_resumed` (the work is stale), and a
+ *    turn that ends in it names it in `speech_stopped.pause`;
+ *  - server_vad: the turn ends once the silence has lasted silenceDurationMs;
+ *  - semantic_vad with a model: once the silence has lasted `endOfTurn.candidateSilenceMs` the
+ *    model judges the turn so far (asynchronously; frames go on being scored). "Complete" ends the
+ *    turn at the latest scored frame, if the silence is still unbroken when the answer comes;
+ *    "incomplete" (or a failed judgement) leaves it to silenceDurationMs, the ceiling, so a person
+ *    who pauses mid-sentence is not cut off. Without a model, `endOfTurn.fallbackSilenceMs` is the
+ *    silence that ends the turn;
+ *  - at the end, `speech_stopped.audioEndMs` is the end of the frame that ended the turn, and the
+ *    event carries the committed audio [audioStartMs, audioEndMs) as 24 kHz PCM16.
+ * All times are integer ms of the input stream derived from sample counts, never the wall clock
+ * (the model's answer arrives in wall-clock time; the turn then ends at the last frame scored).
  * The resampler's ~1 ms group delay is below the 32 ms frame resolution and not compensated.
  */
 import { EventEmitter } from 'node:events';
 import { VadError, type VoiceActivityDetector } from '../providers/vad/base.js';
+import { END_OF_TURN_THRESHOLD, type EndOfTurnModel } from '../providers/turn/base.js';
 import { Resampler } from '../audio/resample.js';
 import { PCM_RATE_HZ, PCM_SAMPLES_PER_MS } from '../audio/pcm.js';
 
@@ -22,20 +36,42 @@ import { PCM_RATE_HZ, PCM_SAMPLES_PER_MS } from '../audio/pcm.js';
  * own VADIterator uses the same 0.15 margin.) */
 export const VAD_EXIT_MARGIN = 0.15;
 
+/** Silence after which `speech_paused` reports the turn so far (for speculative transcription). */
+export const PAUSE_MS = 200;
+
+export interface EndOfTurnConfig {
+  /** Silence after which the end-of-turn model judges the turn, in ms. */
+  candidateSilenceMs: number;
+  /** Silence that ends the turn when no model is installed, in ms. */
+  fallbackSilenceMs: number;
+}
+
 export interface SegmenterConfig {
   /** Probability at or above which a frame is speech (0..1). */
   threshold: number;
   /** Audio kept before the first speech frame, in ms. */
   prefixPaddingMs: number;
-  /** Silence that ends a turn, in ms. */
+  /** Silence that ends a turn, in ms (with a model judging turns: the ceiling when it says "incomplete"). */
   silenceDurationMs: number;
+  /** semantic_vad: the model's part; null for server_vad. */
+  endOfTurn: EndOfTurnConfig | null;
 }
 
 /** OpenAI's defaults for `server_vad`. */
-export const DEFAULT_SEGMENTER_CONFIG: SegmenterConfig = { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500 };
+export const DEFAULT_SEGMENTER_CONFIG: SegmenterConfig = { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, endOfTurn: null };
 
 export interface SpeechStartedEvent {
   audioStartMs: number;
+}
+
+export interface SpeechPausedEvent {
+  audioStartMs: number;
+  /** End of the frame at which the silence reached PAUSE_MS. */
+  pausedAtMs: number;
+  /** Counts the pauses of the stream; the turn's speech_stopped names the pause it ended in. */
+  pause: number;
+  /** [audioStartMs, pausedAtMs) as PCM16 mono 24 kHz. */
+  audio: Int16Array;
 }
 
 export interface SpeechStoppedEvent {
@@ -45,10 +81,19 @@ export interface SpeechStoppedEvent {
   lastSpeechEndMs: number;
   /** The committed span [audioStartMs, audioEndMs) as PCM16 mono 24 kHz. */
   audio: Int16Array;
+  /** The speech_paused whose silence this turn ended in (no speech since), or null. */
+  pause: number | null;
+  /** What ended the turn: the silence window, or the end-of-turn model. */
+  endedBy: 'silence' | 'model';
+  /** The model's last judgement of this turn (probability complete), when it gave one. */
+  endOfTurnProbability: number | null;
 }
 
 export interface SegmenterEvents {
   speech_started: [SpeechStartedEvent];
+  speech_paused: [SpeechPausedEvent];
+  /** Speech broke the silence of this pause: the turn goes on. */
+  speech_resumed: [{ pause: number }];
   speech_stopped: [SpeechStoppedEvent];
   /** A frame the detector failed on; it is skipped (counted in failedFrames), the stream goes on. */
   error: [Error];
@@ -91,6 +136,16 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   private startMs = 0;
   private lastSpeechEndMs = 0;
   private silenceStartMs: number | null = null;
+  /** Counts silences (a new one starts when speech breaks the last): judgements and pauses name theirs. */
+  private silenceRun = 0;
+  /** The silence run a speech_paused was emitted for, and its number. */
+  private pausedRun = -1;
+  private pauses = 0;
+  /** The silence run the model was asked about. */
+  private judgedRun = -1;
+  private endOfTurnProbability: number | null = null;
+  /** Judgements in flight (close() waits for them). */
+  private readonly judgements = new Set<Promise<void>>();
   /** Audio before this ms belongs to a committed turn or was cleared: prefix padding stops here. */
   private floorMs = 0;
   private processedMs = 0;
@@ -100,9 +155,14 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   /** Frames scored. */
   framesProcessed = 0;
 
+  /** Judgements the end-of-turn model failed (each also emitted as `error`). */
+  failedJudgements = 0;
+
   constructor(
     private readonly detector: VoiceActivityDetector,
     config: Partial<SegmenterConfig> = {},
+    /** Judges semantic_vad turns; null: they end on `endOfTurn.fallbackSilenceMs` of silence. */
+    private readonly turnModel: EndOfTurnModel | null = null,
   ) {
     super();
     this.config = checkConfig({ ...DEFAULT_SEGMENTER_CONFIG, ...config });
@@ -183,6 +243,8 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.detectorSamples = 0;
     this.speaking = false;
     this.silenceStartMs = null;
+    this.pausedRun = -1;
+    this.judgedRun = -1;
     this.floorMs = this.originMs;
     this.processedMs = this.originMs;
     this.audioStart = this.inputSamples;
@@ -196,6 +258,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.generation++;
     this.queue.length = 0;
     await this.idle();
+    await Promise.allSettled([...this.judgements]);
     await this.detector.close();
   }
 
@@ -254,19 +317,72 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     }
     if (probability >= threshold) {
       this.lastSpeechEndMs = endMs;
+      if (this.silenceStartMs !== null && this.pausedRun === this.silenceRun) {
+        this.pausedRun = -1;
+        this.emit('speech_resumed', { pause: this.pauses });
+      }
       this.silenceStartMs = null;
-    } else if (probability < threshold - VAD_EXIT_MARGIN) {
-      this.silenceStartMs ??= startMs;
+    } else if (probability < threshold - VAD_EXIT_MARGIN && this.silenceStartMs === null) {
+      this.silenceStartMs = startMs;
+      this.silenceRun++;
     }
-    if (this.silenceStartMs !== null && endMs - this.silenceStartMs >= silenceDurationMs) {
-      const audioStartMs = this.startMs;
-      const audio = this.audioSpan(audioStartMs, endMs);
-      this.speaking = false;
-      this.silenceStartMs = null;
-      this.floorMs = endMs;
-      this.trimAudio(Math.max(this.floorMs, endMs - prefixPaddingMs));
-      this.emit('speech_stopped', { audioStartMs, audioEndMs: endMs, lastSpeechEndMs: this.lastSpeechEndMs, audio });
+    if (this.silenceStartMs === null) return;
+    const silentMs = endMs - this.silenceStartMs;
+    const endOfTurn = this.config.endOfTurn;
+    const limitMs = endOfTurn && !this.turnModel ? endOfTurn.fallbackSilenceMs : silenceDurationMs;
+    // The pause comes no later than the model's judgement, so the judge can read its transcript.
+    const pauseMs = Math.min(PAUSE_MS, limitMs, endOfTurn?.candidateSilenceMs ?? PAUSE_MS);
+    if (this.pausedRun !== this.silenceRun && silentMs >= pauseMs) {
+      this.pausedRun = this.silenceRun;
+      this.pauses++;
+      this.emit('speech_paused', { audioStartMs: this.startMs, pausedAtMs: endMs, pause: this.pauses, audio: this.audioSpan(this.startMs, endMs) });
     }
+    if (endOfTurn && this.turnModel && this.judgedRun !== this.silenceRun && silentMs >= endOfTurn.candidateSilenceMs) {
+      this.judgedRun = this.silenceRun;
+      this.judge(this.turnModel, endMs);
+    }
+    if (silentMs >= limitMs) this.endTurn(endMs, 'silence');
+  }
+
+  /** Ends the turn in progress at `endMs` (the end of a scored frame). */
+  private endTurn(endMs: number, endedBy: SpeechStoppedEvent['endedBy']): void {
+    const audioStartMs = this.startMs;
+    const audio = this.audioSpan(audioStartMs, endMs);
+    const pause = this.pausedRun === this.silenceRun ? this.pauses : null;
+    const endOfTurnProbability = this.judgedRun === this.silenceRun ? this.endOfTurnProbability : null;
+    this.speaking = false;
+    this.silenceStartMs = null;
+    this.endOfTurnProbability = null;
+    this.floorMs = endMs;
+    this.trimAudio(Math.max(this.floorMs, endMs - this.config.prefixPaddingMs));
+    this.emit('speech_stopped', { audioStartMs, audioEndMs: endMs, lastSpeechEndMs: this.lastSpeechEndMs, audio, pause, endedBy, endOfTurnProbability });
+  }
+
+  /**
+   * Asks the model about the turn so far [startMs, atMs). Its answer ends the turn only if it
+   * still applies: same stream generation, still speaking, and the same unbroken silence.
+   */
+  private judge(model: EndOfTurnModel, atMs: number): void {
+    const generation = this.generation;
+    const run = this.silenceRun;
+    const fromMs = Math.max(this.startMs, atMs - model.windowMs);
+    const audio = toModelRate(this.audioSpan(fromMs, atMs), model.sampleRateHz);
+    const judgement = (async () => {
+      let probability: number;
+      try {
+        probability = await model.completeProbability(audio);
+      } catch (err) {
+        if (generation !== this.generation) return;
+        this.failedJudgements++;
+        this.emit('error', err instanceof Error ? err : new VadError(String(err)));
+        return;
+      }
+      if (generation !== this.generation || this.closed || !this.speaking || this.silenceRun !== run || this.silenceStartMs === null) return;
+      this.endOfTurnProbability = probability;
+      if (probability >= END_OF_TURN_THRESHOLD) this.endTurn(this.processedMs, 'model');
+    })();
+    this.judgements.add(judgement);
+    void judgement.finally(() => this.judgements.delete(judgement));
   }
 
   private storeAudio(pcm: Int16Array): void {
@@ -301,8 +417,15 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   }
 }
 
+/** PCM16 at 24 kHz → float at the model's rate. */
+function toModelRate(pcm: Int16Array, rateHz: number): Float32Array {
+  const floats = new Float32Array(pcm.length);
+  for (let i = 0; i < pcm.length; i++) floats[i] = (pcm[i] ?? 0) / 32768;
+  return rateHz === PCM_RATE_HZ ? floats : new Resampler(PCM_RATE_HZ, rateHz).push(floats);
+}
+
 function checkConfig(config: SegmenterConfig): SegmenterConfig {
-  const { threshold, prefixPaddingMs, silenceDurationMs } = config;
+  const { threshold, prefixPaddingMs, silenceDurationMs, endOfTurn } = config;
   if (!(threshold >= 0 && threshold <= 1)) throw new VadError(`threshold must be within 0..1, got ${threshold}`);
   if (!Number.isInteger(prefixPaddingMs) || prefixPaddingMs < 0) {
     throw new VadError(`prefixPaddingMs must be a non-negative integer, got ${prefixPaddingMs}`);
@@ -310,5 +433,10 @@ function checkConfig(config: SegmenterConfig): SegmenterConfig {
   if (!Number.isInteger(silenceDurationMs) || silenceDurationMs < 0) {
     throw new VadError(`silenceDurationMs must be a non-negative integer, got ${silenceDurationMs}`);
   }
-  return { threshold, prefixPaddingMs, silenceDurationMs };
+  if (endOfTurn !== null) {
+    for (const key of ['candidateSilenceMs', 'fallbackSilenceMs'] as const) {
+      if (!Number.isInteger(endOfTurn[key]) || endOfTurn[key] < 0) throw new VadError(`endOfTurn.${key} must be a non-negative integer, got ${endOfTurn[key]}`);
+    }
+  }
+  return { threshold, prefixPaddingMs, silenceDurationMs, endOfTurn: endOfTurn && { ...endOfTurn } };
 }

@@ -12,6 +12,8 @@ import { AvatarAssets, DEFAULT_DRIVING_ID, DEFAULT_FACE_ID } from '../media/avat
 import { DEFAULT_AVATAR_FPS, MediaAvatarOutput } from '../media/avatar-output.js';
 import type { FaceRegistry } from '../media/face-registration.js';
 import { SileroVad } from '../providers/vad/silero.js';
+import { SmartTurn } from '../providers/turn/smart-turn.js';
+import type { EndOfTurnModel } from '../providers/turn/base.js';
 import type { RealtimeRuntime } from '../signaling/realtime-connection.js';
 
 const STANDARD_VOICES = ['default', 'alice', 'anthony'];
@@ -44,11 +46,21 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
     (await import('../providers/tts/index.js')).createSpeechService(config.tts, { modelsDir: config.modelsDir, assets: deps.assets, log: log.child({ module: 'tts' }) });
   const asr =
     overrides.asr ?? (await import('../providers/asr/index.js')).createSpeechRecognizers(config.asr, config.modelsDir, log.child({ module: 'asr' }));
+  // Loaded on first use and shared; a failed load is logged once and semantic_vad falls back to silence.
+  let turnModel: Promise<EndOfTurnModel | null> | null = null;
+  const endOfTurnModel =
+    overrides.endOfTurnModel ??
+    (() =>
+      (turnModel ??= SmartTurn.load(config.modelsDir).catch((err: Error) => {
+        log.warn('semantic_vad: the end-of-turn model cannot be loaded; turns end on silence', { err: err.message });
+        return null;
+      })));
   return {
     llm,
     tts,
     asr,
     createVad: overrides.createVad ?? (() => SileroVad.create()),
+    endOfTurnModel,
     startAvatar:
       overrides.startAvatar ??
       ((o) => MediaAvatarOutput.start({ ...o, assets: avatarAssets, pipelinesDir: PIPELINES_DIR, log: log.child({ module: 'avatar' }) })),
@@ -65,6 +77,11 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
           for await (const _ of voice.speak('Hello.', { speed: 1 })) void _;
         }]),
         ['recogniser', () => asr.forModel(null).transcribe({ pcm: new Int16Array(12_000), language: 'en', prompt: null })],
+        ['end-of-turn model', async () => {
+          const model = await endOfTurnModel();
+          if (!model) throw new Error('not installed (semantic_vad ends turns on silence)');
+          await model.completeProbability(new Float32Array(model.sampleRateHz));
+        }],
         // The first media session loads GStreamer's plugins and the encoders (about 1 s on the
         // 2-core machine): without this the first call after start waits that long for its
         // first frame (npm run bench -- webrtc).
@@ -94,7 +111,7 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
       log.info('models warmed up', { ms: Math.round(performance.now() - started) });
     },
     async close() {
-      await Promise.allSettled([llm.close(), tts.close(), asr.close()]);
+      await Promise.allSettled([llm.close(), tts.close(), asr.close(), turnModel?.then((m) => m?.close())]);
     },
   };
 }

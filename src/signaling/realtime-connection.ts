@@ -27,6 +27,7 @@ import type { LanguageModels } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
 import type { SpeechRecognizers } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
+import type { EndOfTurnModel } from '../providers/turn/base.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { SessionConfig } from '../sessions/session-config.js';
 import { applySessionUpdate } from '../realtime/session-update.js';
@@ -77,6 +78,8 @@ export interface RealtimeRuntime {
   tts: SpeechService;
   asr: SpeechRecognizers;
   createVad(): Promise<VoiceActivityDetector>;
+  /** semantic_vad's end-of-turn model, loaded once per process; null when it is not installed. */
+  endOfTurnModel(): Promise<EndOfTurnModel | null>;
   startAvatar(options: AvatarStartOptions): Promise<CallAvatar>;
 }
 
@@ -303,6 +306,7 @@ export class RealtimeConnection {
         tts: runtime.tts,
         asr: runtime.asr,
         createVad: () => runtime.createVad(),
+        endOfTurnModel: () => runtime.endOfTurnModel(),
         assets: this.deps.assets,
         recorder: {
           appendTurn: (role, content) => store.appendChatTurn(session.id, { role, content }, clock.nowUs()),

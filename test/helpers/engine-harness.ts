@@ -117,6 +117,7 @@ export async function engineHarness(options: HarnessOptions = {}): Promise<Harne
       tts: new FakeSpeechService(),
       asr: new FakeSpeechRecognizers({ transcript: transcript ?? 'What time is it?' }),
       createVad: async () => vad,
+      endOfTurnModel: async () => null,
       assets: { require: async () => undefined },
       recorder: { appendTurn: async () => undefined, setCurrentTranscript: async () => undefined, addUsage: async () => undefined },
       log: new Logger('silent'),

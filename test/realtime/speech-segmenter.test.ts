@@ -59,7 +59,7 @@ function brief(events: Event[]): string {
 test('SpeechSegmenter with Silero finds two turns in [1 s silence, sentence, 1.2 s silence, sentence, 1 s silence]', async () => {
   const a = utterance(SENTENCE_A);
   const b = utterance(SENTENCE_B);
-  const config: SegmenterConfig = { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500 };
+  const config: SegmenterConfig = { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, endOfTurn: null };
   const seg = new SpeechSegmenter(await SileroVad.create(), config);
   const events = record(seg);
   await feed(seg, concat([silence(1000, IN_HZ), a, silence(1200, IN_HZ), b, silence(1000, IN_HZ)]));
@@ -191,7 +191,7 @@ test('SpeechSegmenter.update() changes threshold, padding and silence at run tim
   await feed(seg, frames(40));
   assert.equal(brief(events), '+20 -1152');
   seg.update({ threshold: 0.7, prefixPaddingMs: 100 });
-  assert.equal(seg.currentConfig, { threshold: 0.7, prefixPaddingMs: 100, silenceDurationMs: 500 });
+  assert.equal(seg.currentConfig, { threshold: 0.7, prefixPaddingMs: 100, silenceDurationMs: 500, endOfTurn: null });
   await feed(seg, frames(60));
   assert.equal(brief(events), '+20 -1152', 'probability 0.6 is below the new threshold');
   seg.update({ threshold: 0.5, silenceDurationMs: 200 });

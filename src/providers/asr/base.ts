@@ -32,6 +32,8 @@ export interface TranscriptionResult { text: string; language: string | null; au
 export interface Transcriber {
   /** e.g. 'whisper-cpp:base', 'openai:gpt-4o-transcribe', 'fake' */
   readonly id: string;
+  /** Runs on this machine, so work started early and thrown away costs only CPU (the engine transcribes speculatively only then). */
+  readonly local: boolean;
   /** Transcribes one utterance; `onDelta` receives text pieces as they become final (segments), in order, whose concatenation is the final text. Throws ProviderError (code 'asr_unavailable' | 'asr_failed'). */
   transcribe(request: TranscriptionRequest, onDelta?: (delta: string) => void): Promise<TranscriptionResult>;
   close(): Promise<void>;

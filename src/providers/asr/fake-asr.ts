@@ -31,6 +31,7 @@ export interface FakeTranscriberOptions {
 }
 
 export class FakeTranscriber implements Transcriber {
+  readonly local = true;
   readonly id = 'fake';
   readonly requests: TranscriptionRequest[] = [];
   private readonly held: Array<() => void> = [];
@@ -90,6 +91,7 @@ export class FakeSpeechRecognizers implements SpeechRecognizers {
   forModel(): Transcriber {
     return {
       id: 'fake',
+      local: true,
       transcribe: async (request, onDelta) => {
         this.requests.push(request);
         return new FakeTranscriber(this.options).transcribe(request, onDelta);

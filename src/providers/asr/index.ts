@@ -32,6 +32,7 @@ export const HOW_TO_GET_ASR =
 
 /** The route when nothing can transcribe: every call fails with asr_unavailable. */
 export class UnavailableTranscriber implements Transcriber {
+  readonly local = false;
   readonly id = 'unavailable';
   constructor(private readonly reason: string) {}
   async transcribe(_request: TranscriptionRequest): Promise<TranscriptionResult> {

@@ -27,6 +27,7 @@ import type { OpenAiAsrConfig } from './config.js';
 const MAX_ERROR_TEXT_CHARS = 300;
 
 export class OpenAiTranscriber implements Transcriber {
+  readonly local = false;
   readonly id: string;
 
   constructor(

@@ -117,6 +117,7 @@ export function toWhisperInput(pcm: Int16Array): Float32Array {
 }
 
 export class WhisperCppTranscriber implements Transcriber {
+  readonly local = true;
   readonly id: string;
   private readonly gate: Gate;
   private closed = false;

@@ -16,13 +16,13 @@ import {
   convertWhisperModel,
   floatToHalf,
   halfToFloat,
-  melFilters,
   readCt2Model,
   vocabularyBytes,
   whisperModelPath,
   WhisperConvertError,
 } from '../../../src/models/whisper-ggml.js';
 import { REPO_MODELS_DIR, manifestPath } from '../../../src/models/manifest.js';
+import { melFilters } from '../../../src/audio/whisper-mel.js';
 
 /** Where the converted model lives under weights/ (the manifest's asr-whisper-base-ggml). */
 const WHISPER_GGML_FILE = 'asr/ggml-base.bin';

@@ -1,0 +1,51 @@
+/**
+ * semantic_vad's judge of a pause: the end-of-turn model hears the melody of the last seconds;
+ * a "complete" verdict is then checked against the words (the speculative transcript of the same
+ * pause, when the engine has one): a turn whose last word cannot end an English sentence ("a
+ * table for", "tell me about the", "and") is not complete, whatever its melody. Synthetic and
+ * flat-voiced speech often falls at the end of a fragment, and this is the cheap guard against
+ * answering someone who has not finished. Waiting for the transcript costs no latency: the reply
+ * needs it anyway. The check only ever turns "complete" into "incomplete", never the reverse.
+ */
+import type { EndOfTurnModel } from '../providers/turn/base.js';
+import { END_OF_TURN_THRESHOLD } from '../providers/turn/base.js';
+
+/** The probability reported when the words say the sentence is unfinished. */
+const UNFINISHED_WORDS_PROBABILITY = 0.1;
+
+/** Last words after which an English sentence cannot end: articles, possessives, conjunctions, fillers. */
+const NEVER_LAST = new Set(['a', 'an', 'the', 'my', 'your', 'our', 'their', 'and', 'but', 'or', 'nor', 'because', 'although', 'though', 'unless', 'whether', 'um', 'uh', 'er', 'erm', 'hmm']);
+
+/**
+ * Last words that end a question or an exclamation ("Where are you from?", "What is it like?")
+ * but rarely a statement: prepositions, subordinators, and "is"/"was" as in "my favourite colour
+ * is". Whisper puts a full stop after most fragments, so a full stop does not make them final.
+ */
+const RARELY_LAST = new Set(['for', 'to', 'of', 'in', 'on', 'at', 'with', 'about', 'from', 'by', 'into', 'onto', 'than', 'like', 'that', 'which', 'if', 'when', 'while', 'so', 'his', 'its', 'is', 'are', 'was', 'were']);
+
+/** True when `text` (a transcript) stops where a sentence cannot: see NEVER_LAST and RARELY_LAST, or trailing off ("...", "-"). */
+export function soundsUnfinished(text: string): boolean {
+  const trimmed = text.trim();
+  if (trimmed === '') return false;
+  if (/(\.\.\.|…|-|—)$/.test(trimmed)) return true;
+  const last = /([A-Za-z']+)[^A-Za-z']*$/.exec(trimmed)?.[1]?.toLowerCase();
+  if (!last) return false;
+  if (NEVER_LAST.has(last)) return true;
+  return RARELY_LAST.has(last) && !/[?!]$/.test(trimmed);
+}
+
+/** `model`, with its "complete" verdicts checked against `wordsSoFar()` (null: no transcript to check). */
+export function checkedByWords(model: EndOfTurnModel, wordsSoFar: () => Promise<string | null>): EndOfTurnModel {
+  return {
+    name: `${model.name}+words`,
+    sampleRateHz: model.sampleRateHz,
+    windowMs: model.windowMs,
+    async completeProbability(audio) {
+      const probability = await model.completeProbability(audio);
+      if (probability < END_OF_TURN_THRESHOLD) return probability;
+      const words = await wordsSoFar();
+      return words !== null && soundsUnfinished(words) ? Math.min(probability, UNFINISHED_WORDS_PROBABILITY) : probability;
+    },
+    close: () => model.close(),
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * Natural-sounding test speech for turn-taking tests and benchmarks: the server's own offline
+ * voices (flite's four speakers, deterministic; Piper's joe when its model is fetched, whose
+ * timing varies a little run to run) speaking a text, resampled to the rate a caller needs and
+ * trimmed to its audible edges. pausedSpeech() makes a person who stops mid-sentence: the whole
+ * sentence is spoken (so the words before the pause carry a mid-sentence melody, not a final
+ * one) and silence is put in at the word boundary after `prefix`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { FliteVoice } from '../../src/providers/tts/flite.js';
+import { piperVoice } from '../../src/providers/tts/piper.js';
+import type { Voice } from '../../src/providers/tts/base.js';
+import { Resampler } from '../../src/audio/resample.js';
+import { REPO_MODELS_DIR, weightsDir } from '../../src/models/manifest.js';
+import { concatSamples, silence, speechEdges } from './speech.js';
+
+export const FLITE_SPEAKERS = ['slt', 'rms', 'awb', 'kal16'] as const;
+
+/** The offline speakers: flite's four, and Piper's joe when it is fetched. */
+export async function testVoices(): Promise<Voice[]> {
+  const voices: Voice[] = FLITE_SPEAKERS.map((v) => new FliteVoice(`flite-${v}`, { voice: v }));
+  const model = path.join(weightsDir(REPO_MODELS_DIR), 'tts/en_US-joe-medium.onnx');
+  if (fs.existsSync(model) && fs.existsSync(`${model}.json`)) voices.unshift(await piperVoice('piper-joe', { model, config: `${model}.json` }, 1));
+  return voices;
+}
+
+/** `text` spoken by `voice`, as mono floats at `rateHz`, trimmed to its audible edges. */
+export async function voiceSpeech(voice: Voice, text: string, rateHz: number): Promise<Float32Array> {
+  const parts: Float32Array[] = [];
+  for await (const chunk of voice.speak(text, { speed: 1 })) {
+    const floats = Float32Array.from(chunk.pcm, (s) => s / 32768);
+    if (chunk.sampleRateHz === rateHz) parts.push(floats);
+    else {
+      const r = new Resampler(chunk.sampleRateHz, rateHz);
+      parts.push(r.push(floats), r.push(new Float32Array(Math.ceil(chunk.sampleRateHz / 100))));
+    }
+  }
+  const x = concatSamples(parts);
+  const { first, last } = speechEdges(x);
+  return x.slice(first, last + 1);
+}
+
+/** `text` spoken by one of flite's speakers. */
+export function fliteSpeech(text: string, speaker: (typeof FLITE_SPEAKERS)[number], rateHz: number): Promise<Float32Array> {
+  return voiceSpeech(new FliteVoice(`flite-${speaker}`, { voice: speaker }), text, rateHz);
+}
+
+/**
+ * `sentence` spoken by `voice` with `pauseMs` of silence after the words of `prefix` (which must
+ * begin the sentence). The cut is the quietest 20 ms within the stretch where the prefix, spoken
+ * alone, ends (a word boundary: the prefix alone is drawn out at its end, so the stretch reaches
+ * back to 60 % of its length). Returns the audio and where the pause begins (sample index).
+ */
+export async function pausedSpeech(voice: Voice, prefix: string, sentence: string, pauseMs: number, rateHz: number): Promise<{ audio: Float32Array; pauseAt: number }> {
+  if (!sentence.startsWith(prefix)) throw new Error(`pausedSpeech: '${sentence}' does not begin with '${prefix}'`);
+  const whole = await voiceSpeech(voice, sentence, rateHz);
+  const alone = (await voiceSpeech(voice, prefix, rateHz)).length;
+  const window = Math.round(rateHz * 0.02);
+  let pauseAt = -1;
+  let quietest = Infinity;
+  for (let at = Math.floor(alone * 0.6); at + window < Math.min(whole.length, alone * 1.05); at += Math.round(window / 4)) {
+    let energy = 0;
+    for (let i = at; i < at + window; i++) energy += (whole[i] ?? 0) ** 2;
+    if (energy < quietest) {
+      quietest = energy;
+      pauseAt = at + Math.round(window / 2);
+    }
+  }
+  if (pauseAt < 0) throw new Error(`pausedSpeech: no cut found for '${prefix}'`);
+  return { audio: concatSamples([whole.subarray(0, pauseAt), silence(pauseMs, rateHz), whole.subarray(pauseAt)]), pauseAt };
+}

@@ -1,0 +1,366 @@
+/**
+ * Turn-taking (issue 12): semantic_vad's rules in the segmenter with a scripted end-of-turn model
+ * (complete, incomplete → ceiling, resumed, stale answers, failures, no model), the words check of
+ * turn-judge.ts, the engine's speculative transcription (used when the turn ends in its pause,
+ * aborted without a single event when the user speaks on), and Smart Turn itself on Silero turns
+ * of flite speech.
+ */
+import fs from 'node:fs';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { FakeVad } from '../../src/providers/vad/fake-vad.js';
+import { FakeTurnModel } from '../../src/providers/turn/fake-turn.js';
+import { FakeSpeechRecognizers } from '../../src/providers/asr/fake-asr.js';
+import { SileroVad } from '../../src/providers/vad/silero.js';
+import { SmartTurn } from '../../src/providers/turn/smart-turn.js';
+import { modelPath, REPO_MODELS_DIR } from '../../src/models/manifest.js';
+import {
+  SpeechSegmenter,
+  type SegmenterConfig,
+  type SpeechPausedEvent,
+  type SpeechStoppedEvent,
+} from '../../src/realtime/speech-segmenter.js';
+import { soundsUnfinished, checkedByWords } from '../../src/realtime/turn-judge.js';
+import { engineHarness, type Harness } from '../helpers/engine-harness.js';
+import { concatSamples, silence, toPcm16, tone } from '../helpers/speech.js';
+import { FliteVoice } from '../../src/providers/tts/flite.js';
+import { fliteSpeech, pausedSpeech } from '../helpers/voices.js';
+
+const IN_HZ = 24000;
+const SAMPLES_PER_MS = IN_HZ / 1000;
+const FRAME_MS = 32;
+
+const SEMANTIC: SegmenterConfig = {
+  threshold: 0.5,
+  prefixPaddingMs: 300,
+  silenceDurationMs: 4000,
+  endOfTurn: { candidateSilenceMs: 200, fallbackSilenceMs: 700 },
+};
+
+type Seen =
+  | { type: 'started'; audioStartMs: number }
+  | ({ type: 'paused' } & SpeechPausedEvent)
+  | { type: 'resumed'; pause: number }
+  | ({ type: 'stopped' } & SpeechStoppedEvent);
+
+function record(seg: SpeechSegmenter): Seen[] {
+  const seen: Seen[] = [];
+  seg.on('speech_started', (e) => seen.push({ type: 'started', ...e }));
+  seg.on('speech_paused', (e) => seen.push({ type: 'paused', ...e }));
+  seg.on('speech_resumed', (e) => seen.push({ type: 'resumed', ...e }));
+  seg.on('speech_stopped', (e) => seen.push({ type: 'stopped', ...e }));
+  return seen;
+}
+
+/**
+ * Pushes `x` in 32 ms chunks as a microphone would, letting timers run between chunks (a model's
+ * answer arrives while later audio is still coming, as in life).
+ */
+async function feedPaced(seg: SpeechSegmenter, x: Float32Array): Promise<void> {
+  const pcm = toPcm16(x);
+  const chunk = FRAME_MS * SAMPLES_PER_MS;
+  for (let i = 0; i < pcm.length; i += chunk) {
+    seg.push(pcm.subarray(i, i + chunk));
+    await seg.idle();
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  await seg.idle();
+}
+
+/** `n` frames of quiet tone: the scripts decide what is speech. */
+function frames(n: number): Float32Array {
+  return tone(200, n * FRAME_MS, IN_HZ, 0.001);
+}
+
+const speechAt = (ranges: Array<[number, number]>) => (i: number) => (ranges.some(([a, b]) => i >= a && i < b) ? 0.9 : 0.02);
+const stops = (seen: Seen[]) => seen.filter((e): e is Extract<Seen, { type: 'stopped' }> => e.type === 'stopped');
+
+// ---- the segmenter's semantic_vad rules ----
+
+const Rules = suite('semantic_vad rules (fake detector, scripted model)');
+
+Rules('"complete" after the candidate silence ends the turn at once, not at the ceiling', async () => {
+  const model = new FakeTurnModel({ script: () => 0.9 });
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), SEMANTIC, model);
+  const seen = record(seg);
+  await feedPaced(seg, frames(80));
+  const [stop, ...more] = stops(seen);
+  assert.ok(stop && more.length === 0, JSON.stringify(seen.map((e) => e.type)));
+  assert.is(stop.endedBy, 'model');
+  assert.is(stop.lastSpeechEndMs, 40 * FRAME_MS);
+  // Silence from 1280 ms; the model is asked at the first frame end ≥ 200 ms later (1504) and its
+  // answer ends the turn at the frame scored when it arrives.
+  assert.is(model.judged.length, 1);
+  assert.ok(stop.audioEndMs >= 1504 && stop.audioEndMs <= 1504 + 2 * FRAME_MS, String(stop.audioEndMs));
+  assert.ok(stop.endOfTurnProbability !== null && stop.endOfTurnProbability > 0.5);
+  assert.is(stop.audio.length, (stop.audioEndMs - stop.audioStartMs) * SAMPLES_PER_MS);
+  // The model heard the turn from its start (with padding) to the candidate point, at 16 kHz.
+  assert.is(model.judged[0], Math.round(((1504 - stop.audioStartMs) * 16000) / 1000));
+  await seg.close();
+});
+
+Rules('"incomplete" waits: the turn ends at the ceiling (silenceDurationMs), ended by silence', async () => {
+  const model = new FakeTurnModel({ script: () => 0.1 });
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 1000 }, model);
+  const seen = record(seg);
+  await feedPaced(seg, frames(90));
+  const [stop] = stops(seen);
+  assert.ok(stop);
+  assert.is(stop.endedBy, 'silence');
+  assert.is(stop.audioEndMs, 1280 + 1024); // the first frame end ≥ 1000 ms of silence
+  assert.is(stop.endOfTurnProbability, 0.1);
+  assert.is(model.judged.length, 1, 'one judgement per pause');
+  await seg.close();
+});
+
+Rules('a pause judged incomplete, then more speech: one turn; the next pause is judged again and ends it', async () => {
+  const model = new FakeTurnModel({ script: (_audio, call) => (call === 0 ? 0.1 : 0.9) });
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40], [52, 70]]) }), SEMANTIC, model);
+  const seen = record(seg);
+  await feedPaced(seg, frames(110));
+  assert.equal(
+    seen.map((e) => e.type),
+    ['started', 'paused', 'resumed', 'paused', 'stopped'],
+  );
+  const [stop] = stops(seen);
+  assert.is(stop!.endedBy, 'model');
+  assert.is(stop!.lastSpeechEndMs, 70 * FRAME_MS);
+  assert.is(stop!.pause, 2, 'names the pause it ended in');
+  assert.is(model.judged.length, 2);
+  await seg.close();
+});
+
+Rules('an answer that arrives after the speaker went on is dropped (the turn is not cut)', async () => {
+  // "Complete", but slow: 300 ms, while speech resumes 96 ms after the question was asked.
+  const model = new FakeTurnModel({ script: () => 0.9, delayMs: 300 });
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40], [50, 70]]) }), SEMANTIC, model);
+  const seen = record(seg);
+  await feedPaced(seg, frames(56)); // asked at frame 46; speech again from frame 50
+  await new Promise((r) => setTimeout(r, 350)); // the stale answer arrives during the second stretch
+  assert.is(model.judged.length, 1);
+  await feedPaced(seg, frames(54));
+  await new Promise((r) => setTimeout(r, 350)); // the answer about the second pause
+  const [stop, ...more] = stops(seen);
+  assert.ok(stop && more.length === 0, JSON.stringify(seen.map((e) => e.type)));
+  assert.ok(stop.lastSpeechEndMs === 70 * FRAME_MS, 'the turn covers the speech after the pause');
+  await seg.close();
+});
+
+Rules('a failing model is reported and the turn falls back to the ceiling', async () => {
+  const model = new FakeTurnModel({ script: () => { throw new Error('model broke'); } });
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 800 }, model);
+  const seen = record(seg);
+  const errors: Error[] = [];
+  seg.on('error', (e) => errors.push(e));
+  await feedPaced(seg, frames(80));
+  assert.is(errors.length, 1);
+  assert.is(seg.failedJudgements, 1);
+  const [stop] = stops(seen);
+  assert.is(stop!.endedBy, 'silence');
+  assert.is(stop!.audioEndMs, 1280 + 800);
+  await seg.close();
+});
+
+Rules('without a model, semantic_vad ends turns on its fallback silence; server_vad never asks a model', async () => {
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), SEMANTIC, null);
+  const seen = record(seg);
+  await feedPaced(seg, frames(80));
+  assert.is(stops(seen)[0]!.audioEndMs, 1280 + 704);
+  await seg.close();
+  const model = new FakeTurnModel();
+  const server = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, endOfTurn: null }, model);
+  const seen2 = record(server);
+  await feedPaced(server, frames(80));
+  assert.is(stops(seen2)[0]!.audioEndMs, 1280 + 512);
+  assert.is(stops(seen2)[0]!.endedBy, 'silence');
+  assert.is(model.judged.length, 0);
+  await server.close();
+});
+
+Rules('speech_paused reports the turn so far once per pause, and the turn names the pause it ended in', async () => {
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, endOfTurn: null });
+  const seen = record(seg);
+  await feedPaced(seg, frames(80));
+  const paused = seen.filter((e): e is Extract<Seen, { type: 'paused' }> => e.type === 'paused');
+  assert.is(paused.length, 1);
+  assert.is(paused[0]!.pausedAtMs, 1280 + 224);
+  assert.is(paused[0]!.audio.length, (1504 - paused[0]!.audioStartMs) * SAMPLES_PER_MS);
+  assert.is(stops(seen)[0]!.pause, paused[0]!.pause);
+  await seg.close();
+});
+
+Rules.run();
+
+// ---- the words check ----
+
+const Words = suite('turn-judge: a melody that ends is checked against the words');
+
+Words('soundsUnfinished() knows fragments from sentences', () => {
+  for (const t of ['I would like to book a table for', 'I would like to book a table for.', 'Can you tell me about the', 'and', 'So, um', 'My favourite colour is', 'I was thinking...']) {
+    assert.ok(soundsUnfinished(t), t);
+  }
+  for (const t of ['What time is it?', 'What is the weather like?', 'Where are you from?', 'Tell me a joke.', 'Hello', '', 'Thank you so much!']) {
+    assert.not.ok(soundsUnfinished(t), t);
+  }
+});
+
+Words('checkedByWords() turns "complete" into "incomplete" only when the words are unfinished', async () => {
+  const complete = new FakeTurnModel({ script: () => 0.95 });
+  const incomplete = new FakeTurnModel({ script: () => 0.2 });
+  const audio = new Float32Array(1600);
+  assert.ok((await checkedByWords(complete, async () => 'a table for').completeProbability(audio)) < 0.5);
+  assert.ok((await checkedByWords(complete, async () => 'What time is it?').completeProbability(audio)) > 0.5);
+  assert.ok((await checkedByWords(complete, async () => null).completeProbability(audio)) > 0.5, 'no transcript: the model decides');
+  let asked = 0;
+  const p = await checkedByWords(incomplete, async () => (asked++, 'Tell me a joke.')).completeProbability(audio);
+  assert.is(p, 0.2);
+  assert.is(asked, 0, 'an "incomplete" verdict does not wait for words');
+});
+
+Words.run();
+
+// ---- the engine: speculative transcription and semantic turns ----
+
+const Engine = suite('engine: speculative transcription and semantic_vad');
+
+const LOUD = 0.3;
+/** Realtime input: `ms` of loud tone (speech for the energy VAD) or silence, as PCM16 24 kHz. */
+const loud = (ms: number) => tone(220, ms, IN_HZ, LOUD);
+
+async function speak(h: Harness, parts: Float32Array[]): Promise<void> {
+  const pcm = toPcm16(concatSamples(parts));
+  const chunk = 20 * SAMPLES_PER_MS;
+  for (let i = 0; i < pcm.length; i += chunk) {
+    const part = pcm.subarray(i, i + chunk);
+    h.send({ type: 'input_audio_buffer.append', audio: Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64') });
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+const VAD_UPDATE = (turnDetection: unknown) => ({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: turnDetection } } } });
+
+Engine('server_vad: the transcript is the one started in the pause; its deltas come after the commit', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: 'What time is it?', deltas: 2 });
+  const h = await engineHarness({ deps: { asr } });
+  try {
+    h.send(VAD_UPDATE({ type: 'server_vad', silence_duration_ms: 500, create_response: false }));
+    await speak(h, [silence(200, IN_HZ), loud(1200), silence(900, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    assert.is(done.transcript, 'What time is it?');
+    assert.is(asr.requests.length, 1, 'transcribed once: in the pause');
+    const committed = h.events.find((e) => e.type === 'input_audio_buffer.committed')!;
+    const stopped = h.events.find((e) => e.type === 'input_audio_buffer.speech_stopped')!;
+    const started = h.events.find((e) => e.type === 'input_audio_buffer.speech_started')!;
+    // The speculation heard the turn up to the pause (≈200 ms of silence), not to the commit (500).
+    const heardMs = asr.requests[0]!.pcm.length / SAMPLES_PER_MS;
+    const turnMs = (stopped.audio_end_ms as number) - (started.audio_start_ms as number);
+    assert.ok(turnMs - heardMs >= 250, `speculation ${heardMs} ms of a ${turnMs} ms turn`);
+    const t = h.events.map((e) => e.type);
+    assert.ok(t.indexOf('conversation.item.input_audio_transcription.delta') > h.events.indexOf(committed), t.join(', '));
+    assert.is(t.filter((x) => x === 'conversation.item.input_audio_transcription.delta').length, 2);
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('server_vad: a pause the user speaks on after is thrown away: aborted, and not one event of it is sent', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: (r) => `heard ${Math.round(r.pcm.length / SAMPLES_PER_MS)} ms` });
+  const h = await engineHarness({ deps: { asr } });
+  try {
+    h.send(VAD_UPDATE({ type: 'server_vad', silence_duration_ms: 500, create_response: false }));
+    // A 300 ms pause (a pause, not the end: < 500 ms), then more speech, then the end.
+    await speak(h, [silence(200, IN_HZ), loud(800), silence(300, IN_HZ), loud(800), silence(900, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    assert.is(asr.requests.length, 2, 'one speculation per pause');
+    assert.is(asr.requests[0]!.signal?.aborted, true, 'the first pause’s work is aborted');
+    assert.is(asr.requests[1]!.signal?.aborted, false);
+    assert.is(done.transcript, `heard ${Math.round(asr.requests[1]!.pcm.length / SAMPLES_PER_MS)} ms`);
+    const transcripts = h.events.filter((e) => e.type.startsWith('conversation.item.input_audio_transcription'));
+    assert.is(transcripts.length, 2, 'one delta and one completed, of the second pause only');
+    for (const e of transcripts) assert.not.match(JSON.stringify(e), `heard ${Math.round(asr.requests[0]!.pcm.length / SAMPLES_PER_MS)} ms`);
+    assert.is(h.events.filter((e) => e.type === 'input_audio_buffer.speech_stopped').length, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('semantic_vad: a complete-sounding question is answered after a short pause, not the silence window', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: 'What time is it?' });
+  const model = new FakeTurnModel({ script: () => 0.9 });
+  const h = await engineHarness({ deps: { asr, endOfTurnModel: async () => model } });
+  try {
+    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
+    await speak(h, [silence(200, IN_HZ), loud(1200), silence(1200, IN_HZ)]);
+    const stopped = await h.waitFor((e) => e.type === 'input_audio_buffer.speech_stopped');
+    const speechEndMs = 200 + 1200; // on the stream's clock
+    assert.ok((stopped.audio_end_ms as number) - speechEndMs < 400, `ended ${(stopped.audio_end_ms as number) - speechEndMs} ms after the speech`);
+    await h.waitFor((e) => e.type === 'response.created');
+    assert.is(asr.requests.length, 1);
+    const updated = h.events.find((e) => e.type === 'session.updated') as { session: { audio: { input: { turn_detection: { type: string } } } } } | undefined;
+    assert.is(updated?.session.audio.input.turn_detection.type, 'semantic_vad');
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('semantic_vad: a pause after "a table for" is not the end, though the melody says so; the turn goes on', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: (r) => (r.pcm.length / SAMPLES_PER_MS < 1600 ? 'I would like a table for' : 'I would like a table for two.') });
+  const model = new FakeTurnModel({ script: () => 0.9 });
+  const h = await engineHarness({ deps: { asr, endOfTurnModel: async () => model } });
+  try {
+    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'high', create_response: false }));
+    await speak(h, [silence(200, IN_HZ), loud(1000), silence(500, IN_HZ), loud(600), silence(1200, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    assert.is(done.transcript, 'I would like a table for two.');
+    assert.is(h.events.filter((e) => e.type === 'input_audio_buffer.speech_stopped').length, 1, 'one turn');
+    assert.is(model.judged.length, 2, 'both pauses judged');
+  } finally {
+    await h.close();
+  }
+});
+
+Engine.run();
+
+// ---- Smart Turn on real speech ----
+
+const Real = suite('Smart Turn v3 with Silero on flite speech');
+const haveModel = modelPath(REPO_MODELS_DIR, 'turn-smart-turn-v3') !== null;
+
+if (!haveModel) {
+  console.log('turn-taking.test.ts: skipping the Smart Turn tests: turn-smart-turn-v3 is not fetched (npm run setup:models)');
+  Real.skip('Smart Turn (model not fetched)', () => undefined);
+} else {
+  Real('a finished question ends by the model within a few hundred ms; a sentence paused mid-way is one turn', async () => {
+    const model = (await SmartTurn.load(REPO_MODELS_DIR))!;
+    try {
+      for (const voice of ['slt', 'rms'] as const) {
+        const question = await fliteSpeech('What is the capital of France?', voice, IN_HZ);
+        const seg = new SpeechSegmenter(await SileroVad.create(), SEMANTIC, model);
+        const seen = record(seg);
+        await feedPaced(seg, concatSamples([silence(500, IN_HZ), question, silence(1500, IN_HZ)]));
+        await seg.close();
+        const [stop] = stops(seen);
+        assert.ok(stop, voice);
+        assert.is(stop.endedBy, 'model', `${voice}: p=${stop.endOfTurnProbability}`);
+        assert.ok(stop.audioEndMs - stop.lastSpeechEndMs < 600, `${voice}: ended ${stop.audioEndMs - stop.lastSpeechEndMs} ms after the speech`);
+
+        const { audio: paused } = await pausedSpeech(new FliteVoice(voice, { voice }), 'So what I was thinking is that', 'So what I was thinking is that we could go to the park.', 500, IN_HZ);
+        const seg2 = new SpeechSegmenter(await SileroVad.create(), SEMANTIC, model);
+        const seen2 = record(seg2);
+        // Trailing silence past the ceiling: the end of the sentence ends the turn either way.
+        await feedPaced(seg2, concatSamples([silence(500, IN_HZ), paused, silence(4500, IN_HZ)]));
+        await seg2.close();
+        const turns = stops(seen2);
+        assert.is(turns.length, 1, `${voice}: ${turns.map((t) => `${t.endedBy} p=${t.endOfTurnProbability} at ${t.audioEndMs}`).join('; ')}`);
+        assert.ok(seen2.some((e) => e.type === 'resumed'), `${voice}: the pause was heard as a pause`);
+      }
+    } finally {
+      await model.close();
+    }
+  });
+  Real('the model file is the one the manifest names', () => {
+    assert.ok(fs.statSync(modelPath(REPO_MODELS_DIR, 'turn-smart-turn-v3')!).size === 8679182);
+  });
+}
+
+Real.run();
