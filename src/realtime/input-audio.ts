@@ -32,7 +32,7 @@ export interface InputAudioEvents {
   /** Speech broke that pause: work started on it is stale. */
   speech_resumed: [{ pause: number }];
   /** The turn ended; `audio` is the turn's speech (with its prefix padding), `pause` the speech_paused it ended in. */
-  speech_stopped: [{ audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model' }];
+  speech_stopped: [{ audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model'; endOfTurnProbability: number | null }];
 }
 
 export class InputAudio extends EventEmitter<InputAudioEvents> {
@@ -83,7 +83,7 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
       const itemId = this.speechItemId ?? newItemId();
       this.speechItemId = null;
       this.resetBuffer();
-      this.emit('speech_stopped', { audioEndMs: e.audioEndMs, itemId, audio: e.audio, pause: e.pause, endedBy: e.endedBy });
+      this.emit('speech_stopped', { audioEndMs: e.audioEndMs, itemId, audio: e.audio, pause: e.pause, endedBy: e.endedBy, endOfTurnProbability: e.endOfTurnProbability });
     });
     segmenter.on('error', (err) => this.log.warn('turn detection failed on a frame or a judgement (the turn goes on)', { err }));
     this.segmenter = segmenter;

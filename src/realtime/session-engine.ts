@@ -509,7 +509,7 @@ export class RealtimeSessionEngine {
     return s.result.then((r) => r.text, () => null);
   }
 
-  private onSpeechStopped(e: { audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model' }): void {
+  private onSpeechStopped(e: { audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model'; endOfTurnProbability: number | null }): void {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: e.itemId });
     // The speculation is this turn's only if the turn ended in the pause it started in, with the
@@ -521,7 +521,13 @@ export class RealtimeSessionEngine {
       s.transcriber.id === this.deps.asr.forModel(t.model).id && s.language === t.language && s.prompt === t.prompt;
     if (usable) this.speculation = null;
     else this.dropSpeculation();
-    this.deps.log.info('turn ended', { sessionId: this.options.sessionId, itemId: e.itemId, endedBy: e.endedBy, speculativeTranscript: usable });
+    this.deps.log.info('turn ended', {
+      sessionId: this.options.sessionId,
+      itemId: e.itemId,
+      endedBy: e.endedBy,
+      endOfTurnProbability: e.endOfTurnProbability,
+      speculativeTranscript: usable,
+    });
     this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, usable ? s : null);
   }
 

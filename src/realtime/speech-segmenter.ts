@@ -15,9 +15,11 @@
  *    turn that ends in it names it in `speech_stopped.pause`;
  *  - server_vad: the turn ends once the silence has lasted silenceDurationMs;
  *  - semantic_vad with a model: once the silence has lasted `endOfTurn.candidateSilenceMs` the
- *    model judges the turn so far (asynchronously; frames go on being scored). "Complete" ends the
- *    turn at the latest scored frame, if the silence is still unbroken when the answer comes;
- *    "incomplete" (or a failed judgement) leaves it to silenceDurationMs, the ceiling, so a person
+ *    model judges the turn so far (asynchronously; frames go on being scored), and again at 3 and
+ *    7 times that silence (JUDGEMENTS), each time with a lower bar: the longer someone has been
+ *    quiet, the less sure the model needs to be. A verdict over the bar ends the turn at the
+ *    latest scored frame, if the silence is still unbroken when it comes; otherwise (or if the
+ *    judgement failed) the turn goes on, at most to silenceDurationMs, the ceiling, so a person
  *    who pauses mid-sentence is not cut off. Without a model, `endOfTurn.fallbackSilenceMs` is the
  *    silence that ends the turn;
  *  - at the end, `speech_stopped.audioEndMs` is the end of the frame that ended the turn, and the
@@ -38,6 +40,16 @@ export const VAD_EXIT_MARGIN = 0.15;
 
 /** Silence after which `speech_paused` reports the turn so far (for speculative transcription). */
 export const PAUSE_MS = 200;
+
+/**
+ * semantic_vad: when the end-of-turn model is asked (silence, in multiples of the candidate
+ * silence) and the probability of "complete" that then ends the turn.
+ */
+export const JUDGEMENTS: ReadonlyArray<{ afterCandidates: number; threshold: number }> = [
+  { afterCandidates: 1, threshold: END_OF_TURN_THRESHOLD },
+  { afterCandidates: 3, threshold: 0.3 },
+  { afterCandidates: 7, threshold: 0.15 },
+];
 
 export interface EndOfTurnConfig {
   /** Silence after which the end-of-turn model judges the turn, in ms. */
@@ -141,8 +153,9 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   /** The silence run a speech_paused was emitted for, and its number. */
   private pausedRun = -1;
   private pauses = 0;
-  /** The silence run the model was asked about. */
+  /** The silence run the model was asked about, and how many times (an index into JUDGEMENTS). */
   private judgedRun = -1;
+  private judgedTimes = 0;
   private endOfTurnProbability: number | null = null;
   /** Judgements in flight (close() waits for them). */
   private readonly judgements = new Set<Promise<void>>();
@@ -337,9 +350,17 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
       this.pauses++;
       this.emit('speech_paused', { audioStartMs: this.startMs, pausedAtMs: endMs, pause: this.pauses, audio: this.audioSpan(this.startMs, endMs) });
     }
-    if (endOfTurn && this.turnModel && this.judgedRun !== this.silenceRun && silentMs >= endOfTurn.candidateSilenceMs) {
-      this.judgedRun = this.silenceRun;
-      this.judge(this.turnModel, endMs);
+    if (endOfTurn && this.turnModel) {
+      if (this.judgedRun !== this.silenceRun) {
+        this.judgedRun = this.silenceRun;
+        this.judgedTimes = 0;
+        this.endOfTurnProbability = null;
+      }
+      const next = JUDGEMENTS[this.judgedTimes];
+      if (next && silentMs >= next.afterCandidates * endOfTurn.candidateSilenceMs) {
+        this.judgedTimes++;
+        this.judge(this.turnModel, endMs, next.threshold);
+      }
     }
     if (silentMs >= limitMs) this.endTurn(endMs, 'silence');
   }
@@ -359,10 +380,11 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   }
 
   /**
-   * Asks the model about the turn so far [startMs, atMs). Its answer ends the turn only if it
-   * still applies: same stream generation, still speaking, and the same unbroken silence.
+   * Asks the model about the turn so far [startMs, atMs). Its answer ends the turn if it reaches
+   * `threshold` and still applies: same stream generation, still speaking, and the same unbroken
+   * silence.
    */
-  private judge(model: EndOfTurnModel, atMs: number): void {
+  private judge(model: EndOfTurnModel, atMs: number, threshold: number): void {
     const generation = this.generation;
     const run = this.silenceRun;
     const fromMs = Math.max(this.startMs, atMs - model.windowMs);
@@ -379,7 +401,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
       }
       if (generation !== this.generation || this.closed || !this.speaking || this.silenceRun !== run || this.silenceStartMs === null) return;
       this.endOfTurnProbability = probability;
-      if (probability >= END_OF_TURN_THRESHOLD) this.endTurn(this.processedMs, 'model');
+      if (probability >= threshold) this.endTurn(this.processedMs, 'model');
     })();
     this.judgements.add(judgement);
     void judgement.finally(() => this.judgements.delete(judgement));

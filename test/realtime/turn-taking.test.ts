@@ -99,7 +99,7 @@ Rules('"complete" after the candidate silence ends the turn at once, not at the 
   await seg.close();
 });
 
-Rules('"incomplete" waits: the turn ends at the ceiling (silenceDurationMs), ended by silence', async () => {
+Rules('"incomplete" waits: asked again at 3× the candidate silence, then the turn ends at the ceiling (silenceDurationMs)', async () => {
   const model = new FakeTurnModel({ script: () => 0.1 });
   const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 1000 }, model);
   const seen = record(seg);
@@ -109,7 +109,7 @@ Rules('"incomplete" waits: the turn ends at the ceiling (silenceDurationMs), end
   assert.is(stop.endedBy, 'silence');
   assert.is(stop.audioEndMs, 1280 + 1024); // the first frame end ≥ 1000 ms of silence
   assert.is(stop.endOfTurnProbability, 0.1);
-  assert.is(model.judged.length, 1, 'one judgement per pause');
+  assert.is(model.judged.length, 2, 'asked at 224 and 608 ms of silence (7× would be past the ceiling)');
   await seg.close();
 });
 
@@ -146,6 +146,18 @@ Rules('an answer that arrives after the speaker went on is dropped (the turn is 
   await seg.close();
 });
 
+Rules('the bar falls as the silence grows: 0.4 does not end a turn at 200 ms of silence but does at 600', async () => {
+  const model = new FakeTurnModel({ script: () => 0.4 });
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), SEMANTIC, model);
+  const seen = record(seg);
+  await feedPaced(seg, frames(80));
+  const [stop] = stops(seen);
+  assert.is(stop!.endedBy, 'model');
+  assert.ok(stop!.audioEndMs >= 1280 + 608 && stop!.audioEndMs <= 1280 + 608 + 2 * FRAME_MS, String(stop!.audioEndMs));
+  assert.is(model.judged.length, 2);
+  await seg.close();
+});
+
 Rules('a failing model is reported and the turn falls back to the ceiling', async () => {
   const model = new FakeTurnModel({ script: () => { throw new Error('model broke'); } });
   const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 800 }, model);
@@ -153,8 +165,8 @@ Rules('a failing model is reported and the turn falls back to the ceiling', asyn
   const errors: Error[] = [];
   seg.on('error', (e) => errors.push(e));
   await feedPaced(seg, frames(80));
-  assert.is(errors.length, 1);
-  assert.is(seg.failedJudgements, 1);
+  assert.is(errors.length, 2);
+  assert.is(seg.failedJudgements, 2);
   const [stop] = stops(seen);
   assert.is(stop!.endedBy, 'silence');
   assert.is(stop!.audioEndMs, 1280 + 800);
@@ -313,7 +325,7 @@ Engine('semantic_vad: a pause after "a table for" is not the end, though the mel
     const done = await h.waitFor((e) => e.type === 'conversation.item.input_audio_transcription.completed');
     assert.is(done.transcript, 'I would like a table for two.');
     assert.is(h.events.filter((e) => e.type === 'input_audio_buffer.speech_stopped').length, 1, 'one turn');
-    assert.is(model.judged.length, 2, 'both pauses judged');
+    assert.ok(model.judged.length >= 2, 'both pauses judged');
   } finally {
     await h.close();
   }
