@@ -67,6 +67,8 @@ interface Sample {
 }
 
 interface VoiceTurn {
+  /** The item of the turn that ended after the speech. */
+  itemId: string | null;
   fromSpeechEndMs: number | null;
   falseCutIn: boolean;
   decisionMs: number | null;
@@ -123,9 +125,17 @@ const bench: Benchmark = {
             }
             await v.close();
             const sessionId = (v.events.find((e) => e.type === 'session.created') as { session?: { id?: string } } | undefined)?.session?.id;
+            const ended = new Map<string, { endedBy: string; endOfTurnProbability: number | null }>();
             for (const m of server.stdout().matchAll(/^\{.*"msg":"turn ended".*\}$/gm)) {
-              const r = JSON.parse(m[0]) as { sessionId: string; endedBy: string };
-              if (r.sessionId === sessionId) endings[mode].push(r.endedBy);
+              const r = JSON.parse(m[0]) as { sessionId: string; itemId: string; endedBy: string; endOfTurnProbability: number | null };
+              if (r.sessionId !== sessionId) continue;
+              endings[mode].push(r.endedBy);
+              ended.set(r.itemId, r);
+            }
+            for (const [i, turn] of voice[mode].slice(-samples.length).entries()) {
+              if ((turn.decisionMs ?? 0) <= 1500) continue;
+              const how = turn.itemId ? ended.get(turn.itemId) : undefined;
+              ctx.log(`${llm} ${mode}: "${samples[i]!.label}" ended ${turn.decisionMs} ms after the speech (${how?.endedBy}, p=${how?.endOfTurnProbability?.toFixed(2)})`);
             }
           }
           for (const m of server.stdout().matchAll(/^\{.*"msg":"response timing".*\}$/gm)) {
@@ -254,6 +264,7 @@ async function voiceTurn(c: RealtimeTestClient, sample: Sample): Promise<VoiceTu
   const wallOf = (sampleIndex: number) => start + (sampleIndex / RATE_HZ) * 1000;
   const speechEnd = wallOf(sample.speechEnd);
   let stoppedAt: number | null = null;
+  let itemId: string | null = null;
   let transcribedAt: number | null = null;
   let createdAt: number | null = null;
   let responseId: string | null = null;
@@ -265,7 +276,10 @@ async function voiceTurn(c: RealtimeTestClient, sample: Sample): Promise<VoiceTu
     if (e.type === 'input_audio_buffer.speech_stopped') {
       // A turn that ends before the speech does cut the speaker off (in the pause, for the paused ones).
       if (now < speechEnd) falseCutIn = true;
-      else stoppedAt ??= now;
+      else if (stoppedAt === null) {
+        stoppedAt = now;
+        itemId = (e as { item_id?: string }).item_id ?? null;
+      }
     }
     if (stoppedAt === null) return;
     if (e.type === 'conversation.item.input_audio_transcription.completed') transcribedAt ??= now;
@@ -293,6 +307,7 @@ async function voiceTurn(c: RealtimeTestClient, sample: Sample): Promise<VoiceTu
   await c.waitFor('input_audio_buffer.cleared', { from, timeoutMs: 10_000 });
   const ms = (a: number | null, b: number | null) => (a !== null && b !== null ? Math.round(b - a) : null);
   return {
+    itemId,
     fromSpeechEndMs: ms(speechEnd, firstAudio),
     falseCutIn,
     decisionMs: ms(speechEnd, stoppedAt),

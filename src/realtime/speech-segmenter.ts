@@ -8,8 +8,8 @@
  *    frame − prefixPaddingMs, clamped at 0 and at the end of the previous turn / the last clear();
  *  - while speaking, frames below (threshold − 0.15) (hysteresis) are silence; frames ≥ threshold
  *    restart the silence, frames in between neither count nor restart it;
- *  - once a silence has lasted PAUSE_MS (or the window or the model's candidate silence, if
- *    shorter), `speech_paused` reports
+ *  - once a silence has lasted PAUSE_MS (or the window, or half the model's candidate silence
+ *    with semantic_vad, if shorter), `speech_paused` reports
  *    the audio so far, once per silence: the engine may start transcribing it before the turn is
  *    certain; speech that breaks that silence emits `speech_resumed` (the work is stale), and a
  *    turn that ends in it names it in `speech_stopped.pause`;
@@ -343,8 +343,9 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     const silentMs = endMs - this.silenceStartMs;
     const endOfTurn = this.config.endOfTurn;
     const limitMs = endOfTurn && !this.turnModel ? endOfTurn.fallbackSilenceMs : silenceDurationMs;
-    // The pause comes no later than the model's judgement, so the judge can read its transcript.
-    const pauseMs = Math.min(PAUSE_MS, limitMs, endOfTurn?.candidateSilenceMs ?? PAUSE_MS);
+    // semantic_vad's judge reads the pause's transcript, which is on its critical path: the pause
+    // comes at half the candidate silence, so the transcript is about ready when the model answers.
+    const pauseMs = Math.min(PAUSE_MS, limitMs, endOfTurn && this.turnModel ? Math.round(endOfTurn.candidateSilenceMs / 2) : PAUSE_MS);
     if (this.pausedRun !== this.silenceRun && silentMs >= pauseMs) {
       this.pausedRun = this.silenceRun;
       this.pauses++;

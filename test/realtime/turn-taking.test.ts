@@ -91,6 +91,8 @@ Rules('"complete" after the candidate silence ends the turn at once, not at the 
   // Silence from 1280 ms; the model is asked at the first frame end ≥ 200 ms later (1504) and its
   // answer ends the turn at the frame scored when it arrives.
   assert.is(model.judged.length, 1);
+  // The pause (for the transcript the judge reads) comes at half the candidate silence.
+  assert.is(seen.find((e): e is Extract<Seen, { type: 'paused' }> => e.type === 'paused')?.pausedAtMs, 1280 + 128);
   assert.ok(stop.audioEndMs >= 1504 && stop.audioEndMs <= 1504 + 2 * FRAME_MS, String(stop.audioEndMs));
   assert.ok(stop.endOfTurnProbability !== null && stop.endOfTurnProbability > 0.5);
   assert.is(stop.audio.length, (stop.audioEndMs - stop.audioStartMs) * SAMPLES_PER_MS);
