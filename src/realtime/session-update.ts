@@ -39,10 +39,10 @@ const MAX_TRANSCRIPTION_PROMPT_CHARS = 4000;
  * OpenAI documents the ceilings as 8 s, 4 s and 2 s for low, medium and high.
  */
 const SEMANTIC_EAGERNESS: Record<string, { candidate: number; ceiling: number; fallback: number }> = {
-  low: { candidate: 300, ceiling: 8000, fallback: 1200 },
-  medium: { candidate: 200, ceiling: 4000, fallback: 700 },
-  auto: { candidate: 200, ceiling: 4000, fallback: 700 },
-  high: { candidate: 150, ceiling: 2000, fallback: 350 },
+  low: { candidate: 250, ceiling: 8000, fallback: 1200 },
+  medium: { candidate: 160, ceiling: 4000, fallback: 700 },
+  auto: { candidate: 160, ceiling: 4000, fallback: 700 },
+  high: { candidate: 120, ceiling: 2000, fallback: 350 },
 };
 
 export interface TurnDetection {

@@ -15,8 +15,8 @@
  *    turn that ends in it names it in `speech_stopped.pause`;
  *  - server_vad: the turn ends once the silence has lasted silenceDurationMs;
  *  - semantic_vad with a model: once the silence has lasted `endOfTurn.candidateSilenceMs` the
- *    model judges the turn so far (asynchronously; frames go on being scored), and again at 3 and
- *    7 times that silence (JUDGEMENTS), each time with a lower bar: the longer someone has been
+ *    model judges the turn so far (asynchronously; frames go on being scored), and again at 4 and
+ *    8 times that silence (JUDGEMENTS), each time with a lower bar: the longer someone has been
  *    quiet, the less sure the model needs to be. A verdict over the bar ends the turn at the
  *    latest scored frame, if the silence is still unbroken when it comes; otherwise (or if the
  *    judgement failed) the turn goes on, at most to silenceDurationMs, the ceiling, so a person
@@ -47,8 +47,8 @@ export const PAUSE_MS = 200;
  */
 export const JUDGEMENTS: ReadonlyArray<{ afterCandidates: number; threshold: number }> = [
   { afterCandidates: 1, threshold: END_OF_TURN_THRESHOLD },
-  { afterCandidates: 3, threshold: 0.3 },
-  { afterCandidates: 7, threshold: 0.15 },
+  { afterCandidates: 4, threshold: 0.3 },
+  { afterCandidates: 8, threshold: 0.15 },
 ];
 
 export interface EndOfTurnConfig {

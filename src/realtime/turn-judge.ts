@@ -1,17 +1,24 @@
 /**
- * semantic_vad's judge of a pause: the end-of-turn model hears the melody of the last seconds;
- * a "complete" verdict is then checked against the words (the speculative transcript of the same
- * pause, when the engine has one): a turn whose last word cannot end an English sentence ("a
- * table for", "tell me about the", "and") is not complete, whatever its melody. Synthetic and
- * flat-voiced speech often falls at the end of a fragment, and this is the cheap guard against
- * answering someone who has not finished. Waiting for the transcript costs no latency: the reply
- * needs it anyway. The check only ever turns "complete" into "incomplete", never the reverse.
+ * semantic_vad's judge of a pause: the end-of-turn model hears the melody of the last seconds,
+ * and its verdict is checked against the words (the speculative transcript of the same pause,
+ * when the engine has one):
+ *  - a turn whose last word cannot end an English sentence ("a table for", "tell me about the",
+ *    "and") is not complete, whatever its melody: synthetic and flat-voiced speech often falls at
+ *    the end of a fragment, and this is the cheap guard against answering someone who has not
+ *    finished;
+ *  - words that make a finished sentence (closing punctuation, nothing dangling) lift an
+ *    "incomplete" verdict to WORDS_FINISHED_PROBABILITY: below the first bar (a short pause is
+ *    still the model's call), over the later, lower ones (JUDGEMENTS in speech-segmenter.ts), so a
+ *    finished sentence the model hears as unfinished ends its turn after about 0.5 s of silence
+ *    instead of the ceiling's seconds.
+ * Waiting for the transcript costs little: the reply needs it anyway.
  */
 import type { EndOfTurnModel } from '../providers/turn/base.js';
-import { END_OF_TURN_THRESHOLD } from '../providers/turn/base.js';
 
 /** The probability reported when the words say the sentence is unfinished. */
 const UNFINISHED_WORDS_PROBABILITY = 0.1;
+/** The least probability reported when the words make a finished sentence (see the header). */
+export const WORDS_FINISHED_PROBABILITY = 0.35;
 
 /** Last words after which an English sentence cannot end: articles, possessives, conjunctions, fillers. */
 const NEVER_LAST = new Set(['a', 'an', 'the', 'my', 'your', 'our', 'their', 'and', 'but', 'or', 'nor', 'because', 'although', 'though', 'unless', 'whether', 'um', 'uh', 'er', 'erm', 'hmm']);
@@ -34,7 +41,13 @@ export function soundsUnfinished(text: string): boolean {
   return RARELY_LAST.has(last) && !/[?!]$/.test(trimmed);
 }
 
-/** `model`, with its "complete" verdicts checked against `wordsSoFar()` (null: no transcript to check). */
+/** True when `text` ends a sentence: closing punctuation, and nothing dangling (soundsUnfinished). */
+export function soundsFinished(text: string): boolean {
+  const trimmed = text.trim();
+  return /[.?!]["')\]]*$/.test(trimmed) && !/(\.\.\.|…)$/.test(trimmed) && !soundsUnfinished(trimmed);
+}
+
+/** `model`, with its verdicts checked against `wordsSoFar()` (null: no transcript to check). */
 export function checkedByWords(model: EndOfTurnModel, wordsSoFar: () => Promise<string | null>): EndOfTurnModel {
   return {
     name: `${model.name}+words`,
@@ -42,9 +55,11 @@ export function checkedByWords(model: EndOfTurnModel, wordsSoFar: () => Promise<
     windowMs: model.windowMs,
     async completeProbability(audio) {
       const probability = await model.completeProbability(audio);
-      if (probability < END_OF_TURN_THRESHOLD) return probability;
       const words = await wordsSoFar();
-      return words !== null && soundsUnfinished(words) ? Math.min(probability, UNFINISHED_WORDS_PROBABILITY) : probability;
+      if (words === null) return probability;
+      if (soundsUnfinished(words)) return Math.min(probability, UNFINISHED_WORDS_PROBABILITY);
+      if (soundsFinished(words)) return Math.max(probability, WORDS_FINISHED_PROBABILITY);
+      return probability;
     },
     close: () => model.close(),
   };

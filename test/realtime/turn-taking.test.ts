@@ -15,12 +15,13 @@ import { SileroVad } from '../../src/providers/vad/silero.js';
 import { SmartTurn } from '../../src/providers/turn/smart-turn.js';
 import { modelPath, REPO_MODELS_DIR } from '../../src/models/manifest.js';
 import {
+  JUDGEMENTS,
   SpeechSegmenter,
   type SegmenterConfig,
   type SpeechPausedEvent,
   type SpeechStoppedEvent,
 } from '../../src/realtime/speech-segmenter.js';
-import { soundsUnfinished, checkedByWords } from '../../src/realtime/turn-judge.js';
+import { soundsFinished, soundsUnfinished, checkedByWords, WORDS_FINISHED_PROBABILITY } from '../../src/realtime/turn-judge.js';
 import { engineHarness, type Harness } from '../helpers/engine-harness.js';
 import { concatSamples, silence, toPcm16, tone } from '../helpers/speech.js';
 import { FliteVoice } from '../../src/providers/tts/flite.js';
@@ -101,7 +102,7 @@ Rules('"complete" after the candidate silence ends the turn at once, not at the 
   await seg.close();
 });
 
-Rules('"incomplete" waits: asked again at 3× the candidate silence, then the turn ends at the ceiling (silenceDurationMs)', async () => {
+Rules('"incomplete" waits: asked again at 4× the candidate silence, then the turn ends at the ceiling (silenceDurationMs)', async () => {
   const model = new FakeTurnModel({ script: () => 0.1 });
   const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 1000 }, model);
   const seen = record(seg);
@@ -111,7 +112,7 @@ Rules('"incomplete" waits: asked again at 3× the candidate silence, then the tu
   assert.is(stop.endedBy, 'silence');
   assert.is(stop.audioEndMs, 1280 + 1024); // the first frame end ≥ 1000 ms of silence
   assert.is(stop.endOfTurnProbability, 0.1);
-  assert.is(model.judged.length, 2, 'asked at 224 and 608 ms of silence (7× would be past the ceiling)');
+  assert.is(model.judged.length, 2, 'asked at 224 and 800 ms of silence (8× would be past the ceiling)');
   await seg.close();
 });
 
@@ -148,14 +149,14 @@ Rules('an answer that arrives after the speaker went on is dropped (the turn is 
   await seg.close();
 });
 
-Rules('the bar falls as the silence grows: 0.4 does not end a turn at 200 ms of silence but does at 600', async () => {
+Rules('the bar falls as the silence grows: 0.4 does not end a turn at 200 ms of silence but does at 800', async () => {
   const model = new FakeTurnModel({ script: () => 0.4 });
   const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), SEMANTIC, model);
   const seen = record(seg);
   await feedPaced(seg, frames(80));
   const [stop] = stops(seen);
   assert.is(stop!.endedBy, 'model');
-  assert.ok(stop!.audioEndMs >= 1280 + 608 && stop!.audioEndMs <= 1280 + 608 + 2 * FRAME_MS, String(stop!.audioEndMs));
+  assert.ok(stop!.audioEndMs >= 1280 + 800 && stop!.audioEndMs <= 1280 + 800 + 2 * FRAME_MS, String(stop!.audioEndMs));
   assert.is(model.judged.length, 2);
   await seg.close();
 });
@@ -218,17 +219,22 @@ Words('soundsUnfinished() knows fragments from sentences', () => {
   }
 });
 
-Words('checkedByWords() turns "complete" into "incomplete" only when the words are unfinished', async () => {
+Words('soundsFinished() wants closing punctuation and nothing dangling', () => {
+  for (const t of ['What time is it?', 'I would like a table for two people tonight.', 'Thanks!']) assert.ok(soundsFinished(t), t);
+  for (const t of ['I would like a table for.', 'What time is it', 'I was thinking...', '']) assert.not.ok(soundsFinished(t), t);
+});
+
+Words('checkedByWords() turns "complete" into "incomplete" when the words are unfinished, and lifts "incomplete" to 0.35 when they are finished', async () => {
   const complete = new FakeTurnModel({ script: () => 0.95 });
   const incomplete = new FakeTurnModel({ script: () => 0.2 });
   const audio = new Float32Array(1600);
   assert.ok((await checkedByWords(complete, async () => 'a table for').completeProbability(audio)) < 0.5);
   assert.ok((await checkedByWords(complete, async () => 'What time is it?').completeProbability(audio)) > 0.5);
   assert.ok((await checkedByWords(complete, async () => null).completeProbability(audio)) > 0.5, 'no transcript: the model decides');
-  let asked = 0;
-  const p = await checkedByWords(incomplete, async () => (asked++, 'Tell me a joke.')).completeProbability(audio);
-  assert.is(p, 0.2);
-  assert.is(asked, 0, 'an "incomplete" verdict does not wait for words');
+  assert.is(await checkedByWords(incomplete, async () => 'Tell me a joke.').completeProbability(audio), WORDS_FINISHED_PROBABILITY);
+  assert.is(await checkedByWords(incomplete, async () => 'Tell me a joke about').completeProbability(audio), 0.1);
+  assert.is(await checkedByWords(incomplete, async () => 'Tell me a joke').completeProbability(audio), 0.2, 'no punctuation: the model decides');
+  assert.ok(WORDS_FINISHED_PROBABILITY < 0.5 && WORDS_FINISHED_PROBABILITY >= JUDGEMENTS[1]!.threshold, 'under the first bar, over the second');
 });
 
 Words.run();
