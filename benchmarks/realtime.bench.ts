@@ -17,7 +17,7 @@
  *  - false cut-in: a turn ended (speech_stopped) in the middle of a paused question;
  *  - a breakdown: end-of-turn decision (end of speech → speech_stopped), transcription tail
  *    (speech_stopped → transcription.completed), then from the server's 'response timing' log:
- *    model first clause (response start → first clause handed to the voice), voice first chunk
+ *    model first token and first clause (response start → first clause handed to the voice), voice first chunk
  *    (→ its first chunk queued on the avatar), first tick (→ first audio played out), and the
  *    rest (response.created → first delta at the client, minus those).
  */
@@ -78,6 +78,7 @@ interface VoiceTurn {
 }
 
 interface ResponseTiming {
+  firstTextMs: number | null;
   firstClauseMs: number | null;
   firstVoiceChunkMs: number | null;
   firstAudioMs: number | null;
@@ -162,7 +163,8 @@ const bench: Benchmark = {
         metrics.push(summarise(`${t}: end-of-turn decision (end of speech → speech_stopped)`, 'ms', values(turns, 'decisionMs')));
         metrics.push(summarise(`${t}: transcription tail (speech_stopped → transcription.completed)`, 'ms', values(turns, 'transcriptionTailMs')));
         const server = turns.map((x) => (x.responseId ? timings.get(x.responseId) : undefined)).filter((x): x is ResponseTiming => x !== undefined);
-        const steps = server.filter((s) => s.firstClauseMs !== null && s.firstVoiceChunkMs !== null && s.firstAudioMs !== null);
+        const steps = server.filter((s) => s.firstTextMs !== null && s.firstClauseMs !== null && s.firstVoiceChunkMs !== null && s.firstAudioMs !== null);
+        metrics.push(summarise(`${t}: model first token`, 'ms', steps.map((s) => s.firstTextMs!)));
         metrics.push(summarise(`${t}: model first clause`, 'ms', steps.map((s) => s.firstClauseMs!)));
         metrics.push(summarise(`${t}: voice first chunk`, 'ms', steps.map((s) => s.firstVoiceChunkMs! - s.firstClauseMs!)));
         metrics.push(summarise(`${t}: first tick (chunk queued → audio played out)`, 'ms', steps.map((s) => s.firstAudioMs! - s.firstVoiceChunkMs!)));

@@ -35,16 +35,27 @@ export function soundsUnfinished(text: string): boolean {
   const trimmed = text.trim();
   if (trimmed === '') return false;
   if (/(\.\.\.|…|-|—)$/.test(trimmed)) return true;
-  const last = /([A-Za-z']+)[^A-Za-z']*$/.exec(trimmed)?.[1]?.toLowerCase();
+  const last = lastWord(trimmed);
   if (!last) return false;
   if (NEVER_LAST.has(last)) return true;
   return RARELY_LAST.has(last) && !/[?!]$/.test(trimmed);
 }
 
-/** True when `text` ends a sentence: closing punctuation, and nothing dangling (soundsUnfinished). */
+/**
+ * True when `text` plainly ends a sentence: closing punctuation after a word that is not in
+ * NEVER_LAST or RARELY_LAST ("Where are you from?" is finished, but so is what Whisper makes of a
+ * speaker who stopped at "tell me about the...": "Can you tell me about?"; such endings are left to
+ * the model).
+ */
 export function soundsFinished(text: string): boolean {
   const trimmed = text.trim();
-  return /[.?!]["')\]]*$/.test(trimmed) && !/(\.\.\.|…)$/.test(trimmed) && !soundsUnfinished(trimmed);
+  if (!/[.?!]["')\]]*$/.test(trimmed) || /(\.\.\.|…)$/.test(trimmed)) return false;
+  const last = lastWord(trimmed);
+  return last !== null && !NEVER_LAST.has(last) && !RARELY_LAST.has(last);
+}
+
+function lastWord(text: string): string | null {
+  return /([A-Za-z']+)[^A-Za-z']*$/.exec(text)?.[1]?.toLowerCase() ?? null;
 }
 
 /** `model`, with its verdicts checked against `wordsSoFar()` (null: no transcript to check). */

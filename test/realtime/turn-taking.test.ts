@@ -221,7 +221,7 @@ Words('soundsUnfinished() knows fragments from sentences', () => {
 
 Words('soundsFinished() wants closing punctuation and nothing dangling', () => {
   for (const t of ['What time is it?', 'I would like a table for two people tonight.', 'Thanks!']) assert.ok(soundsFinished(t), t);
-  for (const t of ['I would like a table for.', 'What time is it', 'I was thinking...', '']) assert.not.ok(soundsFinished(t), t);
+  for (const t of ['I would like a table for.', 'What time is it', 'I was thinking...', '', 'Can you tell me about?']) assert.not.ok(soundsFinished(t), t);
 });
 
 Words('checkedByWords() turns "complete" into "incomplete" when the words are unfinished, and lifts "incomplete" to 0.35 when they are finished', async () => {
