@@ -62,7 +62,12 @@ test('applySessionUpdate merges audio fields and keeps the rest', () => {
   assert.is(b.session.audio.output.speed, 1.2);
   assert.is(b.session.audio.output.voice, 'alloy');
   assert.is(b.turnDetection, null);
-  assert.is(a.turnDetection?.segmenter.silenceDurationMs, 500);
+  // The default: semantic_vad, eagerness auto (judged after 160 ms of silence, 4 s at most).
+  assert.is(a.session.audio.input.turn_detection && (a.session.audio.input.turn_detection as { type: string }).type, 'semantic_vad');
+  assert.equal(a.turnDetection?.segmenter.endOfTurn, { candidateSilenceMs: 160, fallbackSilenceMs: 700 });
+  assert.is(a.turnDetection?.segmenter.silenceDurationMs, 4000);
+  const c = applySessionUpdate(a.raw, { audio: { input: { turn_detection: { type: 'server_vad' } } } }, 'm');
+  assert.equal(c.turnDetection?.segmenter, { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, endOfTurn: null });
 });
 
 test('applySessionUpdate takes rtAV flat fields without session.type and a later nested voice replaces the flat one', () => {

@@ -141,8 +141,12 @@ test('a text-only session gets output_text deltas and no audio', async () => {
   await c.close();
 });
 
-test('a voice turn: speech_started, speech_stopped, committed, transcription, then the response', async () => {
+test('a voice turn (server_vad): speech_started, speech_stopped, committed, transcription, then the response', async () => {
   const c = await connect();
+  // server_vad, so the turn's end is the silence window's (semantic_vad's is the model's call:
+  // turn-taking.test.ts).
+  c.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad' } } } } });
+  await c.waitFor('session.updated');
   const asked = t.asr.requests.length;
   const speech = speechPcm24k('Could you tell me what the weather is like today?');
   appendAudio(c, silence(300));
@@ -176,6 +180,30 @@ test('a voice turn: speech_started, speech_stopped, committed, transcription, th
   const committedMs = stopped.audio_end_ms - started.audio_start_ms;
   assert.ok(committedMs - heardMs >= 200 && committedMs - heardMs <= 350, `heard ${heardMs} of ${committedMs} ms`);
   assert.equal(t.llm.requests.at(-1)?.messages.at(-1), { role: 'user', content: 'What is the weather like today?' });
+  assert.is(done.response.status, 'completed');
+  await c.close();
+});
+
+test('a voice turn on a new session: semantic_vad (the default) with Smart Turn ends it well before its 4 s ceiling', async () => {
+  const c = await connect();
+  const created = c.ofType('session.created')[0] as ServerEvent;
+  assert.equal(created.session.audio.input.turn_detection, { type: 'semantic_vad', eagerness: 'auto', create_response: true, interrupt_response: true });
+  const speech = speechPcm24k('Could you tell me what the weather is like today?');
+  appendAudio(c, silence(300));
+  appendAudio(c, speech);
+  // The silence after it arrives in real time, as from a microphone: the model's answer lands
+  // while it is still coming (sent at once, the ceiling would be scored before the answer).
+  for (let i = 0; i < 25; i++) {
+    appendAudio(c, silence(100));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const done = await c.waitFor('response.done');
+  const stops = c.ofType('input_audio_buffer.speech_stopped') as ServerEvent[];
+  assert.is(stops.length, 1);
+  // espeak's own trailing silence (~300 ms) is inside `speech`.
+  const speechEndMs = 300 + (speech.length / 24000) * 1000;
+  assert.ok(stops[0].audio_end_ms < speechEndMs + 1000, `stop ${stops[0].audio_end_ms} vs speech end ${speechEndMs}`);
+  assert.is((c.ofType('conversation.item.input_audio_transcription.completed')[0] as ServerEvent).transcript, 'What is the weather like today?');
   assert.is(done.response.status, 'completed');
   await c.close();
 });
