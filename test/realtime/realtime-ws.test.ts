@@ -202,7 +202,8 @@ test('a voice turn on a new session: semantic_vad (the default) with Smart Turn 
   assert.is(stops.length, 1);
   // espeak's own trailing silence (~300 ms) is inside `speech`.
   const speechEndMs = 300 + (speech.length / 24000) * 1000;
-  assert.ok(stops[0].audio_end_ms < speechEndMs + 1000, `stop ${stops[0].audio_end_ms} vs speech end ${speechEndMs}`);
+  const stop = stops[0] as ServerEvent;
+  assert.ok(stop.audio_end_ms < speechEndMs + 1000, `stop ${stop.audio_end_ms} vs speech end ${speechEndMs}`);
   assert.is((c.ofType('conversation.item.input_audio_transcription.completed')[0] as ServerEvent).transcript, 'What is the weather like today?');
   assert.is(done.response.status, 'completed');
   await c.close();
