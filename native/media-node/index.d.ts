@@ -43,6 +43,11 @@ export declare class MediaSession {
   setFace(face: FaceInput | FaceRig): void
   /** Replaces the driving motion (head pose, eyes) from the next frame on. */
   setDriving(motion: MotionInput): void
+  /**
+   * Whether the user is speaking: the face listens (attention, nods) from the next frame on,
+   * and settles back to idle when set false.
+   */
+  setListening(on: boolean): void
   /** Makes the next H.264 and VP8 frames keyframes (a viewer joined, or a PLI/FIR came in). */
   requestKeyframe(): void
   /**

@@ -115,6 +115,10 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
     if (!this.media.closed) this.media.setFace(rig);
   }
 
+  listen(on: boolean): void {
+    if (!this.media.closed) this.media.setListening(on);
+  }
+
   async setDriving(drivingId: string): Promise<void> {
     const motion = await this.options.assets.motion(drivingId, this.options.userId);
     if (!this.media.closed) this.media.setDriving(motion);

@@ -142,6 +142,11 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
     callNative(() => this.#native.setFace(face));
   }
 
+  /** Whether the user is speaking: the face listens (attention, nods) or settles back to idle. */
+  setListening(on: boolean): void {
+    callNative(() => this.#native.setListening(on));
+  }
+
   setDriving(motion: MotionInput): void {
     callNative(() => this.#native.setDriving(motion));
   }

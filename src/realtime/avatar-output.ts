@@ -44,5 +44,7 @@ export interface AvatarOutput extends EventEmitter<AvatarOutputEvents> {
   setFace(faceId: string): Promise<void>;
   /** Switches the driving motion (idle head motion and blinks). */
   setDriving(drivingId: string): Promise<void>;
+  /** The user is speaking (true) or has stopped: the face listens (attention, nods) or settles back to idle. */
+  listen(on: boolean): void;
   close(): Promise<void>;
 }

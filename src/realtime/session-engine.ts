@@ -445,6 +445,7 @@ export class RealtimeSessionEngine {
   private onCommit(event: ClientEvent): void {
     this.refuseOnWebRtc(event);
     const { itemId, pcm } = this.input.commit();
+    this.deps.avatar.listen(false);
     this.dropSpeculation();
     this.commitAudio(itemId, pcm, false);
   }
@@ -452,6 +453,7 @@ export class RealtimeSessionEngine {
   private onClear(event: ClientEvent): void {
     this.refuseOnWebRtc(event);
     this.input.clear();
+    this.deps.avatar.listen(false);
     this.dropSpeculation();
     this.emit({ type: 'input_audio_buffer.cleared' });
   }
@@ -474,6 +476,7 @@ export class RealtimeSessionEngine {
   private onSpeechStarted(e: { audioStartMs: number; itemId: string }): void {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: e.itemId });
+    this.deps.avatar.listen(true);
     const td = this.settings.turnDetection;
     if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
   }
@@ -512,6 +515,7 @@ export class RealtimeSessionEngine {
   private onSpeechStopped(e: { audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model'; endOfTurnProbability: number | null }): void {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: e.itemId });
+    this.deps.avatar.listen(false);
     // The speculation is this turn's only if the turn ended in the pause it started in, with the
     // same recogniser settings.
     const s = this.speculation;

@@ -25,6 +25,8 @@ export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements A
   /** Session time of the next tick, ns. */
   private nowNs = 0;
   interrupts = 0;
+  /** Every listen() call, in order. */
+  readonly listening: boolean[] = [];
 
   pushSpeech(pcm: Int16Array, sampleRateHz: number): SpeechPlacement {
     if (sampleRateHz !== PCM_RATE_HZ) throw new Error('TickingAvatar takes 24 kHz speech');
@@ -61,6 +63,9 @@ export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements A
 
   async setFace(): Promise<void> {}
   async setDriving(): Promise<void> {}
+  listen(on: boolean): void {
+    this.listening.push(on);
+  }
   async close(): Promise<void> {}
 }
 

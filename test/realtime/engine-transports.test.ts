@@ -111,6 +111,7 @@ WebRtc('the call’s microphone feeds server VAD: speech makes a user turn and a
       assert.ok(t.includes(step), `${step} in ${t.join(', ')}`);
     }
     assert.is((done.response as { status: string }).status, 'completed');
+    assert.equal(h.avatar.listening, [true, false], 'the face listened from speech_started to speech_stopped');
   } finally {
     await h.close();
   }

@@ -8,6 +8,9 @@
 //!   new motion, which starts at its first frame, over at least `MOTION_CROSSFADE_NS` and long
 //!   enough that no 40 ms step exceeds `MAX_FADE_STEP_DEG` (or the motions' own speed).
 //! - Eyes: the motion's eye data where it has some, procedural blinks (`Blinker`) otherwise.
+//! - Listening: while `set_listening(true)` (the user speaks), the `listening` layer adds
+//!   attention on top of the motion (tilt, lean, nods, gaze drift, an onset blink) and fades out
+//!   after; the mouth is left as the speech makes it.
 //!
 //! Invariants: `face_at` is meant to be called with non-decreasing `t` (the session clock); it
 //! does not allocate in the steady state. `interrupt(t)` drops every queued phoneme and sample,
@@ -19,6 +22,7 @@
 
 use crate::audio::AudioLips;
 use crate::blink::Blinker;
+use crate::listening::Listening;
 use crate::motion::{DrivingMotion, MotionFrame};
 use crate::timeline::ns_to_samples;
 use crate::track::{VisemeEvent, VisemeTrack};
@@ -131,6 +135,9 @@ pub struct Animator {
     /// Speaking gain envelope 0..1 and the time it was last advanced to.
     activity: f32,
     last_t_ns: Option<u64>,
+    listening: Listening,
+    /// Set by `set_listening`, applied at the next frame.
+    pending_listening: Option<bool>,
 }
 
 impl Animator {
@@ -145,6 +152,8 @@ impl Animator {
             speech_floor_ns: 0,
             activity: 0.0,
             last_t_ns: None,
+            listening: Listening::new(seed ^ 0x6C69_7374_656E),
+            pending_listening: None,
         }
     }
 
@@ -152,6 +161,16 @@ impl Animator {
     /// comment). The new motion starts at its first frame.
     pub fn set_motion(&mut self, m: DrivingMotion) {
         self.pending_motion = Some(m);
+    }
+
+    /// Whether the user is speaking (the face listens), from the next frame on.
+    pub fn set_listening(&mut self, on: bool) {
+        self.pending_listening = Some(on);
+    }
+
+    /// Whether the face is listening (as last set and applied).
+    pub fn is_listening(&self) -> bool {
+        self.listening.is_on()
     }
 
     /// Queues speech audio (mono PCM16) whose first sample is at `pts_ns`. Samples before the
@@ -223,7 +242,11 @@ impl Animator {
         self.activity += (target - self.activity) * (1.0 - (-dt / tau).exp());
         let gain = 1.0 + SPEAKING_GAIN * self.activity;
 
-        let frame = self.motion_frame(t_ns, gain);
+        let mut frame = self.motion_frame(t_ns, gain);
+        if let Some(on) = self.pending_listening.take() {
+            self.listening.set(on, t_ns);
+        }
+        self.listening.apply(t_ns, &mut frame);
         let eyes = frame.eye_open.unwrap_or([1.0, 1.0]);
         FaceState { pose: frame.pose(), mouth, eye_open: [eyes[0].clamp(0.0, 1.0), eyes[1].clamp(0.0, 1.0)] }
     }

@@ -1,6 +1,6 @@
 //! What the face does when: the mouth from phoneme timings (`viseme`, `track`) or from the audio
 //! itself (`audio`), the head and eyes from a looping driving motion (`motion`) plus procedural
-//! blinks (`blink`), and exact frame and sample timestamps (`timeline`). `Animator` puts them
+//! blinks (`blink`), a listening layer while the user speaks (`listening`), and exact frame and sample timestamps (`timeline`). `Animator` puts them
 //! together: the media session pushes speech into it and asks it, once per video frame, for the
 //! `FaceState` at that frame's pts.
 //!
@@ -14,6 +14,7 @@
 pub mod animator;
 pub mod audio;
 pub mod blink;
+pub mod listening;
 pub mod motion;
 mod spectrum;
 pub mod timeline;
@@ -23,6 +24,7 @@ pub mod viseme;
 pub use animator::Animator;
 pub use audio::AudioLips;
 pub use blink::Blinker;
+pub use listening::Listening;
 pub use face_render::{FaceState, MouthShape, Pose};
 pub use motion::{DrivingMotion, MotionError, MotionFrame};
 pub use timeline::{frame_duration_ns, frame_index_at, frame_pts_ns, ns_to_samples, samples_in_frame, samples_to_ns};

@@ -104,6 +104,7 @@ const POOL_MIN_BUFFERS: u32 = 4;
 pub(crate) enum Command {
     SetFace(Arc<FaceRig>),
     SetMotion(DrivingMotion),
+    SetListening(bool),
     Advance {
         frames: u32,
         reply: SyncSender<Result<(), MediaError>>,
@@ -202,6 +203,7 @@ impl RenderLoop {
         match command {
             Command::SetFace(rig) => self.renderer.set_rig(rig),
             Command::SetMotion(motion) => self.animator.set_motion(motion),
+            Command::SetListening(on) => self.animator.set_listening(on),
             Command::Advance { frames, reply } => {
                 let result = match self.setup.pacing {
                     Pacing::Manual => self.advance(frames),

@@ -337,6 +337,13 @@ impl MediaSession {
         self.send(Command::SetMotion(motion))
     }
 
+    /// Whether the user is speaking: the face listens (attention, nods; see animation's
+    /// `listening`) from the next frame on, and settles back to idle when set false.
+    pub fn set_listening(&self, on: bool) -> Result<(), MediaError> {
+        self.check_open()?;
+        self.send(Command::SetListening(on))
+    }
+
     /// The next video frame is a key frame (with SPS/PPS for H.264) on every video output.
     pub fn request_keyframe(&self) {
         self.shared

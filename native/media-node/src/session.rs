@@ -283,6 +283,13 @@ impl MediaSession {
         })
     }
 
+    /// Whether the user is speaking: the face listens (attention, nods) from the next frame on,
+    /// and settles back to idle when set false.
+    #[napi]
+    pub fn set_listening(&self, on: bool) -> Result<(), ErrorCode> {
+        guard("setListening()", || self.open()?.set_listening(on).map_err(media_error))
+    }
+
     /// Makes the next H.264 and VP8 frames keyframes (a viewer joined, or a PLI/FIR came in).
     #[napi]
     pub fn request_keyframe(&self) -> Result<(), ErrorCode> {
