@@ -274,6 +274,35 @@ Session('interrupt() stops speech output within one frame and reports what playe
   assert.is(session.stats().eventsDropped, 0);
 });
 
+Session('setListening() moves the head attentively while the avatar is silent, and the face settles back to idle after', async () => {
+  // Two sessions with the same seed render the same frames; one of them listens for 2 s.
+  const config = await sessionConfig({ jpeg: true });
+  const grey = async (e: MediaEventOf<'jpeg'>) => sharp(e.data).greyscale().raw().toBuffer();
+  const frames = async (listen: boolean) => {
+    const session = new MediaSession({ ...config, width: 256, height: 256 });
+    const events = collect(session);
+    if (listen) session.setListening(true);
+    await advance(session, 50);
+    if (listen) session.setListening(false);
+    await advance(session, 150);
+    await session.close();
+    return Promise.all(ofType(events, 'jpeg').map(grey));
+  };
+  const [idle, listening] = [await frames(false), await frames(true)];
+  assert.is(idle.length, 200);
+  const diff = (i: number) => {
+    let sum = 0;
+    for (let p = 0; p < idle[i]!.length; p++) sum += Math.abs(idle[i]![p]! - listening[i]![p]!);
+    return sum / idle[i]!.length;
+  };
+  // Listening (once the attention is up, before it is released): the head is visibly elsewhere.
+  const during = Array.from({ length: 30 }, (_, i) => diff(15 + i));
+  assert.ok(Math.min(...during) > 1, `listening frames differ from idle ones (mean |Δ| ${Math.min(...during).toFixed(2)} at least)`);
+  // 4 s after the user stopped, the face is back to its idle self, frame for frame.
+  const after = Array.from({ length: 10 }, (_, i) => diff(190 + i));
+  assert.ok(Math.max(...after) < 0.05, `settled back to idle (mean |Δ| ${Math.max(...after).toFixed(3)} at most)`);
+});
+
 Session('requestKeyframe() makes the next H.264 and VP8 frames keyframes; setDriving() and setFace() switch mid-session', async () => {
   const config = await sessionConfig({ h264: true, vp8: true });
   const session = new MediaSession({ ...config, width: 128, height: 128, keyframeIntervalFrames: 1000 });

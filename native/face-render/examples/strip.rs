@@ -1,5 +1,5 @@
 //! Renders one face in a row of states — silence, open vowel, rounded vowel, closed lips, wide,
-//! blink, head turn — side by side into one PNG.
+//! blink, head turn, listening nod — side by side into one PNG.
 //!
 //!     cargo run -p face-render --release --example strip -- OUT.png [FACE] [ZOOM_OUT.png]
 //!
@@ -50,6 +50,20 @@ fn main() {
                     open: 0.3,
                     wide: 0.0,
                     press: 0.0,
+                },
+                ..FaceState::default()
+            },
+        ),
+        (
+            // The deepest point of a listening nod, with the listening tilt and lean (animation's
+            // `listening`: 3° nod, 2.5° roll, 2 % closer).
+            "listening nod",
+            FaceState {
+                pose: Pose {
+                    pitch_deg: 3.0,
+                    roll_deg: 2.5,
+                    scale: 1.02,
+                    ..Pose::REST
                 },
                 ..FaceState::default()
             },

@@ -287,7 +287,9 @@ impl MediaSession {
     /// and settles back to idle when set false.
     #[napi]
     pub fn set_listening(&self, on: bool) -> Result<(), ErrorCode> {
-        guard("setListening()", || self.open()?.set_listening(on).map_err(media_error))
+        guard("setListening()", || {
+            self.open()?.set_listening(on).map_err(media_error)
+        })
     }
 
     /// Makes the next H.264 and VP8 frames keyframes (a viewer joined, or a PLI/FIR came in).
