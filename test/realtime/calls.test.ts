@@ -332,7 +332,7 @@ BargeIn('speaking over the avatar stops its audio, cancels the reply (turn_detec
   assert.ok(secondSpeech > 0 && secondSpeech < cleared, 'the avatar was cut after the user started speaking over it');
   assert.not.ok(events.slice(0, cleared).some((e) => e.type === 'output_audio_buffer.stopped'), 'it never played out');
   // What the user heard is what the conversation keeps: a cut transcript of the long reply.
-  const heard = events.find((e) => e.type === 'response.output_audio_transcript.done')!.transcript as string;
+  const heard = events.find((e) => e.type === 'response.output_audio_transcript.done' && e.response_id === started.response_id)!.transcript as string;
   const full = LONG_REPLY.trim();
   assert.ok(heard.length > 0 && heard.length < full.length * 0.8, `the transcript is cut at what was played (${heard.length} of ${full.length} characters)`);
   // The avatar's audio stops at the receiver: its energy stops rising once the jitter buffer drains.
