@@ -24,7 +24,13 @@ import type { MotionTemplate } from './motion-template.js';
 
 /** Finds the face in a photo (src/media/face-registration.ts); throws a 422 AppError when there is no usable face. */
 export interface FaceRegistrar {
-  register(image: Buffer): Promise<{ box: number[]; pose: { pitchDeg: number; yawDeg: number; rollDeg: number }; landmarks: unknown[]; faces: number }>;
+  register(image: Buffer): Promise<{
+    box: number[];
+    pose: { pitchDeg: number; yawDeg: number; rollDeg: number };
+    landmarks: unknown[];
+    faces: number;
+    frame: { x: number; y: number; width: number; height: number };
+  }>;
 }
 
 export interface AssetResolver {
@@ -230,6 +236,7 @@ export class AssetService implements AssetResolver {
         ...image,
         face_box: face.box.map((v) => Math.round(v)),
         face_pose: face.pose,
+        face_frame: face.frame,
         landmarks: face.landmarks.length,
         faces_found: face.faces,
       };

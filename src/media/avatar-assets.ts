@@ -1,6 +1,6 @@
 /**
  * Turns asset ids into what the media engine renders: a face id (standard or an uploaded face the
- * user owns) into a `FaceInput` (decoded photo + registered landmarks), a driving id into a
+ * user owns) into a `FaceInput` (the photo framed for the output size + registered landmarks), a driving id into a
  * `MotionInput` (the template parsed off the event loop). Landmarks come from the FaceRegistry (cached on disk by image hash); decoded faces
  * and motions are kept in a small in-memory cache because every session of a face needs them.
  */
@@ -13,7 +13,7 @@ import type { FaceRegistry } from './face-registration.js';
 import { motionInputFromTemplate } from './motion-input.js';
 import type { FaceInput, MotionInput } from './native.js';
 
-/** Decoded faces kept in memory (each 512x512 photo is ~0.8 MB of RGB). */
+/** Framed faces kept in memory (each 512x512 one is ~0.8 MB of RGB, 1280x720 ~2.8 MB). */
 const MAX_CACHED_FACES = 16;
 const MAX_CACHED_MOTIONS = 32;
 
@@ -30,12 +30,15 @@ export class AvatarAssets {
     private readonly dataDir: string,
   ) {}
 
-  /** The face to render; throws the asset service's 404 for an id the user cannot use. */
-  face(faceId: string, userId: string): Promise<FaceInput> {
-    return cached(this.faces, `${userId}\0${faceId}`, MAX_CACHED_FACES, async () => {
+  /**
+   * The face to render, framed head and shoulders for a `width` x `height` output (framing.ts);
+   * throws the asset service's 404 for an id the user cannot use.
+   */
+  face(faceId: string, userId: string, width: number, height: number): Promise<FaceInput> {
+    return cached(this.faces, `${userId}\0${faceId}\0${width}x${height}`, MAX_CACHED_FACES, async () => {
       const image = await this.file('face', faceId, userId);
       const landmarks = await this.registry.register(image);
-      return faceInputFromImage(image, landmarks);
+      return faceInputFromImage(image, landmarks, { width, height });
     });
   }
 

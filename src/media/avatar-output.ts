@@ -65,7 +65,7 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
 
   static async start(options: MediaAvatarOptions): Promise<MediaAvatarOutput> {
     const [face, motion] = await Promise.all([
-      options.assets.face(options.faceId, options.userId),
+      options.assets.face(options.faceId, options.userId, AVATAR_SIZE_PX, AVATAR_SIZE_PX),
       options.assets.motion(options.drivingId, options.userId),
     ]);
     const media = await MediaSession.start(
@@ -110,7 +110,7 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
   }
 
   async setFace(faceId: string): Promise<void> {
-    const face = await this.options.assets.face(faceId, this.options.userId);
+    const face = await this.options.assets.face(faceId, this.options.userId, AVATAR_SIZE_PX, AVATAR_SIZE_PX);
     const rig = await createFaceRig(face);
     if (!this.media.closed) this.media.setFace(rig);
   }

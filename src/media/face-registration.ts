@@ -30,6 +30,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { AppError } from '../core/errors.js';
 import { OffThread } from '../core/off-thread.js';
+import { chooseFrame, type FaceFrame } from './framing.js';
 import { humanModelId } from './human-package.js';
 
 export interface FacePose {
@@ -56,6 +57,12 @@ export interface FaceLandmarks {
   faces: number;
   /** Library and models that produced the result, e.g. 'human@3.3.6 facemesh+iris'. */
   model: string;
+}
+
+/** A registered face: what the models found, and the head-and-shoulders crop chosen from it. */
+export interface RegisteredFace extends FaceLandmarks {
+  /** The square head-and-shoulders crop (framing.ts) in source pixels; wider outputs widen it sideways. */
+  frame: FaceFrame;
 }
 
 export const LANDMARK_COUNT = 478;
@@ -105,7 +112,7 @@ const RAD_TO_DEG = 180 / Math.PI;
 
 export class FaceRegistry {
   private readonly cacheDir: string;
-  private readonly inflight = new Map<string, Promise<FaceLandmarks>>();
+  private readonly inflight = new Map<string, Promise<RegisteredFace>>();
   private closed = false;
   private runs = 0;
 
@@ -121,10 +128,10 @@ export class FaceRegistry {
 
   /**
    * Registers the face in `image` (JPEG, PNG, WebP... anything sharp decodes). Resolves with the
-   * landmarks in source pixels; rejects with a 422 AppError (param 'file') when the photo has no
-   * usable face, or a 400 `invalid_file` when it does not decode.
+   * landmarks in source pixels and the chosen frame; rejects with a 422 AppError (param 'file')
+   * when the photo has no usable face, or a 400 `invalid_file` when it does not decode.
    */
-  async register(image: Buffer): Promise<FaceLandmarks> {
+  async register(image: Buffer): Promise<RegisteredFace> {
     if (!Buffer.isBuffer(image)) throw new TypeError('image must be a Buffer');
     if (this.closed) throw new Error('FaceRegistry is closed');
     const key = createHash('sha256').update(image).digest('hex');
@@ -144,12 +151,12 @@ export class FaceRegistry {
 
   /** Cache first; otherwise decode, run the models, apply the rules, and cache the result.
    * Refusals are not cached: a refused photo is rarely sent twice, and the rules may change. */
-  private async registerOnce(key: string, image: Buffer): Promise<FaceLandmarks> {
+  private async registerOnce(key: string, image: Buffer): Promise<RegisteredFace> {
     const file = path.join(this.cacheDir, `${key}.json`);
     const cached = await readCached(file);
     if (cached) {
       throwIfUnusable(cached);
-      return cached;
+      return framed(cached);
     }
     const decoded = await decode(image);
     this.runs++;
@@ -157,8 +164,13 @@ export class FaceRegistry {
     const result = toLandmarks(faces, decoded);
     throwIfUnusable(result);
     await writeAtomic(file, JSON.stringify(result));
-    return result;
+    return framed(result);
   }
+}
+
+/** The result with its square frame (derived, so never cached: a new framing rule applies at once). */
+function framed(result: FaceLandmarks): RegisteredFace {
+  return { ...result, frame: chooseFrame(result, 1, 1) };
 }
 
 /**

@@ -454,7 +454,7 @@ const SCHEMAS: Record<string, Schema> = {
       content_type: { type: 'string' },
       bytes: { type: 'integer' },
       sha256: { type: 'string' },
-      metadata: { type: 'object', description: 'What validation measured: width/height, duration/sample rate, frames/fps' },
+      metadata: { type: 'object', description: 'What validation measured: width/height, duration/sample rate, frames/fps; faces also face_box, face_pose and face_frame (the head-and-shoulders crop the avatar shows, {x, y, width, height} in photo pixels)' },
       created_at: TIMESTAMP,
     },
   },

@@ -17,6 +17,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { encodeWav16 } from '../../src/assets/audio-file.js';
+import type { FaceLandmarks } from '../../src/media/face-registration.js';
+import { chooseFrame, frameLandmarks } from '../../src/media/framing.js';
 import { concatSamples } from './speech.js';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
@@ -39,8 +41,21 @@ export interface TestBrowser {
  */
 export type FakeMicrophone = 'beeps' | 'silence' | { speech: Array<Int16Array | number> };
 
-/** A mouth box of the default face, in pixels of its 512x512 frame: [x, y, width, height]. */
-export const DEFAULT_FACE_MOUTH_BOX = [190, 126, 68, 52];
+/**
+ * A mouth box of the default face, in pixels of the 512x512 frame the server shows it in (framed
+ * head and shoulders, framing.ts): [x, y, width, height], from the mouth corners and the upper lip
+ * down to the chin, with a quarter of the mouth's width around it for the jaw and head motion.
+ */
+export const DEFAULT_FACE_MOUTH_BOX = mouthBox(JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '../fixtures/faces/default.landmarks.json'), 'utf8')) as FaceLandmarks, 512, 512);
+
+function mouthBox(face: FaceLandmarks, width: number, height: number): [number, number, number, number] {
+  const lm = frameLandmarks(face.landmarks, chooseFrame(face, width, height), width, height);
+  const [left, right] = [Math.min(lm[61]![0], lm[291]![0]), Math.max(lm[61]![0], lm[291]![0])];
+  const margin = (right - left) / 4;
+  const top = lm[0]![1] - margin;
+  const bottom = lm[152]![1] + margin / 4;
+  return [Math.round(left - margin), Math.round(top), Math.round(right - left + 2 * margin), Math.round(bottom - top)];
+}
 
 /**
  * Chromium with the flags of this machine and a fake microphone (see FakeMicrophone). With

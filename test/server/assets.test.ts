@@ -352,12 +352,21 @@ Assets('a photo without a usable face is a 422 naming the file, and nothing is s
   await assertNothingStored(t);
 });
 
-Assets('an uploaded face carries what registration found: box, pose and 478 landmarks', async ({ t }) => {
+Assets('an uploaded face carries what registration found: box, pose, 478 landmarks and the head-and-shoulders frame', async ({ t }) => {
   const res = await uploadRaw(t, '/v1/faces', PORTRAIT_JPG, 'image/jpeg');
   assert.is(res.status, 201, res.text);
-  assert.is(res.body.metadata.landmarks, 478);
-  assert.is(res.body.metadata.face_box.length, 4);
-  assert.type(res.body.metadata.face_pose.yawDeg, 'number');
+  const m = res.body.metadata;
+  assert.is(m.landmarks, 478);
+  assert.is(m.face_box.length, 4);
+  assert.type(m.face_pose.yawDeg, 'number');
+  // The frame: square, inside the photo, around the face, the face about 40 % of its width.
+  const f = m.face_frame;
+  assert.ok(Math.abs(f.width - f.height) < 0.02, `square frame ${JSON.stringify(f)}`);
+  assert.ok(f.x >= 0 && f.y >= 0 && f.x + f.width <= m.width + 0.01 && f.y + f.height <= m.height + 0.01, `inside the ${m.width}x${m.height} photo`);
+  assert.ok(f.x <= m.face_box[0] && f.x + f.width >= m.face_box[0] + m.face_box[2], 'the face is inside the frame');
+  assert.ok(m.face_box[2] / f.width >= 0.35, `the face fills ${(100 * m.face_box[2] / f.width).toFixed(0)} % of the frame width`);
+  const got = await t.request('GET', `/v1/faces/${res.body.id}`);
+  assert.equal(got.body.metadata.face_frame, f, 'GET shows the frame');
 });
 
 Assets('an empty file is a 400 empty_file', async ({ t }) => {
