@@ -7,6 +7,7 @@
 import path from 'node:path';
 import type { LogLevel } from './core/log.js';
 import { ConfigError } from './core/errors.js';
+import { OUTPUT_SIZES, type OutputSize } from './core/video-size.js';
 import { boolean, envVar, integer, oneOf, optionalHttpUrl, readVars, text, type Env, type EnvVar, type Parser } from './core/env.js';
 import { modelsDirFrom } from './models/manifest.js';
 import { LLM_CONFIG_VARS, loadLlmConfig, type LlmConfig } from './providers/llm/config.js';
@@ -29,6 +30,8 @@ export interface Config {
   databaseUrl: string;
   logLevel: LogLevel;
   workerCapacity: number;
+  /** The avatar's video size of sessions that do not choose one. */
+  avatarOutputSize: OutputSize;
   maxSessionSeconds: number;
   defaultModel: string;
   ephemeralKeyTtlSeconds: number;
@@ -70,6 +73,7 @@ const VARS = {
   databaseUrl: envVar('DATABASE_URL', 'sqlite:$DATA_DIR/avatar.db', 'Store: `sqlite:<path>` (only SQLite is built in; the Store interface is where Postgres goes).', databaseUrl),
   logLevel: envVar('LOG_LEVEL', 'info', 'debug, info, warn, error or silent.', oneOf<LogLevel>('debug', 'info', 'warn', 'error', 'silent')),
   workerCapacity: envVar('WORKER_CAPACITY', '4', 'Concurrent sessions (worker slots) in this process, 1..1024. When all are held, session creation answers 503 with Retry-After. The media plane alone measured 15 real-time 512x512 sessions on 2 cores (npm run bench -- media); the default leaves the rest of the CPU to local speech and language models.', integer(1, 1024)),
+  avatarOutputSize: envVar('AVATAR_OUTPUT_SIZE', '512x512', "The avatar's video size when a session does not choose one (session field output_size): 512x512, 720x720 or 1280x720 (landscape, the face centred). Larger sizes cost more CPU per session (npm run bench -- media).", oneOf<OutputSize>(...OUTPUT_SIZES)),
   maxSessionSeconds: envVar('MAX_SESSION_SECONDS', '3600', 'A session still running after this long is ended (end_reason max_duration), 1..86400.', integer(1, 86_400)),
   defaultModel: envVar('DEFAULT_MODEL', 'gpt-5.2', 'Model of a session created without one.', text),
   ephemeralKeyTtlSeconds: envVar('EPHEMERAL_KEY_TTL_SECONDS', '60', 'Lifetime of a client secret when the request gives no expires_after.seconds, 1..7200.', integer(1, 7200)),
@@ -120,6 +124,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databaseUrl: v.databaseUrl.replace(DATA_DIR_PLACEHOLDER, dataDir),
     logLevel: v.logLevel,
     workerCapacity: v.workerCapacity,
+    avatarOutputSize: v.avatarOutputSize,
     maxSessionSeconds: v.maxSessionSeconds,
     defaultModel: v.defaultModel,
     ephemeralKeyTtlSeconds: v.ephemeralKeyTtlSeconds,

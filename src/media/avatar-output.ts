@@ -7,6 +7,8 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
+import { DEFAULT_OUTPUT_SIZE, outputDimensions } from '../core/video-size.js';
+import type { OutputSize } from '../core/video-size.js';
 import type { AvatarOutput, AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
 import type { PhonemeTiming } from '../audio/pcm.js';
 import type { AvatarAssets } from './avatar-assets.js';
@@ -18,6 +20,8 @@ export interface AvatarStartOptions {
   faceId: string;
   drivingId: string;
   fps: number;
+  /** The video size; null = DEFAULT_OUTPUT_SIZE (the runtime passes the server's setting). */
+  outputSize: OutputSize | null;
   upsampleFactor: number;
   /** JPEG frames for image events (WebSocket, or a call without a video track that asked for images). */
   jpeg: boolean;
@@ -38,8 +42,6 @@ export interface CallAvatar extends AvatarOutput {
   requestKeyframe(): void;
 }
 
-/** Output size of realtime sessions (the renderer's native size). */
-export const AVATAR_SIZE_PX = 512;
 export const DEFAULT_AVATAR_FPS = 25;
 
 export interface MediaAvatarOptions extends AvatarStartOptions {
@@ -55,6 +57,8 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
   private constructor(
     private readonly media: MediaSession,
     private readonly options: MediaAvatarOptions,
+    /** Output size in pixels: every face is framed for it. */
+    private readonly size: { width: number; height: number },
   ) {
     super();
     this.fps = options.fps;
@@ -64,14 +68,15 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
   }
 
   static async start(options: MediaAvatarOptions): Promise<MediaAvatarOutput> {
+    const size = outputDimensions(options.outputSize ?? DEFAULT_OUTPUT_SIZE);
     const [face, motion] = await Promise.all([
-      options.assets.face(options.faceId, options.userId, AVATAR_SIZE_PX, AVATAR_SIZE_PX),
+      options.assets.face(options.faceId, options.userId, size.width, size.height),
       options.assets.motion(options.drivingId, options.userId),
     ]);
     const media = await MediaSession.start(
       {
-        width: AVATAR_SIZE_PX,
-        height: AVATAR_SIZE_PX,
+        width: size.width,
+        height: size.height,
         fps: options.fps,
         upsampleFactor: options.upsampleFactor,
         outputs: {
@@ -89,7 +94,7 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
       },
       { logger: options.log },
     );
-    return new MediaAvatarOutput(media, options);
+    return new MediaAvatarOutput(media, options, size);
   }
 
   pushSpeech(pcm: Int16Array, sampleRateHz: number, phonemes: PhonemeTiming[]): SpeechPlacement {
@@ -110,7 +115,7 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
   }
 
   async setFace(faceId: string): Promise<void> {
-    const face = await this.options.assets.face(faceId, this.options.userId, AVATAR_SIZE_PX, AVATAR_SIZE_PX);
+    const face = await this.options.assets.face(faceId, this.options.userId, this.size.width, this.size.height);
     const rig = await createFaceRig(face);
     if (!this.media.closed) this.media.setFace(rig);
   }

@@ -5,6 +5,7 @@
  */
 import { CONFIG_VARS } from '../config.js';
 import { TTS_SOURCES } from '../providers/tts/base.js';
+import { OUTPUT_SIZES } from '../core/video-size.js';
 import { VIDEO_CODECS, TARGET_FPS_RANGE, UPSAMPLE_FACTOR_RANGE } from '../sessions/session-config.js';
 
 type Schema = Record<string, unknown>;
@@ -382,6 +383,7 @@ const SCHEMAS: Record<string, Schema> = {
       },
       tts_source: { enum: [...TTS_SOURCES], description: 'Speech provider; default auto' },
       video_codec: { enum: [...VIDEO_CODECS], description: 'WebRTC video codec; default h264' },
+      output_size: { enum: [...OUTPUT_SIZES], description: "The avatar's video size (1280x720: landscape, the face centred); default the server's AVATAR_OUTPUT_SIZE, 512x512" },
     },
   },
   LegacySessionCreateRequest: {
@@ -483,7 +485,7 @@ const SCHEMAS: Record<string, Schema> = {
     properties: {
       sdp: { type: 'string', description: 'The SDP offer' },
       session: {
-        description: 'Realtime session config (GA fields, the flat voice/face/driving/modalities, and video_codec, target_fps, upsample_factor, tts_source): an object, or a JSON string of one in a form',
+        description: 'Realtime session config (GA fields, the flat voice/face/driving/modalities, and video_codec, target_fps, upsample_factor, tts_source, output_size): an object, or a JSON string of one in a form',
         type: ['object', 'string'],
       },
     },

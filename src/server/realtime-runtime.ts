@@ -63,7 +63,7 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
     endOfTurnModel,
     startAvatar:
       overrides.startAvatar ??
-      ((o) => MediaAvatarOutput.start({ ...o, assets: avatarAssets, pipelinesDir: PIPELINES_DIR, log: log.child({ module: 'avatar' }) })),
+      ((o) => MediaAvatarOutput.start({ ...o, outputSize: o.outputSize ?? config.avatarOutputSize, assets: avatarAssets, pipelinesDir: PIPELINES_DIR, log: log.child({ module: 'avatar' }) })),
     async warmUp() {
       const started = performance.now();
       const tasks: Array<[string, () => Promise<unknown>]> = [
@@ -93,6 +93,7 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
             faceId: DEFAULT_FACE_ID,
             drivingId: DEFAULT_DRIVING_ID,
             fps: DEFAULT_AVATAR_FPS,
+            outputSize: config.avatarOutputSize,
             upsampleFactor: 1,
             jpeg: true,
             rtp: { video: 'h264', audio: true },

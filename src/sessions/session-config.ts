@@ -8,10 +8,12 @@
  *                    the factor (1 = render at full size; higher = cheaper, softer)
  *   tts_source       one of TTS_SOURCES; null = auto (best configured voice)
  *   video_codec      h264 | vp8 (case-insensitive); null = h264
+ *   output_size      512x512 | 720x720 | 1280x720; null = the server's AVATAR_OUTPUT_SIZE
  *
  * Unknown fields are ignored, so clients that send more than we know keep working.
  */
 import { AppError, invalidParam } from '../core/errors.js';
+import { OUTPUT_SIZES } from '../core/video-size.js';
 import { TTS_SOURCES } from '../providers/tts/base.js';
 import type { SessionRecord, VideoCodec } from '../store/store.js';
 
@@ -26,7 +28,7 @@ export const UPSAMPLE_FACTOR_RANGE = { min: 1, max: 4 } as const;
 /** What a creation request decides about a session: the configurable part of SessionRecord. */
 export type SessionConfig = Pick<
   SessionRecord,
-  'model' | 'voice' | 'face' | 'driving' | 'instructions' | 'video' | 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec'
+  'model' | 'voice' | 'face' | 'driving' | 'instructions' | 'video' | 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec' | 'outputSize'
 >;
 
 type Body = Record<string, unknown>;
@@ -84,15 +86,16 @@ function booleanField(body: Body, field: string): boolean | null {
 }
 
 /** The session fields parseMediaFields reads. */
-export const MEDIA_FIELDS: readonly string[] = ['target_fps', 'upsample_factor', 'tts_source', 'video_codec'];
+export const MEDIA_FIELDS: readonly string[] = ['target_fps', 'upsample_factor', 'tts_source', 'video_codec', 'output_size'];
 
 /** The media fields of a session (current and older form, and a WebRTC call's session config). */
-export function parseMediaFields(body: Body): Pick<SessionConfig, 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec'> {
+export function parseMediaFields(body: Body): Pick<SessionConfig, 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec' | 'outputSize'> {
   return {
     targetFps: numberField(body, 'target_fps', TARGET_FPS_RANGE, true),
     upsampleFactor: numberField(body, 'upsample_factor', UPSAMPLE_FACTOR_RANGE, false),
     ttsSource: enumField(body, 'tts_source', TTS_SOURCES),
     videoCodec: enumField(body, 'video_codec', VIDEO_CODECS),
+    outputSize: enumField(body, 'output_size', OUTPUT_SIZES),
   };
 }
 

@@ -111,6 +111,7 @@ export function sessionConfigFrom(initial: Json, defaultModel: string): SessionC
     upsampleFactor: null,
     ttsSource: null,
     videoCodec: null,
+    outputSize: null,
   };
 }
 
@@ -274,6 +275,7 @@ export class RealtimeConnection {
         faceId: session.face ?? 'default',
         drivingId: session.driving ?? 'default',
         fps: session.targetFps ?? 25,
+        outputSize: session.outputSize,
         upsampleFactor: session.upsampleFactor ?? 1,
         jpeg: options.jpeg,
         rtp: options.rtp,

@@ -139,4 +139,11 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX api_keys_revoked ON api_keys(revoked_at_us) WHERE revoked_at_us IS NOT NULL;
     `,
   },
+  {
+    version: 3,
+    name: "the avatar's output size of each session",
+    sql: `
+      ALTER TABLE sessions ADD COLUMN output_size TEXT;
+    `,
+  },
 ];

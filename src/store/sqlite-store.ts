@@ -152,13 +152,13 @@ export class SqliteStore implements Store {
     this.db
       .prepare(
         `INSERT INTO sessions (id, user_id, api_key_id, origin, model, voice, face, driving, instructions, video, target_fps,
-           upsample_factor, tts_source, video_codec, status, end_reason, created_at_us, started_at_us, ended_at_us,
+           upsample_factor, tts_source, video_codec, output_size, status, end_reason, created_at_us, started_at_us, ended_at_us,
            duration_seconds, deadline_us, last_seen_us, current_transcript)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         s.id, s.userId, s.apiKeyId, s.origin, s.model, s.voice, s.face, s.driving, s.instructions, s.video ? 1 : 0, s.targetFps,
-        s.upsampleFactor, s.ttsSource, s.videoCodec, s.status, s.endReason, s.createdAtUs, s.startedAtUs,
+        s.upsampleFactor, s.ttsSource, s.videoCodec, s.outputSize, s.status, s.endReason, s.createdAtUs, s.startedAtUs,
         s.endedAtUs, s.durationSeconds, s.deadlineUs, s.lastSeenUs, s.currentTranscript,
       );
   }
@@ -446,6 +446,7 @@ function toSession(r: Row): SessionRecord {
     upsampleFactor: num(r.upsample_factor),
     ttsSource: str(r.tts_source),
     videoCodec: str(r.video_codec) as SessionRecord['videoCodec'],
+    outputSize: str(r.output_size) as SessionRecord['outputSize'],
     status: r.status as SessionStatus,
     endReason: str(r.end_reason),
     createdAtUs: Number(r.created_at_us),

@@ -13,6 +13,8 @@ export const TERMINAL_STATUSES: readonly SessionStatus[] = ['ended', 'failed', '
 /** Which door a session came in by; decides its event dialect and who ends it. */
 export type SessionOrigin = 'rest' | 'legacy' | 'realtime' | 'call';
 
+import type { OutputSize } from '../core/video-size.js';
+
 export type VideoCodec = 'h264' | 'vp8';
 
 export interface SessionRecord {
@@ -32,6 +34,8 @@ export interface SessionRecord {
   upsampleFactor: number | null;
   ttsSource: string | null;
   videoCodec: VideoCodec | null;
+  /** The avatar's video size; null = the server's AVATAR_OUTPUT_SIZE. */
+  outputSize: OutputSize | null;
   status: SessionStatus;
   /** Why the session left `active`/`pending` (client_request, max_duration, server_restart, ...). */
   endReason: string | null;

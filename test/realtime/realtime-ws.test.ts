@@ -5,6 +5,7 @@
  * cancel, truncate/delete/retrieve, the older dialect, sessions made by REST, chat history and
  * usage.
  */
+import sharp from 'sharp';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SPEECH_MS_PER_CHAR, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
@@ -377,6 +378,28 @@ test('a session made by POST /v1/sessions is attached by session_id and outlives
   assert.is(record.output_tokens, 11);
   assert.ok(record.audio_seconds_out > 1, JSON.stringify(record));
   assert.is(record.frames_out, 0); // no images were asked for
+});
+
+test("a session's output_size sets the avatar's frames: 1280x720 image deltas where the default is 512x512", async () => {
+  const sizeOfFirstImage = async (c: RealtimeTestClient) => {
+    c.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['audio', 'image'] } });
+    await c.waitFor('session.updated');
+    say(c, 'Hello there');
+    c.send({ type: 'response.create' });
+    await c.waitFor('response.output_image.delta');
+    const meta = await sharp(Buffer.from(c.ofType('response.output_image.delta')[0]!.delta as string, 'base64')).metadata();
+    c.send({ type: 'response.cancel' });
+    await c.waitFor('response.done');
+    await c.close();
+    return `${meta.width}x${meta.height}`;
+  };
+  assert.is(await sizeOfFirstImage(await connect()), '512x512');
+  const made = await t.request('POST', '/v1/sessions', { json: { model: 'gpt-realtime', output_size: '1280x720' } });
+  assert.is(made.status, 200, made.text);
+  const wide = await RealtimeTestClient.connect(t.url, { key: t.key, query: `session_id=${made.body.id}` });
+  await wide.waitFor('session.created');
+  assert.is(await sizeOfFirstImage(wide), '1280x720');
+  await t.request('DELETE', `/v1/sessions/${made.body.id}`);
 });
 
 test('DELETE of an attached session closes its socket with 4010', async () => {

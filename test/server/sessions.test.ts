@@ -45,6 +45,7 @@ Sessions('POST /v1/sessions stores every field it is given and validates its typ
       upsample_factor: 2,
       tts_source: 'flite',
       video_codec: 'VP8',
+      output_size: '1280x720',
     },
   });
   assert.is(res.status, 200, res.text);
@@ -59,6 +60,7 @@ Sessions('POST /v1/sessions stores every field it is given and validates its typ
   assert.is(stored.upsampleFactor, 2);
   assert.is(stored.ttsSource, 'flite');
   assert.is(stored.videoCodec, 'vp8');
+  assert.is(stored.outputSize, '1280x720');
 });
 
 const BAD_FIELDS: [string, unknown, string][] = [
@@ -77,6 +79,8 @@ const BAD_FIELDS: [string, unknown, string][] = [
   ['upsample_factor', 5, 'out_of_range'],
   ['tts_source', 'siri', 'invalid_value'],
   ['video_codec', 'av1', 'invalid_value'],
+  ['output_size', '1920x1080', 'invalid_value'],
+  ['output_size', 512, 'invalid_value'],
 ];
 for (const [field, value, code] of BAD_FIELDS) {
   Sessions(`POST /v1/sessions answers 400 ${code} naming '${field}' for ${JSON.stringify(value)}`, async ({ t }) => {

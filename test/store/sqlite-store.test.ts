@@ -35,7 +35,7 @@ test('ending a session writes the usage record and outbox entry in one transacti
   await store.migrate();
   await store.insertSession({
     id: 'sess_1', userId: 'u', apiKeyId: null, origin: 'rest', model: 'm', voice: 'default', face: null, driving: null,
-    instructions: 'i', video: true, targetFps: null, upsampleFactor: null, ttsSource: null, videoCodec: null,
+    instructions: 'i', video: true, targetFps: null, upsampleFactor: null, ttsSource: null, videoCodec: null, outputSize: null,
     status: 'active', endReason: null, createdAtUs: 1_000_000, startedAtUs: 1_000_000, endedAtUs: null,
     durationSeconds: null, deadlineUs: null, lastSeenUs: 1_000_000, currentTranscript: '',
   });
