@@ -2,9 +2,13 @@
 //! blink, head turn, listening nod — side by side into one PNG.
 //!
 //!     cargo run -p face-render --release --example strip -- OUT.png [FACE] [ZOOM_OUT.png]
+//!     cargo run -p face-render --release --example strip -- OUT.png --framed PHOTO.jpg LANDMARKS.json
 //!
-//! FACE is a standard face name (`default`, the astronaut, or `face1`). With ZOOM_OUT, a second
-//! strip of 2x enlarged crops around the face is written too (for looking at the mouth).
+//! FACE is a standard face name (`default`, the astronaut, or `face1`), rendered whole into
+//! 512x512 (the photo as it is). With `--framed`, PHOTO is a face already framed for its output
+//! size (as the server frames it: `npm run render:strip` writes them, src/cli/render-strip.ts) and
+//! the strip is rendered at that size. With ZOOM_OUT, a second strip of 2x enlarged crops around
+//! the face is written too (for looking at the mouth).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -16,10 +20,19 @@ use face_render::{FaceRig, FaceState, MouthShape, Pose, Renderer, RgbImage};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let out = args.get(1).map(String::as_str).unwrap_or("/tmp/strip.png");
-    let name = args.get(2).map(String::as_str).unwrap_or("default");
-    let face = common::face(name).expect("fixture not found");
+    let framed = args.get(2).map(String::as_str) == Some("--framed");
+    let face = if framed {
+        let (photo, landmarks) = (args.get(3).expect("PHOTO.jpg"), args.get(4).expect("LANDMARKS.json"));
+        common::Face {
+            photo: common::load_jpeg(std::path::Path::new(photo)),
+            landmarks: common::parse_landmarks(&std::fs::read_to_string(landmarks).expect("landmarks file")),
+        }
+    } else {
+        common::face(args.get(2).map(String::as_str).unwrap_or("default")).expect("fixture not found")
+    };
+    let (width, height) = if framed { (face.photo.width, face.photo.height) } else { (512, 512) };
     let rig = Arc::new(FaceRig::new(face.photo.clone(), &face.landmarks).expect("rig"));
-    let mut r = Renderer::new(rig, 512, 512, 1.0).expect("renderer");
+    let mut r = Renderer::new(rig, width, height, 1.0).expect("renderer");
     let mouth = |open, wide, press| FaceState {
         mouth: MouthShape { open, wide, press },
         ..FaceState::default()
@@ -71,7 +84,7 @@ fn main() {
     ];
     let mut frames: Vec<RgbImage> = Vec::new();
     for (label, s) in &states {
-        let mut img = RgbImage::new(512, 512);
+        let mut img = RgbImage::new(width, height);
         r.render(s, &mut img);
         println!("{label:>14}: mouth opening {:.3}", r.last_mouth_opening());
         frames.push(img);
@@ -92,7 +105,7 @@ fn main() {
         let (cx, cy) = ((x0 + x1) * 0.5, (y0 + y1) * 0.5);
         let cx0 = (cx - side as f32 * 0.5).max(0.0) as u32;
         let cy0 = (cy - side as f32 * 0.5).max(0.0) as u32;
-        let k = (512 / side).clamp(1, 4);
+        let k = (height / side).clamp(1, 4);
         let crops: Vec<RgbImage> = frames
             .iter()
             .map(|f| common::enlarge(&common::crop(f, cx0, cy0, side, side), k))
