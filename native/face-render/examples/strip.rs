@@ -92,7 +92,7 @@ fn main() {
     let refs: Vec<&RgbImage> = frames.iter().collect();
     common::write_png(std::path::Path::new(out), &common::hstack(&refs, 4));
     println!("wrote {out}");
-    if let Some(zoom) = args.get(3) {
+    if let Some(zoom) = args.get(3).filter(|_| !framed) {
         let lms = &face.landmarks;
         let (mut x0, mut x1, mut y0, mut y1) = (f32::MAX, f32::MIN, f32::MAX, f32::MIN);
         for p in &lms[..468] {
