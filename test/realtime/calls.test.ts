@@ -135,6 +135,17 @@ Calls('a data-channel-only call in the rtAV flow: label realtime, session.update
   await until(() => ctx.t.request('GET', `/v1/sessions/${res.sessionId}`), (r) => r.body.status === 'ended', 'closing the page ends the session');
 });
 
+Calls("the call's session output_size: 1280x720 video decoded at 1280x720, the face framed in it", async (ctx) => {
+  const page = await ctx.browser.newPage();
+  const res = await startCall(ctx, page, { session: { type: 'realtime', output_size: '1280x720' } });
+  assert.is(res.status, 201, res.answer);
+  const stats = await until(() => callIn<any>(page, 'stats'), (s) => s.video?.framesDecoded > 5, 'decoded video');
+  assert.equal([stats.video.width, stats.video.height], [1280, 720]);
+  const stored = await ctx.t.server.services.store.getSession(res.sessionId!);
+  assert.is(stored?.outputSize, '1280x720');
+  await page.close();
+});
+
 Calls('a raw application/sdp offer made with an ephemeral key takes its session config from the key', async (ctx) => {
   const secret = await ctx.t.request('POST', '/v1/realtime/client_secrets', { json: { session: { type: 'realtime', instructions: 'From the key.', audio: { output: { voice: 'coral' } } } } });
   const page = await ctx.browser.newPage();
@@ -186,6 +197,7 @@ Calls('bad requests: garbage SDP, no usable codec, bad session JSON, missing key
   assertError(await post(form(OFFER, '{"type":')), 400, 'invalid_json', 'session');
   assertError(await post(form(OFFER, '{"type":"realtime","voice":"nobody"}')), 400, 'unknown_voice', 'session.voice');
   assertError(await post(form(OFFER, '{"type":"realtime","video_codec":"av1"}')), 400, 'invalid_value', 'session.video_codec');
+  assertError(await post(form(OFFER, '{"type":"realtime","output_size":"4k"}')), 400, 'invalid_value', 'session.output_size');
   assertError(await post(form(OFFER, '{"type":"realtime","colour":"red"}')), 400, 'unknown_parameter', 'session.colour');
   assertError(await post(JSON.stringify({ session: {} }), { 'content-type': 'application/json' }), 400, 'missing_required_parameter', 'sdp');
   assertError(await post(OFFER, { 'content-type': 'application/sdp' }, null), 401, 'missing_api_key');
