@@ -5,6 +5,8 @@
  *
  *   strips/<face>-photo.png        the whole photo at 512x512, as the renderer showed it before framing
  *   strips/<face>-<WxH>.png        framed head and shoulders at each output size, as the server shows it
+ *   strips/<face>-<WxH>-framed.jpg the framed picture it was rendered from, with its landmarks in
+ *                                  ...-framed.json (face-render's `bench` example renders them too)
  *
  * The face (a standard id, default `default`) is framed exactly as a session frames it
  * (faceInputFromImage with the output size), written as a JPEG and landmarks beside it, and
@@ -12,7 +14,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { OUTPUT_SIZES, outputDimensions } from '../core/video-size.js';
@@ -33,22 +34,17 @@ async function main(): Promise<void> {
   const photo = fs.readFileSync(path.join(ROOT, `models/assets/faces/${face}.jpg`));
   const outDir = path.join(ROOT, 'strips');
   fs.mkdirSync(outDir, { recursive: true });
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'strip-'));
-  try {
-    strip(path.join(outDir, `${face}-photo.png`), [face]);
-    for (const size of OUTPUT_SIZES) {
-      const { width, height } = outputDimensions(size);
-      const input = await faceInputFromImage(photo, landmarks, { width, height });
-      const framedPhoto = path.join(tmp, `${size}.jpg`);
-      const framedLandmarks = path.join(tmp, `${size}.json`);
-      await sharp(input.rgb, { raw: { width, height, channels: 3 } }).jpeg({ quality: 97 }).toFile(framedPhoto);
-      const points: number[][] = [];
-      for (let i = 0; i < input.landmarks.length; i += 3) points.push([input.landmarks[i]!, input.landmarks[i + 1]!, input.landmarks[i + 2]!]);
-      fs.writeFileSync(framedLandmarks, JSON.stringify({ landmarks: points }));
-      strip(path.join(outDir, `${face}-${size}.png`), ['--framed', framedPhoto, framedLandmarks]);
-    }
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
+  strip(path.join(outDir, `${face}-photo.png`), [face]);
+  for (const size of OUTPUT_SIZES) {
+    const { width, height } = outputDimensions(size);
+    const input = await faceInputFromImage(photo, landmarks, { width, height });
+    const framedPhoto = path.join(outDir, `${face}-${size}-framed.jpg`);
+    const framedLandmarks = path.join(outDir, `${face}-${size}-framed.json`);
+    await sharp(input.rgb, { raw: { width, height, channels: 3 } }).jpeg({ quality: 97 }).toFile(framedPhoto);
+    const points: number[][] = [];
+    for (let i = 0; i < input.landmarks.length; i += 3) points.push([input.landmarks[i]!, input.landmarks[i + 1]!, input.landmarks[i + 2]!]);
+    fs.writeFileSync(framedLandmarks, JSON.stringify({ landmarks: points }));
+    strip(path.join(outDir, `${face}-${size}.png`), ['--framed', framedPhoto, framedLandmarks]);
   }
 }
 

@@ -22,15 +22,20 @@ fn main() {
     let out = args.get(1).map(String::as_str).unwrap_or("/tmp/strip.png");
     let framed = args.get(2).map(String::as_str) == Some("--framed");
     let face = if framed {
-        let (photo, landmarks) = (args.get(3).expect("PHOTO.jpg"), args.get(4).expect("LANDMARKS.json"));
-        common::Face {
-            photo: common::load_jpeg(std::path::Path::new(photo)),
-            landmarks: common::parse_landmarks(&std::fs::read_to_string(landmarks).expect("landmarks file")),
-        }
+        let (photo, landmarks) = (
+            args.get(3).expect("PHOTO.jpg"),
+            args.get(4).expect("LANDMARKS.json"),
+        );
+        common::framed_face(photo.as_ref(), landmarks.as_ref())
     } else {
-        common::face(args.get(2).map(String::as_str).unwrap_or("default")).expect("fixture not found")
+        common::face(args.get(2).map(String::as_str).unwrap_or("default"))
+            .expect("fixture not found")
     };
-    let (width, height) = if framed { (face.photo.width, face.photo.height) } else { (512, 512) };
+    let (width, height) = if framed {
+        (face.photo.width, face.photo.height)
+    } else {
+        (512, 512)
+    };
     let rig = Arc::new(FaceRig::new(face.photo.clone(), &face.landmarks).expect("rig"));
     let mut r = Renderer::new(rig, width, height, 1.0).expect("renderer");
     let mouth = |open, wide, press| FaceState {

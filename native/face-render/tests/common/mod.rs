@@ -64,6 +64,17 @@ pub struct Face {
     pub landmarks: Vec<[f32; 3]>,
 }
 
+/// A picture framed for its output size as the server frames it: the JPEG and its landmarks
+/// file, as `npm run render:strip` writes them (`strips/<face>-<WxH>-framed.{jpg,json}`).
+pub fn framed_face(photo: &std::path::Path, landmarks: &std::path::Path) -> Face {
+    let json = std::fs::read_to_string(landmarks)
+        .unwrap_or_else(|e| panic!("{}: {e}", landmarks.display()));
+    Face {
+        photo: load_jpeg(photo),
+        landmarks: parse_landmarks(&json),
+    }
+}
+
 /// Photo and landmarks of a standard face (`default` or `face1`), or None when the fixture is
 /// not there.
 pub fn face(name: &str) -> Option<Face> {
