@@ -19,7 +19,7 @@ import { isUuid, newAssetId } from '../core/ids.js';
 import type { AssetKind, AssetRecord, Store } from '../store/store.js';
 import { OffThread } from '../core/off-thread.js';
 import { sniffAudio } from './audio-file.js';
-import { KIND_DIRS, isOpenAiVoiceName, type StandardAssets } from './catalog.js';
+import { KIND_DIRS, isOpenAiVoiceName, type CatalogEntry, type StandardAssets } from './catalog.js';
 import type { MotionTemplate } from './motion-template.js';
 
 /** Finds the face in a photo (src/media/face-registration.ts); throws a 422 AppError when there is no usable face. */
@@ -102,9 +102,21 @@ const INSPECT_TIMEOUT_MS = 30_000;
 /** After checking a file this big, the worker is ended so the memory its decode used is returned. */
 const RECYCLE_AFTER_BYTES = 1024 * 1024;
 
+/** A standard asset described like an upload: its catalog entry and what inspecting its file measured. */
+export interface StandardAssetInfo {
+  kind: AssetKind;
+  entry: CatalogEntry;
+  contentType: string;
+  bytes: number;
+  sha256: string;
+  metadata: Record<string, unknown>;
+}
+
 export class AssetService implements AssetResolver {
   /** Decodes uploaded voices and motions off the event loop (inspect.ts runs there). */
   private readonly inspector = new OffThread(new URL('./inspect-worker.ts', import.meta.url), 'asset inspector');
+  /** Standard assets already described (their files do not change while the server runs). */
+  private readonly standardInfo = new Map<string, Promise<StandardAssetInfo>>();
 
   constructor(
     private readonly store: Store,
@@ -152,6 +164,35 @@ export class AssetService implements AssetResolver {
     const asset = isUuid(id) ? await this.store.getAsset(id.toLowerCase()) : null;
     if (!asset || asset.kind !== kind || asset.userId !== userId) throw notFound(kind, id);
     return asset;
+  }
+
+  /**
+   * A standard asset, inspected as an upload would be (a face: size, face box, pose and the
+   * head-and-shoulders frame the avatar shows), once per server run; undefined for other ids.
+   */
+  describeStandard(kind: AssetKind, id: string): Promise<StandardAssetInfo> | undefined {
+    const entry = this.standard.find(kind, id);
+    if (!entry) return undefined;
+    const key = `${kind}/${entry.id}`;
+    let info = this.standardInfo.get(key);
+    if (!info) {
+      info = (async () => {
+        const data = await fs.readFile(this.standard.filePath(kind, entry));
+        const metadata = await this.inspect(kind, data);
+        return {
+          kind,
+          entry,
+          contentType: mimeOfFile(entry.filename),
+          bytes: data.length,
+          sha256: createHash('sha256').update(data).digest('hex'),
+          metadata,
+        };
+      })();
+      // A failure (file missing until setup runs) is not remembered.
+      info.catch(() => this.standardInfo.delete(key));
+      this.standardInfo.set(key, info);
+    }
+    return info;
   }
 
   /**

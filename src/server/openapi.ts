@@ -106,10 +106,10 @@ function assetPaths(plural: string, kind: string, types: string[], legacy: boole
     [`/v1/${plural}/{id}`]: {
       get: {
         tags: ['assets'],
-        summary: `A custom ${kind} you uploaded`,
-        security: authed,
-        parameters: [assetIdParam],
-        responses: { '200': json(ref('Asset')), ...ERRORS },
+        summary: `A standard ${kind} (public) or one you uploaded (your key), with what inspecting its file measured`,
+        security: [{}, { bearer: [] }],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'A standard id or the UUID of your upload' }],
+        responses: { '200': json({ oneOf: [ref('Asset'), ref('StandardAsset')] }), ...ERRORS },
       },
       delete: {
         tags: ['assets'],
@@ -458,6 +458,27 @@ const SCHEMAS: Record<string, Schema> = {
       sha256: { type: 'string' },
       metadata: { type: 'object', description: 'What validation measured: width/height, duration/sample rate, frames/fps; faces also face_box, face_pose and face_frame (the head-and-shoulders crop the avatar shows, {x, y, width, height} in photo pixels)' },
       created_at: TIMESTAMP,
+    },
+  },
+  StandardAsset: {
+    type: 'object',
+    description: 'A standard asset, described as an upload is',
+    required: ['id', 'object', 'standard', 'name', 'filename', 'description', 'content_type', 'bytes', 'sha256', 'metadata', 'created_at'],
+    properties: {
+      id: { type: 'string' },
+      face_id: { type: 'string' },
+      voice_id: { type: 'string' },
+      driving_id: { type: 'string' },
+      object: { enum: ['face', 'voice', 'driving'] },
+      standard: { const: true },
+      name: { type: 'string' },
+      filename: { type: 'string' },
+      description: { type: 'string' },
+      content_type: { type: 'string' },
+      bytes: { type: 'integer' },
+      sha256: { type: 'string' },
+      metadata: { type: 'object', description: 'As for an upload (a face: width, height, face_box, face_pose, face_frame)' },
+      created_at: { type: 'null' },
     },
   },
   AssetDeleted: {

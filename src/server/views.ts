@@ -2,6 +2,7 @@
  * Wire shapes of REST responses. The session object is exactly spec 2.1 (current form); the older
  * form adds `session_id`, `video` and `face_id` the way its clients read them.
  */
+import type { StandardAssetInfo } from '../assets/asset-service.js';
 import { formatNullableTimestamp, formatTimestamp } from '../core/clock.js';
 import type { ApiKeyRecord, AssetRecord, ChatTurn, SessionRecord } from '../store/store.js';
 
@@ -52,6 +53,25 @@ export function assetView(a: AssetRecord) {
     sha256: a.sha256,
     metadata: a.metadata,
     created_at: formatTimestamp(a.createdAtUs),
+  };
+}
+
+/** A standard asset in the shape of `assetView`: public, no owner, no creation time. */
+export function standardAssetView(a: StandardAssetInfo) {
+  const idField = a.kind === 'driving' ? 'driving_id' : `${a.kind}_id`;
+  return {
+    id: a.entry.id,
+    [idField]: a.entry.id,
+    object: a.kind,
+    standard: true,
+    name: a.entry.id,
+    filename: a.entry.filename,
+    description: a.entry.description,
+    content_type: a.contentType,
+    bytes: a.bytes,
+    sha256: a.sha256,
+    metadata: a.metadata,
+    created_at: null,
   };
 }
 

@@ -369,6 +369,42 @@ Assets('an uploaded face carries what registration found: box, pose, 478 landmar
   assert.equal(got.body.metadata.face_frame, f, 'GET shows the frame');
 });
 
+Assets('GET /v1/{kind}/{standard id} needs no key and describes the standard asset as an upload is: a face with its frame', async ({ t }) => {
+  const face = await t.request('GET', '/v1/faces/default', { key: null });
+  assert.is(face.status, 200, face.text);
+  assert.is(face.body.id, 'default');
+  assert.is(face.body.face_id, 'default');
+  assert.is(face.body.object, 'face');
+  assert.is(face.body.standard, true);
+  assert.is(face.body.created_at, null);
+  assert.is(face.body.content_type, 'image/jpeg');
+  assert.is(face.body.bytes, DEFAULT_FACE_JPG.length);
+  assert.is(face.body.sha256, sha256(DEFAULT_FACE_JPG));
+  const m = face.body.metadata;
+  assert.is(m.landmarks, 478);
+  const f = m.face_frame;
+  assert.ok(f.x >= 0 && f.y >= 0 && f.x + f.width <= m.width + 0.01 && f.y + f.height <= m.height + 0.01, `inside the ${m.width}x${m.height} photo: ${JSON.stringify(f)}`);
+  assert.ok(f.x <= m.face_box[0] && f.x + f.width >= m.face_box[0] + m.face_box[2], 'the face is inside the frame');
+  const share = m.face_box[2] / f.width;
+  assert.ok(share > 0.35 && share < 0.45, `the face fills ${(100 * share).toFixed(0)} % of the frame width`);
+  // With a key, the same; a second read is the same description.
+  assert.equal((await t.request('GET', '/v1/faces/default')).body, face.body);
+
+  const voice = await t.request('GET', '/v1/voices/default', { key: null });
+  assert.is(voice.status, 200, voice.text);
+  assert.is(voice.body.voice_id, 'default');
+  assert.ok(voice.body.metadata.duration_seconds > 0.5, JSON.stringify(voice.body.metadata));
+  const driving = await t.request('GET', '/v1/driving/idle', { key: null });
+  assert.is(driving.status, 200, driving.text);
+  assert.is(driving.body.driving_id, 'idle');
+  assert.ok(driving.body.metadata.n_frames > 0, JSON.stringify(driving.body.metadata));
+
+  // Anything else is still an upload's id: a key is needed, and an unknown id is a 404.
+  assertError(await t.request('GET', '/v1/faces/nope', { key: null }), 401, 'missing_api_key');
+  assertError(await t.request('GET', '/v1/faces/nope'), 404, 'face_not_found');
+  assertError(await t.request('GET', '/v1/voices/default2', { key: null }), 401, 'missing_api_key');
+});
+
 Assets('an empty file is a 400 empty_file', async ({ t }) => {
   assertError(await uploadRaw(t, '/v1/faces', Buffer.alloc(0), 'image/png'), 400, 'empty_file', 'file');
   assertError(await uploadForm(t, '/v1/faces', form(Buffer.alloc(0), 'image/png', 'empty.png')), 400, 'empty_file', 'file');

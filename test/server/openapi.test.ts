@@ -245,6 +245,9 @@ OpenApi('asset lists, an uploaded asset and a deleted asset match their schemas'
 
   const id = uploaded.body.id as string;
   conforms(ctx, await t.request('GET', `/v1/faces/${id}`), 'GET', '/v1/faces/{id}', 'Asset');
+  conforms(ctx, await t.request('GET', '/v1/faces/default', { key: null }), 'GET', '/v1/faces/{id}', 'StandardAsset');
+  conforms(ctx, await t.request('GET', '/v1/voices/alice', { key: null }), 'GET', '/v1/voices/{id}', 'StandardAsset');
+  conforms(ctx, await t.request('GET', '/v1/driving/idle', { key: null }), 'GET', '/v1/driving/{id}', 'StandardAsset');
   const deleted = await t.request('DELETE', `/v1/faces/${id}`);
   assert.is(deleted.status, 200);
   conforms(ctx, deleted, 'DELETE', '/v1/faces/{id}', 'AssetDeleted');

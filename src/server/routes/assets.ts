@@ -1,16 +1,19 @@
 /**
  * Assets: public standard lists (spec 4.3; a valid key adds the caller's uploads), uploads in the
- * older form (POST /faces, /voices) and under /v1 (plus driving motions), per-asset get/delete,
- * and each asset's file (`/content`).
+ * older form (POST /faces, /voices) and under /v1 (plus driving motions), per-asset get (public
+ * for a standard asset, described like an upload) and delete, and each asset's file (`/content`).
  */
 import fs from 'node:fs';
+import type Koa from 'koa';
 import type { AssetKind } from '../../store/store.js';
-import type { AppRouter } from '../context.js';
+import type { AppContext, AppRouter, AppState } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
 import { receiveUpload } from '../upload.js';
-import { assetView } from '../views.js';
+import { assetView, standardAssetView } from '../views.js';
 import type { RouteGuards } from './guards.js';
+
+type Middleware = Koa.Middleware<AppState, AppContext>;
 
 const KINDS: { kind: AssetKind; plural: 'faces' | 'voices' | 'driving' }[] = [
   { kind: 'face', plural: 'faces' },
@@ -19,6 +22,13 @@ const KINDS: { kind: AssetKind; plural: 'faces' | 'voices' | 'driving' }[] = [
 ];
 
 export function assetRoutes(router: AppRouter, s: Services, g: RouteGuards): void {
+  /** `g.optionalAuth` for a standard asset's id, `g.authed` for anything else. */
+  const publicIfStandard = (kind: AssetKind): Middleware => (ctx, next) => {
+    const stack = s.assets.standard.find(kind, ctx.params.id ?? '') ? g.optionalAuth : g.authed;
+    const run = (i: number): Promise<unknown> => (i === stack.length ? next() : Promise.resolve(stack[i]!(ctx, () => run(i + 1))));
+    return run(0);
+  };
+
   for (const { kind, plural } of KINDS) {
     router.get(`/v1/${plural}`, ...g.optionalAuth, async (ctx) => {
       ctx.body = { [plural]: await s.assets.list(kind, ctx.state.principal?.userId ?? null) };
@@ -44,8 +54,13 @@ export function assetRoutes(router: AppRouter, s: Services, g: RouteGuards): voi
       ctx.body = fs.createReadStream(file.path);
     });
 
-    router.get(`/v1/${plural}/:id`, ...g.authed, async (ctx) => {
-      ctx.body = assetView(await s.assets.get(kind, ctx.params.id ?? '', principalOf(ctx).userId));
+    // One asset: a standard one is public (like the lists and its file) and described as an
+    // upload is (a face with its face box, pose and frame); an upload needs its owner's API key.
+    router.get(`/v1/${plural}/:id`, publicIfStandard(kind), async (ctx) => {
+      const standard = s.assets.describeStandard(kind, ctx.params.id ?? '');
+      ctx.body = standard
+        ? standardAssetView(await standard)
+        : assetView(await s.assets.get(kind, ctx.params.id ?? '', principalOf(ctx).userId));
     });
     router.delete(`/v1/${plural}/:id`, ...g.authed, async (ctx) => {
       const asset = await s.assets.delete(kind, ctx.params.id ?? '', principalOf(ctx).userId);
