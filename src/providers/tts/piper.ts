@@ -11,8 +11,10 @@
  * [1, n], `input_lengths` int64 [1], `scales` float32 [noise, length, noise_w]; output `output`
  * float32 [1, 1, samples]. Speed divides the length scale.
  *
- * Phoneme timings: the model returns no durations, so espeak-ng speaks the same sentence (about
- * a millisecond) and its phoneme events are mapped onto Piper's audio piecewise linearly: the
+ * Phoneme timings: the model returns no durations, so espeak-ng speaks the same clause (about
+ * a millisecond) and its phoneme events are moved onto Piper's audio by aligning the two sounds
+ * (phoneme-align.ts: time warping of band energies; an even stretch put a long clause's lips 60-130
+ * ms off). Where that cannot run (a clause over 8 s), they are mapped piecewise linearly: the
  * leading silence onto Piper's leading silence, the speech onto Piper's speech (found from the
  * energy envelope), the trailing silence onto its trailing silence. Both engines pronounce the
  * same espeak-ng phonemes, so the order is exact and only the durations are estimated.
@@ -36,6 +38,7 @@ import {
   type Voice,
 } from './base.js';
 import { nativeTtsError } from './native-voice.js';
+import { alignByWarping } from './phoneme-align.js';
 import { normalizeSpeechText, splitClauses, splitSentences } from './text.js';
 
 /** Piper scales each utterance to full scale; we stop a little short to leave headroom. */
@@ -160,7 +163,7 @@ export class PiperVoice implements Voice {
 
   /**
    * One chunk per clause: a clause is phonemised and timed by espeak-ng, spoken by the model,
-   * trimmed of excess silence, and its espeak-ng phoneme timeline mapped onto the audio.
+   * trimmed of excess silence, and its espeak-ng phoneme timeline aligned with the audio.
    */
   async *speak(text: string, options: SpeakOptions): AsyncGenerator<SpeechChunk> {
     const speed = checkSpeed(options.speed);
@@ -201,7 +204,8 @@ export class PiperVoice implements Voice {
     const maxTailNs = endsSentence ? MAX_SENTENCE_TAIL_SILENCE_NS : MAX_CLAUSE_TAIL_SILENCE_NS;
     const { pcm, bounds } = trimSilence(normalisePeak(audio), rate, MAX_LEAD_SILENCE_NS, maxTailNs);
     const espeakEndNs = samplesToNs(timing.pcm.length, timing.sampleRateHz);
-    return { pcm, sampleRateHz: rate, phonemes: alignTimings(timing.phonemes, espeakEndNs, bounds) };
+    const warped = alignByWarping(timing.phonemes, timing.pcm, timing.sampleRateHz, pcm, rate);
+    return { pcm, sampleRateHz: rate, phonemes: warped ?? alignTimings(timing.phonemes, espeakEndNs, bounds) };
   }
 }
 
