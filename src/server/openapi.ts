@@ -40,6 +40,22 @@ const JSON_BODY_ERRORS = {
 const authed = [{ bearer: [] }];
 const sessionIdParam = { name: 'session_id', in: 'path', required: true, schema: { type: 'string' } };
 const legacyIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+/** What an upload and a standard asset are both described with (besides their ids and created_at). */
+const ASSET_FIELDS = ['object', 'name', 'filename', 'description', 'content_type', 'bytes', 'sha256', 'metadata', 'created_at'];
+const ASSET_PROPERTIES: Record<string, Schema> = {
+  object: { enum: ['face', 'voice', 'driving'] },
+  name: { type: 'string' },
+  filename: { type: 'string' },
+  description: { type: 'string' },
+  content_type: { type: 'string' },
+  bytes: { type: 'integer' },
+  sha256: { type: 'string' },
+  metadata: {
+    type: 'object',
+    description:
+      'What validation measured: width/height, duration/sample rate, frames/fps; faces also face_box, face_pose and face_frame (the head-and-shoulders crop the avatar shows, {x, y, width, height} in photo pixels)',
+  },
+};
 const assetIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 
 const uploadBody = (kind: string, types: string[]) => ({
@@ -443,41 +459,27 @@ const SCHEMAS: Record<string, Schema> = {
   },
   Asset: {
     type: 'object',
-    required: ['id', 'object', 'name', 'filename', 'description', 'content_type', 'bytes', 'sha256', 'metadata', 'created_at'],
+    required: ['id', ...ASSET_FIELDS],
     properties: {
       id: { type: 'string', format: 'uuid' },
       face_id: { type: 'string', format: 'uuid' },
       voice_id: { type: 'string', format: 'uuid' },
       driving_id: { type: 'string', format: 'uuid' },
-      object: { enum: ['face', 'voice', 'driving'] },
-      name: { type: 'string' },
-      filename: { type: 'string' },
-      description: { type: 'string' },
-      content_type: { type: 'string' },
-      bytes: { type: 'integer' },
-      sha256: { type: 'string' },
-      metadata: { type: 'object', description: 'What validation measured: width/height, duration/sample rate, frames/fps; faces also face_box, face_pose and face_frame (the head-and-shoulders crop the avatar shows, {x, y, width, height} in photo pixels)' },
+      ...ASSET_PROPERTIES,
       created_at: TIMESTAMP,
     },
   },
   StandardAsset: {
     type: 'object',
     description: 'A standard asset, described as an upload is',
-    required: ['id', 'object', 'standard', 'name', 'filename', 'description', 'content_type', 'bytes', 'sha256', 'metadata', 'created_at'],
+    required: ['id', 'standard', ...ASSET_FIELDS],
     properties: {
       id: { type: 'string' },
       face_id: { type: 'string' },
       voice_id: { type: 'string' },
       driving_id: { type: 'string' },
-      object: { enum: ['face', 'voice', 'driving'] },
       standard: { const: true },
-      name: { type: 'string' },
-      filename: { type: 'string' },
-      description: { type: 'string' },
-      content_type: { type: 'string' },
-      bytes: { type: 'integer' },
-      sha256: { type: 'string' },
-      metadata: { type: 'object', description: 'As for an upload (a face: width, height, face_box, face_pose, face_frame)' },
+      ...ASSET_PROPERTIES,
       created_at: { type: 'null' },
     },
   },
