@@ -109,11 +109,19 @@ function setState(state: State, text: string): void {
   ui.micMode.disabled = live || busy;
 }
 
+/** Server error codes that end the session (the connection closes right after). */
+const ENDING_ERRORS: Record<string, { why: string; kind: 'ended' | 'key' }> = {
+  session_ended: { why: 'The session was ended on the server (by its owner or its maximum duration).', kind: 'ended' },
+  key_revoked: { why: 'Your API key has been revoked. Enter another key.', kind: 'key' },
+};
+
 function showError(message: string, action?: { label: string; run: () => void }): void {
   page.lastError = message;
   ui.error.hidden = false;
   ui.errorText.textContent = message;
   ui.errorAction.hidden = !action;
+  ui.errorAction.textContent = '';
+  ui.errorAction.onclick = null;
   if (action) {
     ui.errorAction.textContent = action.label;
     ui.errorAction.onclick = () => {
@@ -222,7 +230,14 @@ function onServerEvent(event: ServerEvent): void {
     }
     case 'error': {
       const error = event.error as { message?: string; code?: string };
-      showError(`The avatar says: ${error.message ?? error.code ?? 'an error'}`);
+      const said = `The avatar says: ${error.message ?? error.code ?? 'an error'}`;
+      // The server sends these just before it closes the connection: say so at once, with what to
+      // do, rather than an error with no way on until the close arrives.
+      const ending = error.code ? ENDING_ERRORS[error.code] : undefined;
+      if (ending) {
+        page.conn?.close();
+        lost(`${ending.why} (${said})`, ending.kind);
+      } else showError(said);
       break;
     }
   }

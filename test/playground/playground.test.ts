@@ -198,8 +198,10 @@ for (const transport of ['webrtc', 'websocket'] as const) {
     assert.ok(answered.eventTypes.indexOf('input_audio_buffer.speech_started') < answered.eventTypes.indexOf('response.created'));
     assert.is(await page.textContent('#transcript li.user'), DEFAULT_TRANSCRIPT);
     assert.match((await page.textContent('#transcript li.assistant')) ?? '', /Hello from the avatar/);
-    const after = (await until(page, () => true, 'stats')).stats!.audioEnergy;
-    assert.ok(after - before > 0.01, `the answer was heard: audio energy ${before} -> ${after}`);
+    // The reply's sound plays out after response.done arrives (a loaded machine sends it sooner
+    // than it plays): wait for it to be heard.
+    const heard = await until(page, (s) => (s.stats?.audioEnergy ?? 0) - before > 0.01, 'the answer heard', 30_000);
+    assert.ok(heard.stats!.audioEnergy - before > 0.01, `the answer was heard: audio energy ${before} -> ${heard.stats!.audioEnergy}`);
     assert.ok(answered.firstAudioMs.length >= 1, 'end of speech → first audio measured');
     await page.click('#hangup');
     await until(page, (s) => s.state === 'ended', 'hang up');
