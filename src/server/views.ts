@@ -39,11 +39,15 @@ export function chatView(s: SessionRecord, turns: ChatTurn[]) {
   };
 }
 
+/** The kind-named id field an asset view repeats its id in: face_id, voice_id, driving_id. */
+function assetIdField(kind: AssetRecord['kind']): string {
+  return kind === 'driving' ? 'driving_id' : `${kind}_id`;
+}
+
 export function assetView(a: AssetRecord) {
-  const idField = a.kind === 'driving' ? 'driving_id' : `${a.kind}_id`;
   return {
     id: a.id,
-    [idField]: a.id,
+    [assetIdField(a.kind)]: a.id,
     object: a.kind,
     name: a.name,
     filename: a.filename,
@@ -58,10 +62,9 @@ export function assetView(a: AssetRecord) {
 
 /** A standard asset in the shape of `assetView`: public, no owner, no creation time. */
 export function standardAssetView(a: StandardAssetInfo) {
-  const idField = a.kind === 'driving' ? 'driving_id' : `${a.kind}_id`;
   return {
     id: a.entry.id,
-    [idField]: a.entry.id,
+    [assetIdField(a.kind)]: a.entry.id,
     object: a.kind,
     standard: true,
     name: a.entry.id,

@@ -72,7 +72,7 @@ fn main() {
     let mut cpu = Vec::with_capacity(frames);
     let mut mouth_only = Vec::with_capacity(frames);
     // GAP_MS=40: wait that long between frames, as a live 25 fps session does. On the 2-core VM
-    // this project is measured on, a frame rendered 40 ms after the last costs about 1.3-1.7x
+    // this project is measured on, a frame rendered 40 ms after the last costs about 1.5-1.9x
     // one rendered back to back (caches gone cold), which is what a session sees.
     let gap = std::env::var("GAP_MS")
         .ok()

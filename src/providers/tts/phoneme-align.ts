@@ -29,8 +29,8 @@ const BAND_FRAMES = 15;
 /** Longest input that is aligned (s); longer ones are left to the caller's even stretch. */
 export const MAX_ALIGN_SECONDS = 8;
 
-/** Log band energies per 10 ms frame of mono PCM16 at `rateHz`, each band's mean removed. */
-export function bandFrames(pcm: Int16Array, rateHz: number): Float32Array[] {
+/** Log band energies per HOP_S frame of mono PCM16 at `rateHz`, each band's mean removed. */
+function bandFrames(pcm: Int16Array, rateHz: number): Float32Array[] {
   const x = decimate(pcm, rateHz);
   const win = Math.round(WINDOW_S * FEATURE_RATE_HZ);
   const hop = Math.round(HOP_S * FEATURE_RATE_HZ);
@@ -90,7 +90,7 @@ function decimate(pcm: Int16Array, rateHz: number): Float32Array {
  * BAND_FRAMES of the even stretch (the diagonal from the first frames to the last), which bounds
  * the cost to about n x (2 BAND_FRAMES + 1) cells.
  */
-export function warpPath(a: Float32Array[], b: Float32Array[]): Float64Array {
+function warpPath(a: Float32Array[], b: Float32Array[]): Float64Array {
   const n = a.length;
   const m = b.length;
   const cost = new Float64Array((n + 1) * (m + 1)).fill(Number.POSITIVE_INFINITY);
