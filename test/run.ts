@@ -1,7 +1,9 @@
 /**
  * Runs every test file under test/ with uvu's CLI (tsx preloaded), streams its output, and closes
  * with one plain line, `tests: N passed, N failed, N skipped`, that CI tools read. Exits non-zero
- * when a test fails or when no test ran.
+ * when a test fails or when no test ran. Each failure uvu printed (its `FAIL` line and the lines up
+ * to the stack's end) is printed again just before that line, so a CI log that keeps only its tail
+ * still says which test failed and why.
  *
  * uvu runs every file in one process, which ends only when nothing keeps it alive. Something left
  * open by a test (a socket, a timer, a native peer connection) would hold CI until its own limit,
@@ -40,7 +42,27 @@ child.on('exit', (code, signal) => {
   const skipped = count('Skipped');
   // uvu's Total counts the tests that ran (skipped ones are not in it).
   const failed = total - passed;
+  const failures = failureBlocks(output);
+  if (failures.length > 0) process.stdout.write(`\nfailures (repeated from above):\n\n${failures.join('\n\n')}\n`);
   process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   if (signal || lingered) process.exit(1);
   process.exit(code !== 0 || failed > 0 || total === 0 ? 1 : 0);
 });
+
+/** The blocks uvu prints for failed tests: from a `FAIL` line to the first blank line after its stack. */
+function failureBlocks(text: string): string[] {
+  const lines = text.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
+  const blocks: string[] = [];
+  lines.forEach((first, i) => {
+    if (!/^\s*FAIL\s/.test(first)) return;
+    const block = [first];
+    let inStack = false;
+    for (const line of lines.slice(i + 1, i + 40)) {
+      if (/^\s+at /.test(line)) inStack = true;
+      else if (inStack) break;
+      block.push(line);
+    }
+    blocks.push(block.join('\n').trimEnd());
+  });
+  return blocks;
+}
