@@ -3,6 +3,7 @@
 mod common;
 
 use animation::timeline::frame_pts_ns;
+use animation::animator::VISEME_LEAD_NS;
 use animation::{Animator, DrivingMotion, FaceState, MotionFrame, MouthShape, Viseme, VisemeEvent};
 use common::*;
 
@@ -209,23 +210,72 @@ fn speech_moves_the_mouth_and_livens_the_head() {
 }
 
 #[test]
-fn visemes_drive_their_span_and_audio_only_modulates_it() {
+fn visemes_shape_their_span_and_the_audio_sets_the_least_opening() {
     let feeder = Feeder::utterance(0);
     // Phonemes for 0.5 .. 1.0 s only: a held rounded vowel.
     let span = VisemeEvent { start_ns: 500 * MS, end_ns: 1_000 * MS, viseme: Viseme::Rounded };
     let mut with = Animator::new(DrivingMotion::rest(), 2);
     let mut without = Animator::new(DrivingMotion::rest(), 2);
     with.push_visemes(&[span]);
+    let mut louder_than_the_viseme = 0;
     for f in 0..feeder.end_frame() {
         feeder.feed(&mut with, f);
         feeder.feed(&mut without, f);
         let (a, b) = (with.face_at(t(f)), without.face_at(t(f)));
         let ms = t(f) / MS;
         if (580..=920).contains(&ms) {
+            // The viseme's lip shape throughout; its opening scaled by the audio within ±15 %,
+            // or the audio's own opening where that is larger.
             assert!((a.mouth.wide + 0.8).abs() < 1e-4, "{ms} ms: {a:?}");
-            assert!(a.mouth.open >= 0.35 * 0.85 - 1e-4 && a.mouth.open <= 0.35 * 1.15 + 1e-4, "{ms} ms: {a:?}");
+            assert!(a.mouth.open >= 0.35 * 0.85 - 1e-4 && a.mouth.open >= b.mouth.open - 1e-4, "{ms} ms: {a:?} audio alone {b:?}");
+            let scaled = a.mouth.open <= 0.35 * 1.15 + 1e-4;
+            assert!(scaled || (a.mouth.open - b.mouth.open).abs() < 1e-4, "{ms} ms: {a:?} audio alone {b:?}");
+            louder_than_the_viseme += usize::from(!scaled);
         } else if !(400..=1_200).contains(&ms) {
             assert_eq!(a.mouth, b.mouth, "{ms} ms: outside the span the audio drives");
+        }
+    }
+    assert!(louder_than_the_viseme > 0, "the utterance opens wider than a rounded vowel somewhere in the span");
+}
+
+#[test]
+fn visemes_lead_the_frame_and_bilabials_close_however_loud() {
+    // No audio: the track alone, read VISEME_LEAD_NS ahead, so a frame 40 ms before a vowel
+    // already shows half its opening (the smoothing window is centred on the read time).
+    let mut a = Animator::new(DrivingMotion::rest(), 0);
+    a.push_visemes(&[VisemeEvent { start_ns: 1_000 * MS, end_ns: 1_400 * MS, viseme: Viseme::Open }]);
+    let half = a.face_at(1_000 * MS - VISEME_LEAD_NS).mouth.open;
+    assert!((half - 0.4).abs() < 1e-3, "{half}");
+    assert!(a.face_at(1_040 * MS - VISEME_LEAD_NS).mouth.open > 0.79);
+
+    // Loud speech with a bilabial in it: pressed shut at its centre.
+    let feeder = Feeder::utterance(10);
+    let mut loud = Animator::new(DrivingMotion::rest(), 0);
+    let mut alone = Animator::new(DrivingMotion::rest(), 0);
+    let (mut at, mut widest) = (0, 0.0f32);
+    for f in 0..feeder.end_frame() {
+        feeder.feed(&mut alone, f);
+        let open = alone.face_at(t(f)).mouth.open;
+        if open > widest {
+            (at, widest) = (f, open);
+        }
+    }
+    assert!(widest > 0.5, "{widest}");
+    // The frame at `at` reads the track at `centre`: put a bilabial there, vowels around it.
+    let centre = t(at) + VISEME_LEAD_NS;
+    loud.push_visemes(&[
+        VisemeEvent { start_ns: centre - 200 * MS, end_ns: centre - 40 * MS, viseme: Viseme::Open },
+        VisemeEvent { start_ns: centre - 40 * MS, end_ns: centre + 40 * MS, viseme: Viseme::Closed },
+        VisemeEvent { start_ns: centre + 40 * MS, end_ns: centre + 200 * MS, viseme: Viseme::Open },
+    ]);
+    for f in 0..=at {
+        feeder.feed(&mut loud, f);
+        let face = loud.face_at(t(f));
+        if f + 3 == at {
+            assert!(face.mouth.open >= 0.8 * 0.85 - 1e-4, "{face:?}");
+        }
+        if f == at {
+            assert!(face.mouth.press > 0.99 && face.mouth.open < 1e-3, "{face:?}");
         }
     }
 }
