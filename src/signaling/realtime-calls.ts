@@ -34,7 +34,7 @@ import { MicrophoneDecoder } from '../media/opus-decoder.js';
 import { type Json, RealtimeError, isObject } from '../realtime/protocol.js';
 import { MEDIA_FIELDS, parseMediaFields } from '../sessions/session-config.js';
 import type { SessionRecord } from '../store/store.js';
-import { CallPeer } from '../transport/call-peer.js';
+import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
 import { type ConnectionDeps, type ConnectionRegistry, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
 
@@ -133,11 +133,15 @@ export class CallGateway {
     return { sessionId };
   }
 
-  /** Ends every call (shutdown); the registry has ended their connections already. */
+  /**
+   * Ends every call (shutdown; the registry has ended their connections already), then frees
+   * node-datachannel's hold on closed peers if no peer of this process is open.
+   */
   async close(): Promise<void> {
     const calls = [...this.calls.values()];
     for (const call of calls) call.peer.close();
     await Promise.allSettled(calls.map((c) => c.connection.close()));
+    releaseClosedPeers();
   }
 
   private track(principal: Principal, session: SessionRecord, peer: CallPeer, initial: Json, negotiated: Negotiated): Call {

@@ -8,7 +8,8 @@
  * - The answer is built in full before it is returned (loopback and host candidates gather at
  *   once; otherwise gathering is awaited up to GATHER_TIMEOUT_MS). A failure on the way closes
  *   the PeerConnection: nothing half-built is left.
- * - Media goes out only once its track is open; earlier buffers are dropped and counted.
+ * - Media goes out only once its track is open; earlier buffers are dropped and counted, and so
+ *   are buffers whose track closes under them (a send never throws for a closed track).
  *   H.264 access units (Annex-B) go through libdatachannel's H264RtpPacketizer, Opus packets
  *   through its RtpPacketizer, each followed by an RTCP sender reporter and (video) a NACK
  *   responder; VP8 arrives already packetized (GStreamer's rtpvp8pay) and is forwarded with the
@@ -17,7 +18,8 @@
  * - A keyframe is asked for ('keyframe_request') when the video track opens and on every PLI or
  *   FIR the client sends.
  * - 'closed' is emitted once, with a reason, however the call ends (client, ICE failure, close()).
- *   close() is idempotent and frees the native objects (open ones keep the process alive).
+ *   close() is idempotent and frees the native objects (open ones keep the process alive);
+ *   `releaseClosedPeers()`, once none is open, frees what node-datachannel may still hold.
  */
 import { EventEmitter } from 'node:events';
 import { randomInt } from 'node:crypto';
@@ -72,6 +74,8 @@ export interface CallPeerStats {
   audioPacketsSent: number;
   /** Media dropped because its track was not open yet. */
   droppedBeforeOpen: number;
+  /** Media dropped because its track closed between the check and the send (the client left). */
+  droppedAfterClose: number;
   keyframeRequests: number;
   micPackets: number;
   channelMessagesSent: number;
@@ -97,7 +101,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   private channel: ndc.DataChannel | null = null;
   private closedWith: CloseReason | null = null;
   private disconnectTimer: NodeJS.Timeout | null = null;
-  private readonly counters = { videoFramesSent: 0, audioPacketsSent: 0, droppedBeforeOpen: 0, keyframeRequests: 0, micPackets: 0, channelMessagesSent: 0, channelMessagesDropped: 0 };
+  private readonly counters = { videoFramesSent: 0, audioPacketsSent: 0, droppedBeforeOpen: 0, droppedAfterClose: 0, keyframeRequests: 0, micPackets: 0, channelMessagesSent: 0, channelMessagesDropped: 0 };
 
   private constructor(offer: string, options: CallPeerOptions) {
     super();
@@ -109,6 +113,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       portRangeBegin: options.portRange?.min,
       portRangeEnd: options.portRange?.max,
     });
+    openPeers++;
   }
 
   /** Answers `offer`: the peer and its SDP answer. Throws a 400 AppError for an unusable offer. */
@@ -155,8 +160,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     }
     this.videoConfig.timestamp = this.rtpTimestamp(ptsNs, VIDEO_CLOCK_HZ, this.videoTsOffset);
     if (video.codec === 'vp8') rewriteRtp(data, video.pt, this.videoSsrc);
-    else this.counters.videoFramesSent++;
-    track.sendMessageBinary(data);
+    if (this.sendOn(track, data) && video.codec !== 'vp8') this.counters.videoFramesSent++;
   }
 
   /** One Opus packet (20 ms). */
@@ -168,8 +172,22 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       return;
     }
     this.audioConfig.timestamp = this.rtpTimestamp(ptsNs, OPUS_CLOCK_HZ, this.audioTsOffset);
-    track.sendMessageBinary(packet);
-    this.counters.audioPacketsSent++;
+    if (this.sendOn(track, packet)) this.counters.audioPacketsSent++;
+  }
+
+  /**
+   * Sends on an open track; false when it closed meanwhile: libdatachannel closes tracks on its
+   * own threads (the client left) and then throws on send, which must not reach the media plane.
+   */
+  private sendOn(track: ndc.Track, data: Buffer): boolean {
+    try {
+      track.sendMessageBinary(data);
+      return true;
+    } catch (err) {
+      if (track.isOpen()) throw err;
+      this.counters.droppedAfterClose++;
+      return false;
+    }
   }
 
   /** Sends JSON text on the data channel; false (and counted) when it is not open or the text is too large. */
@@ -179,7 +197,13 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       this.counters.channelMessagesDropped++;
       return false;
     }
-    channel.sendMessage(text);
+    try {
+      channel.sendMessage(text);
+    } catch (err) {
+      if (channel.isOpen()) throw err;
+      this.counters.channelMessagesDropped++;
+      return false;
+    }
     this.counters.channelMessagesSent++;
     return true;
   }
@@ -317,6 +341,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   private finish(reason: CloseReason): void {
     if (this.closedWith) return;
     this.closedWith = reason;
+    openPeers--;
     if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
     try {
       // Every native object is closed on its own: a track or channel left open keeps its callbacks,
@@ -330,6 +355,24 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     }
     this.emit('closed', reason);
   }
+}
+
+/** Peers of this process not yet closed (`releaseClosedPeers` must not touch them). */
+let openPeers = 0;
+
+/**
+ * Frees what node-datachannel still holds for peers that have closed, when none is open (returns
+ * false and does nothing otherwise). A peer connection keeps a referenced state callback until
+ * its native 'closed' state reaches JavaScript; closed from this side, libdatachannel may tear the
+ * connection down without delivering it, and the hold then lasts until the object is garbage
+ * collected, which an idle process may never do: it would not exit. For a server's shutdown (or a
+ * test's end). Blocks until libdatachannel's threads have stopped (milliseconds when all is
+ * closed); the next peer starts them again.
+ */
+export function releaseClosedPeers(): boolean {
+  if (openPeers > 0) return false;
+  ndc.cleanup();
+  return true;
 }
 
 /**

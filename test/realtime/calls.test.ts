@@ -271,8 +271,9 @@ Limits('an expired ephemeral key is a 401', async (ctx) => {
 
 const Voice = suite<Ctx>('WebRTC call: voice', {} as Ctx);
 Voice.before(async (ctx) => {
-  // The fake microphone plays, in a loop: a question, then a long silence.
-  ctx.browser = await launchBrowser({ microphone: { speech: [speechPcm24k('What is the weather like today?'), 20] } });
+  // The fake microphone plays, in a loop: a question, then a silence longer than the answer takes
+  // on a loaded machine (the question coming round again would barge in and cancel it).
+  ctx.browser = await launchBrowser({ microphone: { speech: [speechPcm24k('What is the weather like today?'), 60] } });
 });
 Voice.after(async (ctx) => {
   await ctx.browser.close();

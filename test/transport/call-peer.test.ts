@@ -8,7 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Logger } from '../../src/core/log.js';
 import { MediaSession } from '../../src/media/media-session.js';
-import { CallPeer, type CloseReason } from '../../src/transport/call-peer.js';
+import { CallPeer, releaseClosedPeers, type CloseReason } from '../../src/transport/call-peer.js';
 import { callIn, chromiumAvailable, launchBrowser, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
 import { standardMediaConfig } from '../helpers/media.js';
 
@@ -53,6 +53,7 @@ Peer.before(async (ctx) => {
 });
 Peer.after(async (ctx) => {
   await ctx.browser.close();
+  assert.ok(releaseClosedPeers(), 'every peer closed');
 });
 Peer.before.each((ctx) => {
   ctx.peers = [];
