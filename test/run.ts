@@ -49,7 +49,7 @@ child.on('exit', (code, signal) => {
   process.exit(code !== 0 || failed > 0 || total === 0 ? 1 : 0);
 });
 
-/** The blocks uvu prints for failed tests: from a `FAIL` line to the first blank line after its stack. */
+/** The blocks uvu prints for failed tests: from a `FAIL` line to the last line of its stack. */
 function failureBlocks(text: string): string[] {
   const lines = text.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
   const blocks: string[] = [];

@@ -160,7 +160,8 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     }
     this.videoConfig.timestamp = this.rtpTimestamp(ptsNs, VIDEO_CLOCK_HZ, this.videoTsOffset);
     if (video.codec === 'vp8') rewriteRtp(data, video.pt, this.videoSsrc);
-    if (this.sendOn(track, data) && video.codec !== 'vp8') this.counters.videoFramesSent++;
+    if (!sentUnlessClosed(track, () => track.sendMessageBinary(data))) this.counters.droppedAfterClose++;
+    else if (video.codec !== 'vp8') this.counters.videoFramesSent++;
   }
 
   /** One Opus packet (20 ms). */
@@ -172,22 +173,8 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       return;
     }
     this.audioConfig.timestamp = this.rtpTimestamp(ptsNs, OPUS_CLOCK_HZ, this.audioTsOffset);
-    if (this.sendOn(track, packet)) this.counters.audioPacketsSent++;
-  }
-
-  /**
-   * Sends on an open track; false when it closed meanwhile: libdatachannel closes tracks on its
-   * own threads (the client left) and then throws on send, which must not reach the media plane.
-   */
-  private sendOn(track: ndc.Track, data: Buffer): boolean {
-    try {
-      track.sendMessageBinary(data);
-      return true;
-    } catch (err) {
-      if (track.isOpen()) throw err;
-      this.counters.droppedAfterClose++;
-      return false;
-    }
+    if (sentUnlessClosed(track, () => track.sendMessageBinary(packet))) this.counters.audioPacketsSent++;
+    else this.counters.droppedAfterClose++;
   }
 
   /** Sends JSON text on the data channel; false (and counted) when it is not open or the text is too large. */
@@ -197,10 +184,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       this.counters.channelMessagesDropped++;
       return false;
     }
-    try {
-      channel.sendMessage(text);
-    } catch (err) {
-      if (channel.isOpen()) throw err;
+    if (!sentUnlessClosed(channel, () => channel.sendMessage(text))) {
       this.counters.channelMessagesDropped++;
       return false;
     }
@@ -354,6 +338,21 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       this.log.warn('closing the peer connection failed', { err });
     }
     this.emit('closed', reason);
+  }
+}
+
+/**
+ * Runs `send` on an open track or channel; false when it closed meanwhile. libdatachannel closes
+ * them on its own threads (the client left) and then throws on send, which must not reach the
+ * media plane or the engine; any other failure is rethrown.
+ */
+function sentUnlessClosed(target: ndc.Track | ndc.DataChannel, send: () => void): boolean {
+  try {
+    send();
+    return true;
+  } catch (err) {
+    if (target.isOpen()) throw err;
+    return false;
   }
 }
 

@@ -130,40 +130,41 @@ function judge(opening: number[], rms: number[]): Verdict {
 const describe = (v: Verdict) =>
   `r ${v.r.toFixed(2)} at ${v.lagFrames * 40} ms, closed in ${v.closed}/${v.silent} silent frames, open in ${v.open}/${v.loud} loud frames`;
 
-/** Cavity area over mouth width squared, sampled on a grid that follows the mouth's corners. */
-function cavity(lum: Uint8Array, width: number, height: number, lm: FaceLandmarks['landmarks'], threshold: number): number {
-  const [l, r] = [lm[61]!, lm[291]!];
-  const ux = r[0] - l[0];
-  const uy = r[1] - l[1];
-  const w = Math.hypot(ux, uy);
-  // Unit vectors along the mouth (corner to corner) and down across it.
-  const [ax, ay] = [ux / w, uy / w];
-  const [dx, dy] = [-ay, ax];
-  const steps = 64;
-  const rows = Math.round((steps * (REGION_ABOVE + REGION_BELOW)));
-  let dark = 0;
-  for (let j = 0; j < rows; j++) {
-    const v = (-REGION_ABOVE + (j + 0.5) / steps) * w;
-    for (let i = 0; i < steps; i++) {
-      const u = ((i + 0.5) / steps) * w;
-      const x = Math.round(l[0] + ax * u + dx * v);
-      const y = Math.round(l[1] + ay * u + dy * v);
-      if (x >= 0 && y >= 0 && x < width && y < height && lum[y * width + x]! < threshold) dark++;
-    }
-  }
-  return dark / (steps * steps);
-}
+/** Samples across a mouth width on the grid below. */
+const GRID_STEPS = 64;
 
-/** Median luma of the sampled mouth region (the cavity threshold's reference). */
-function regionMedian(lum: Uint8Array, width: number, lm: FaceLandmarks['landmarks']): number {
+/**
+ * Luma on a grid that follows the mouth's corners (landmarks 61, 291): GRID_STEPS samples from
+ * corner to corner, rows of the same spacing from REGION_ABOVE above the corners' line to
+ * REGION_BELOW below it; samples outside the frame are left out.
+ */
+function mouthSamples(lum: Uint8Array, width: number, height: number, lm: FaceLandmarks['landmarks']): number[] {
   const [l, r] = [lm[61]!, lm[291]!];
   const w = Math.hypot(r[0] - l[0], r[1] - l[1]);
-  const values: number[] = [];
-  for (let y = Math.round(Math.min(l[1], r[1]) - REGION_ABOVE * w); y <= Math.max(l[1], r[1]) + REGION_BELOW * w; y++) {
-    for (let x = Math.round(l[0]); x <= r[0]; x++) values.push(lum[y * width + x]!);
+  // Unit vectors along the mouth (corner to corner) and down across it.
+  const [ax, ay] = [(r[0] - l[0]) / w, (r[1] - l[1]) / w];
+  const [dx, dy] = [-ay, ax];
+  const rows = Math.round(GRID_STEPS * (REGION_ABOVE + REGION_BELOW));
+  const samples: number[] = [];
+  for (let j = 0; j < rows; j++) {
+    const v = (-REGION_ABOVE + (j + 0.5) / GRID_STEPS) * w;
+    for (let i = 0; i < GRID_STEPS; i++) {
+      const u = ((i + 0.5) / GRID_STEPS) * w;
+      const x = Math.round(l[0] + ax * u + dx * v);
+      const y = Math.round(l[1] + ay * u + dy * v);
+      if (x >= 0 && y >= 0 && x < width && y < height) samples.push(lum[y * width + x]!);
+    }
   }
-  values.sort((a, b) => a - b);
-  return values[values.length >> 1]!;
+  return samples;
+}
+
+/** Cavity area over mouth width squared: the grid's samples darker than `threshold`. */
+function cavity(samples: number[], threshold: number): number {
+  return samples.filter((v) => v < threshold).length / (GRID_STEPS * GRID_STEPS);
+}
+
+function median(values: number[]): number {
+  return [...values].sort((a, b) => a - b)[values.length >> 1]!;
 }
 
 /** Plays `speech` through a media session showing `image` framed, and measures every frame. */
@@ -204,14 +205,14 @@ async function playAndMeasure(registry: FaceRegistry, image: Buffer, speech: Spe
     const found = await registry.register(jpeg);
     const { data, info } = await sharp(jpeg).greyscale().raw().toBuffer({ resolveWithObject: true });
     const lum = new Uint8Array(data.buffer, data.byteOffset, data.length);
-    if (threshold === 0) threshold = CAVITY_SHARE * regionMedian(lum, info.width, found.landmarks);
-    raw[e.frameIndex] = cavity(lum, info.width, info.height, found.landmarks, threshold);
+    const samples = mouthSamples(lum, info.width, info.height, found.landmarks);
+    if (threshold === 0) threshold = CAVITY_SHARE * median(samples);
+    raw[e.frameIndex] = cavity(samples, threshold);
     shares.push(found.box[2] / info.width);
   }
   assert.ok(raw.every((x) => !Number.isNaN(x)), 'every frame came out as a JPEG with a face found in it');
-  const rest = [...raw.slice(0, LEAD_FRAMES)].sort((a, b) => a - b)[LEAD_FRAMES >> 1]!;
-  shares.sort((a, b) => a - b);
-  return { opening: raw.map((x) => x - rest), rms, faceShare: shares[shares.length >> 1]! };
+  const rest = median(raw.slice(0, LEAD_FRAMES));
+  return { opening: raw.map((x) => x - rest), rms, faceShare: median(shares) };
 }
 
 async function offCentrePhoto(): Promise<Buffer> {

@@ -264,10 +264,11 @@ impl Animator {
 
     fn mouth_at(&mut self, t_ns: u64) -> MouthShape {
         let audio = self.lips.as_mut().map(|l| l.shape_at(t_ns));
-        if !self.track.covers(t_ns + VISEME_LEAD_NS) {
+        let track_t_ns = t_ns + VISEME_LEAD_NS;
+        if !self.track.covers(track_t_ns) {
             return audio.unwrap_or(MouthShape::CLOSED);
         }
-        let mut m = self.track.shape_at(t_ns + VISEME_LEAD_NS);
+        let mut m = self.track.shape_at(track_t_ns);
         let has_audio = self.lips.as_ref().is_some_and(|l| l.is_voiced_near(t_ns, SPEAKING_HANGOVER_NS, SPEAKING_HANGOVER_NS));
         if let (Some(a), true) = (audio, has_audio) {
             let level = (a.open / AUDIO_OPEN_AT_PEAK).clamp(0.0, 1.0);
