@@ -45,8 +45,20 @@ export type GenerateChunk =
 export interface LanguageModel {
   /** Provider and model, e.g. 'llama-cpp:qwen2.5-coder-0.5b-instruct-q4_k_m', 'openai:gpt-4o-mini', 'offline-responder'. */
   readonly id: string;
+  /**
+   * Whether it runs in this process (the local GGUF, the offline responder, fakes): work thrown
+   * away costs only CPU, so the engine may start a reply speculatively (early-reply.ts). False for
+   * a remote API, which bills for every request.
+   */
+  readonly local: boolean;
   /** Streams the reply: text chunks in order, then exactly one 'done'. Throws ProviderError (code e.g. 'llm_unavailable', 'llm_request_failed') for failures before or during generation. */
   generate(request: GenerateRequest): AsyncIterable<GenerateChunk>;
+  /**
+   * Evaluates the prompt of `messages` ahead of the requests that will start with them (the
+   * session's instructions), so those evaluate only what follows. Optional: only a model that
+   * evaluates prompts itself (the local one) has anything to prepare.
+   */
+  prefill?(messages: ChatMessage[]): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -41,16 +41,20 @@ export interface FakeLlmOptions {
   failAfterChunks?: number;
   /** Reported usage; default: input = words of all messages, output = chunks sent. */
   usage?: TokenUsage | null;
+  /** Whether it poses as a model in this process (default true) or a remote API. */
+  local?: boolean;
 }
 
 export class FakeLlm implements LanguageModel {
   readonly id: string;
+  readonly local: boolean;
   /** Every request generate() received, in order. */
   readonly requests: GenerateRequest[] = [];
   private closed = false;
 
   constructor(private readonly options: FakeLlmOptions = {}) {
     this.id = options.id ?? 'fake-llm';
+    this.local = options.local ?? true;
   }
 
   get isClosed(): boolean {
@@ -94,6 +98,7 @@ export class FakeLanguageModels implements LanguageModels {
     const current = (): FakeLlmOptions => ({ id: `fake:${model}`, ...this.options });
     return {
       id: `fake:${model}`,
+      local: this.options.local ?? true,
       generate(request: GenerateRequest): AsyncIterable<GenerateChunk> {
         requests.push(request);
         return new FakeLlm(current()).generate(request);

@@ -21,6 +21,7 @@ const SETUP_HINT =
 
 export class OfflineResponder implements LanguageModel {
   readonly id = 'offline-responder';
+  readonly local = true;
   private closed = false;
 
   async *generate(request: GenerateRequest): AsyncGenerator<GenerateChunk> {

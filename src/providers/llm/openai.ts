@@ -44,6 +44,8 @@ export interface OpenAiModelOptions {
 
 export class OpenAiModel implements LanguageModel {
   readonly id: string;
+  /** Remote (also when its base URL is a server on this machine: it may bill, and holds its own queue). */
+  readonly local = false;
   private readonly client: OpenAI;
   private readonly officialApi: boolean;
   private closed = false;

@@ -2,7 +2,9 @@
  * Tests for the local GGUF provider (src/providers/llm/llama-cpp.ts) with the real default model
  * (models/manifest.json's llm-default, fetched by npm run setup:models). Skipped, with the reason
  * printed, when that model is not present. Also covers the chat-history mapping, which needs no
- * model. Prints the measured load time, time to first text and token rate.
+ * model, and the sequences' reuse of evaluated prompts (a conversation's next turn lands where its
+ * last one was; prefilled instructions), read from the model's prompt counters. Prints the
+ * measured load time, time to first text and token rate.
  */
 import path from 'node:path';
 import { suite } from 'uvu';
@@ -150,6 +152,37 @@ modelTest('concurrent requests beyond the sequences wait their turn and all comp
     assert.ok(r.some((c) => c.type === 'text'));
     assert.is(r.at(-1)!.type, 'done');
   }
+});
+
+/** Runs a request to its end; returns the reply text and the prompt tokens it evaluated and reused. */
+async function turn(model: LlamaCppModel, messages: GenerateRequest['messages']): Promise<{ text: string; prompt: number; reused: number }> {
+  const before = { ...model.promptStats };
+  let text = '';
+  for await (const c of model.generate({ messages, maxOutputTokens: 12, signal: new AbortController().signal })) if (c.type === 'text') text += c.text;
+  return { text, prompt: model.promptStats.promptTokens - before.promptTokens, reused: model.promptStats.reusedTokens - before.reusedTokens };
+}
+
+modelTest('a conversation’s next turn lands on the sequence that holds its last one: only the new part is evaluated', async (ctx) => {
+  const system = { role: 'system' as const, content: 'You are Ada, a patient maths tutor. Answer in one short spoken sentence.' };
+  const first = await turn(ctx.model, [system, { role: 'user', content: 'What is two plus two?' }]);
+  // Two sequences: before the affinity, the next request took the other one and evaluated it all.
+  const second = await turn(ctx.model, [system, { role: 'user', content: 'What is two plus two?' }, { role: 'assistant', content: first.text }, { role: 'user', content: 'And three plus three?' }]);
+  assert.ok(second.reused >= first.prompt, `reused ${second.reused} of ${second.prompt} tokens; the first turn's prompt was ${first.prompt}`);
+  assert.ok(second.prompt - second.reused <= 40, `${second.prompt - second.reused} tokens evaluated for one new turn`);
+});
+
+modelTest('prefill(): instructions evaluated ahead are not evaluated again by a new conversation, on either sequence', async (ctx) => {
+  const system = { role: 'system' as const, content: 'You are Bob, a cheerful travel guide for Lisbon. Answer in one short spoken sentence.' };
+  await ctx.model.prefill([system]);
+  const systemTokens = (await turn(ctx.model, [system, { role: 'user', content: 'Hi!' }])).reused;
+  assert.ok(systemTokens >= 15, `reused ${systemTokens} tokens`);
+  // Both sequences hold them: two conversations at once both start from the instructions.
+  await ctx.model.prefill([system]);
+  const [a, b] = await Promise.all([
+    turn(ctx.model, [system, { role: 'user', content: 'Where should I eat?' }]),
+    turn(ctx.model, [system, { role: 'user', content: 'What is the weather like?' }]),
+  ]);
+  assert.ok(a.reused >= systemTokens && b.reused >= systemTokens, `reused ${a.reused} and ${b.reused} tokens`);
 });
 
 test.run();
