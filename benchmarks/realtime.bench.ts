@@ -19,7 +19,10 @@
  *    (speech_stopped → transcription.completed), then from the server's 'response timing' log:
  *    model first token and first clause (response start → first clause handed to the voice), voice first chunk
  *    (→ its first chunk queued on the avatar), first tick (→ first audio played out), and the
- *    rest (response.created → first delta at the client, minus those).
+ *    rest (response.created → first delta at the client, minus those). A response that took an
+ *    early reply (the model started on the pause's transcript before the turn ended) has its
+ *    model steps counted from the response's start, so they shrink by the head start; how many
+ *    did is in the notes.
  */
 import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
 import { tempDir } from '../test/helpers/server.js';
@@ -99,6 +102,8 @@ const bench: Benchmark = {
       const timings = new Map<string, ResponseTiming>();
       /** How each mode's turns ended ('model' or 'silence'), from the server's 'turn ended' log. */
       const endings: Record<TurnMode, string[]> = { server_vad: [], semantic_vad: [] };
+      /** Responses that took the reply started before the end of the turn ('early reply taken'). */
+      const early: Record<TurnMode, number> = { server_vad: 0, semantic_vad: 0 };
       for (let run = 0; run < ctx.runs; run++) {
         const server = await spawnServer({
           DATA_DIR: tempDir('avatar-bench-'),
@@ -132,6 +137,9 @@ const bench: Benchmark = {
               if (r.sessionId !== sessionId) continue;
               endings[mode].push(r.endedBy);
               ended.set(r.itemId, r);
+            }
+            for (const m of server.stdout().matchAll(/^\{.*"msg":"early reply taken".*\}$/gm)) {
+              if ((JSON.parse(m[0]) as { sessionId: string }).sessionId === sessionId) early[mode]++;
             }
             for (const [i, turn] of voice[mode].slice(-samples.length).entries()) {
               if ((turn.decisionMs ?? 0) <= 1500) continue;
@@ -170,6 +178,7 @@ const bench: Benchmark = {
         metrics.push(summarise(`${t}: first tick (chunk queued → audio played out)`, 'ms', steps.map((s) => s.firstAudioMs! - s.firstVoiceChunkMs!)));
         const paused = turns.filter((_, i) => samples[i % samples.length]!.pause !== null);
         notes.push(`${t}: turns ended by the end-of-turn model ${endings[mode].filter((x) => x === 'model').length}, by silence ${endings[mode].filter((x) => x === 'silence').length}`);
+        notes.push(`${t}: responses that took the reply started before the turn ended (early reply) ${early[mode]} of ${turns.length}`);
         notes.push(
           `${t}: false cut-ins ${paused.filter((x) => x.falseCutIn).length} of ${paused.length} paused questions, ${turns.filter((x) => x.falseCutIn).length - paused.filter((x) => x.falseCutIn).length} of ${turns.length - paused.length} others; ${turns.filter((x) => x.fromSpeechEndMs === null).length} turns without a reply heard within ${TAIL_MS} ms`,
         );

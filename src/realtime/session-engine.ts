@@ -23,13 +23,18 @@
  *    (speech_resumed) it is aborted, and nothing of it ever reaches the client. Never with a
  *    remote recogniser (it would be billed for work thrown away). semantic_vad's judge also reads
  *    it (turn-judge.ts: a pause after "a table for" is not the end of the turn);
+ *  - early reply: once that transcript is ready (create_response on, no response running, a
+ *    model in this process), the model starts on the reply the turn would get, while the end of
+ *    the turn is still being decided (early-reply.ts). Its text is only buffered: the turn's
+ *    response takes it if it asks for exactly the same request, and it is discarded unseen when
+ *    the user speaks on, or on anything else that makes it stale;
  *  - memory is bounded: the conversation keeps at most MAX_CONVERSATION_ITEMS items and
  *    MAX_CONVERSATION_TEXT_CHARS characters (conversation.ts), dropping the oldest (each announced
  *    with conversation.item.deleted, never the response in progress), and at most
  *    MAX_RECORDED_CHAT_CHARS of chat history is written to the store per session.
  */
 import type { Logger } from '../core/log.js';
-import type { LanguageModels, ChatMessage } from '../providers/llm/base.js';
+import type { LanguageModels, LanguageModel, ChatMessage } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
 import { audioSeconds, type SpeechRecognizers, type Transcriber, type TranscriptionResult } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
@@ -63,6 +68,7 @@ import {
   MAX_CLIENT_EVENT_BYTES,
 } from './protocol.js';
 import { ResponseRun, type ResponseOutcome } from './response.js';
+import { EarlyReply, type EarlyReplyRequest } from './early-reply.js';
 import { applySessionUpdate, type SessionSettings } from './session-update.js';
 
 /** Voice names in a response.create: at most this long (as in session.update). */
@@ -149,6 +155,8 @@ export class RealtimeSessionEngine {
   private readonly transcriptions = new Set<Promise<void>>();
   /** A transcription started in a pause of the current turn (see the header). */
   private speculation: Speculation | null = null;
+  /** The early reply of a turn that ended, until that turn's response takes or declines it. */
+  private earlyReply: EarlyReply | null = null;
 
   constructor(
     private readonly options: EngineOptions,
@@ -249,6 +257,7 @@ export class RealtimeSessionEngine {
     this.closed = true;
     this.active?.cancel('client_cancelled');
     this.dropSpeculation();
+    this.dropEarlyReply();
     await this.input.close();
     await Promise.allSettled([...this.transcriptions]);
   }
@@ -477,6 +486,7 @@ export class RealtimeSessionEngine {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: e.itemId });
     this.deps.avatar.listen(true);
+    this.dropEarlyReply(); // a turn's reply not started by now is not wanted any more
     const td = this.settings.turnDetection;
     if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
   }
@@ -491,8 +501,27 @@ export class RealtimeSessionEngine {
     const deltas: string[] = [];
     const abort = new AbortController();
     const result = transcriber.transcribe({ pcm: e.audio, language: language ?? 'en', prompt, signal: abort.signal }, (delta) => deltas.push(delta));
-    result.catch(() => undefined); // a failure (or the abort) is handled by whoever takes it
-    this.speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result };
+    const speculation: Speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result, reply: null };
+    this.speculation = speculation;
+    // Registered before the end-of-turn judge reads the same transcript: the reply starts first.
+    result.then(
+      (r) => this.startEarlyReply(speculation, r.text),
+      () => undefined, // a failure (or the abort) is handled by whoever takes the result
+    );
+  }
+
+  /** Starts the reply the turn would get if it ends in this pause (see the header); buffered, unseen. */
+  private startEarlyReply(s: Speculation, transcript: string): void {
+    if (this.speculation !== s || this.closed || s.reply || this.active) return;
+    // A transcription still running elsewhere would add words to the conversation first.
+    if (!this.settings.turnDetection?.createResponse || this.transcriptions.size > 0) return;
+    const text = transcript.trim();
+    const model = this.deps.llm.forModel(this.settings.session.model);
+    if (text === '' || !model.local) return;
+    const session = this.settings.session;
+    const turn: MessageItem = { id: s.itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: text }] };
+    const request = replyRequest(session.instructions, session.output_modalities, [...this.conversation.messages(), ...toMessages([turn])], session.max_output_tokens);
+    s.reply = new EarlyReply(model, request);
   }
 
   /** The user spoke on: the speculation of that pause is stale. */
@@ -502,7 +531,13 @@ export class RealtimeSessionEngine {
 
   private dropSpeculation(): void {
     this.speculation?.abort.abort();
+    this.speculation?.reply?.discard();
     this.speculation = null;
+  }
+
+  private dropEarlyReply(): void {
+    this.earlyReply?.discard();
+    this.earlyReply = null;
   }
 
   /** The words of the current pause's speculation, for the end-of-turn judge (null: none, or it failed). */
@@ -523,14 +558,19 @@ export class RealtimeSessionEngine {
     const usable =
       s !== null && e.pause !== null && s.pause === e.pause && s.itemId === e.itemId &&
       s.transcriber.id === this.deps.asr.forModel(t.model).id && s.language === t.language && s.prompt === t.prompt;
-    if (usable) this.speculation = null;
-    else this.dropSpeculation();
+    if (usable) {
+      // Its reply (if it started one) waits for this turn's response.
+      this.dropEarlyReply();
+      this.earlyReply = s.reply;
+      this.speculation = null;
+    } else this.dropSpeculation();
     this.deps.log.info('turn ended', {
       sessionId: this.options.sessionId,
       itemId: e.itemId,
       endedBy: e.endedBy,
       endOfTurnProbability: e.endOfTurnProbability,
       speculativeTranscript: usable,
+      earlyReply: usable && s.reply !== null,
     });
     this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, usable ? s : null);
   }
@@ -629,21 +669,23 @@ export class RealtimeSessionEngine {
    * waits in the conversation for the next response.
    */
   private async respondToTurn(heardWords: boolean): Promise<void> {
-    // A turn with no words (noise, a cough) answers only a turn that was left waiting.
-    if (!heardWords && !this.owedResponse) return;
-    if (this.input.isSpeaking) {
-      this.owedResponse = true;
-      return;
-    }
-    this.owedResponse = false;
-    if (this.active) {
-      if (!this.settings.turnDetection?.interruptResponse) return;
-      this.active.cancel('turn_detected');
-    }
     try {
+      // A turn with no words (noise, a cough) answers only a turn that was left waiting.
+      if (!heardWords && !this.owedResponse) return;
+      if (this.input.isSpeaking) {
+        this.owedResponse = true;
+        return;
+      }
+      this.owedResponse = false;
+      if (this.active) {
+        if (!this.settings.turnDetection?.interruptResponse) return;
+        this.active.cancel('turn_detected');
+      }
       await this.startResponse(null, null);
     } catch (err) {
       this.emit(errorEvent(err, null));
+    } finally {
+      this.dropEarlyReply(); // the turn's response took it, or asked for another reply
     }
   }
 
@@ -700,8 +742,9 @@ export class RealtimeSessionEngine {
     if (this.closed) return;
     if (this.active) throw new RealtimeError('conversation_already_has_active_response', 'Conversation already has an active response in progress.');
 
-    const audio = modalities.includes('audio');
-    const system = audio ? `${instructions}\n\n${SPOKEN_REPLY_GUIDANCE}` : instructions;
+    const request = replyRequest(instructions, modalities, context, maxTokens as number | 'inf');
+    const responseId = newResponseId();
+    const model = this.deps.llm.forModel(s.model);
     // audio.output.voice holds an OpenAI voice name (the speech service maps it) or our voice id.
     const voiceId = voiceOverride ?? s.audio.output.voice;
     const inConversation = conversation === 'auto';
@@ -709,10 +752,10 @@ export class RealtimeSessionEngine {
     const previousItemId = inConversation ? this.conversation.insert(item, null) : null;
     const run = new ResponseRun(
       {
-        id: newResponseId(),
+        id: responseId,
         conversationId: inConversation ? this.conversation.id : null,
         outputModalities: modalities,
-        messages: [{ role: 'system', content: system }, ...context],
+        messages: request.messages,
         maxOutputTokens: maxTokens as number | 'inf',
         metadata,
         clientEventId,
@@ -726,7 +769,7 @@ export class RealtimeSessionEngine {
       {
         emit: (e) => this.emit(e),
         avatar: this.deps.avatar,
-        llm: this.deps.llm.forModel(s.model),
+        llm: this.takeEarlyReply(model, request, responseId) ?? model,
         voice: () => this.deps.tts.voice({ voiceId, userId: this.options.userId, source: this.options.ttsSource }),
         log: this.deps.log,
         onProgress: (text) => void this.record(() => this.deps.recorder.setCurrentTranscript(text)),
@@ -738,6 +781,20 @@ export class RealtimeSessionEngine {
     // `active` follows the run's own state, so the session cannot be left with a dead response.
     run.start();
     if (inConversation) this.enforceConversationBound();
+  }
+
+  /** The pending early reply as the model's stream, if it is exactly this request's reply; otherwise it is discarded. */
+  private takeEarlyReply(model: LanguageModel, request: EarlyReplyRequest, responseId: string): LanguageModel | null {
+    const early = this.earlyReply;
+    this.earlyReply = null;
+    if (!early) return null;
+    if (!early.matches(model, request)) {
+      early.discard();
+      this.deps.log.debug('early reply discarded: the response asked for another', { sessionId: this.options.sessionId, responseId });
+      return null;
+    }
+    this.deps.log.info('early reply taken', { sessionId: this.options.sessionId, responseId, readyChars: early.readyChars, ageMs: early.ageMs });
+    return early.take();
   }
 
   private inputContext(input: unknown[]): ChatMessage[] {
@@ -825,6 +882,15 @@ function transcriptionUsage(audioSeconds: number, transcript: string) {
   };
 }
 
+/**
+ * What the model is asked for a reply: the instructions, with the spoken-reply guidance when the
+ * reply will be spoken, then the context; the output limit ('inf': the provider's own).
+ */
+export function replyRequest(instructions: string, modalities: readonly string[], context: ChatMessage[], maxTokens: number | 'inf'): EarlyReplyRequest {
+  const system = modalities.includes('audio') ? `${instructions}\n\n${SPOKEN_REPLY_GUIDANCE}` : instructions;
+  return { messages: [{ role: 'system', content: system }, ...context], maxOutputTokens: maxTokens === 'inf' ? null : maxTokens };
+}
+
 /** A transcription of the turn so far, started in one of its pauses (RealtimeSessionEngine.onSpeechPaused). */
 interface Speculation {
   itemId: string;
@@ -837,4 +903,6 @@ interface Speculation {
   deltas: string[];
   abort: AbortController;
   result: Promise<TranscriptionResult>;
+  /** The reply started on its transcript (startEarlyReply), or null. */
+  reply: EarlyReply | null;
 }

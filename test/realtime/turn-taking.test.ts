@@ -2,7 +2,8 @@
  * Turn-taking (issue 12): semantic_vad's rules in the segmenter with a scripted end-of-turn model
  * (complete, incomplete → ceiling, resumed, stale answers, failures, no model), the words check of
  * turn-judge.ts, the engine's speculative transcription (used when the turn ends in its pause,
- * aborted without a single event when the user speaks on), and Smart Turn itself on Silero turns
+ * aborted without a single event when the user speaks on) and its early reply (the same, for the
+ * model's reply; never with a remote model; not taken when the session changed), and Smart Turn itself on Silero turns
  * of flite speech.
  */
 import fs from 'node:fs';
@@ -22,7 +23,8 @@ import {
   type SpeechStoppedEvent,
 } from '../../src/realtime/speech-segmenter.js';
 import { soundsFinished, soundsUnfinished, checkedByWords, WORDS_FINISHED_PROBABILITY } from '../../src/realtime/turn-judge.js';
-import { engineHarness, type Harness } from '../helpers/engine-harness.js';
+import { engineHarness, type Harness, type SeenEvent } from '../helpers/engine-harness.js';
+import { FakeLanguageModels } from '../../src/providers/llm/fake-llm.js';
 import { concatSamples, silence, toPcm16, tone } from '../helpers/speech.js';
 import { FliteVoice } from '../../src/providers/tts/flite.js';
 import { fliteSpeech, pausedSpeech } from '../helpers/voices.js';
@@ -334,6 +336,105 @@ Engine('semantic_vad: a pause after "a table for" is not the end, though the mel
     assert.is(done.transcript, 'I would like a table for two.');
     assert.is(h.events.filter((e) => e.type === 'input_audio_buffer.speech_stopped').length, 1, 'one turn');
     assert.ok(model.judged.length >= 2, 'both pauses judged');
+  } finally {
+    await h.close();
+  }
+});
+
+// ---- the engine: the early reply ----
+
+/** The assistant transcript a response.done carries. */
+const replyTranscript = (done: SeenEvent) =>
+  ((done.response as { output: Array<{ content: Array<{ transcript?: string }> }> }).output[0]?.content[0]?.transcript ?? null);
+
+Engine('early reply: the model starts on the pause’s transcript before the turn is decided, and that generation is the response', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: 'What time is it?' });
+  const model = new FakeTurnModel({ script: () => 0.9, delayMs: 150 });
+  const llm = new FakeLanguageModels({ reply: (r) => `You asked: ${r.messages.at(-1)!.content}` });
+  let requestsAtStop = -1;
+  const h = await engineHarness({
+    deps: { asr, llm, endOfTurnModel: async () => model },
+    beforeSend: (e) => {
+      if (e.type === 'input_audio_buffer.speech_stopped') requestsAtStop = llm.requests.length;
+    },
+  });
+  try {
+    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
+    await speak(h, [silence(200, IN_HZ), loud(1200), silence(1200, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
+    assert.is(requestsAtStop, 1, 'the model was asked before speech_stopped');
+    assert.is(llm.requests.length, 1, 'and not asked again for the response');
+    assert.is(llm.requests[0]!.signal.aborted, false);
+    assert.is((done.response as { status: string }).status, 'completed');
+    assert.is(replyTranscript(done), 'You asked: What time is it?');
+    const t = h.events.map((e) => e.type);
+    assert.ok(t.indexOf('response.created') > t.indexOf('conversation.item.input_audio_transcription.completed'), 'events in the usual order');
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('early reply: the user speaks on after a pause; that reply is aborted and not one event of it is sent', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: (r) => `heard ${Math.round(r.pcm.length / SAMPLES_PER_MS)} ms` });
+  const llm = new FakeLanguageModels({ reply: (r) => `Reply to ${r.messages.at(-1)!.content}`, chunkDelayMs: 20 });
+  const h = await engineHarness({ deps: { asr, llm } });
+  try {
+    h.send(VAD_UPDATE({ type: 'server_vad', silence_duration_ms: 500, create_response: true }));
+    await speak(h, [silence(200, IN_HZ), loud(800), silence(300, IN_HZ), loud(800), silence(900, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
+    assert.is(llm.requests.length, 2, 'one early reply per pause');
+    assert.is(llm.requests[0]!.signal.aborted, true, 'the first pause’s reply is aborted');
+    assert.is(llm.requests[1]!.signal.aborted, false);
+    const firstHeard = llm.requests[0]!.messages.at(-1)!.content;
+    const secondHeard = llm.requests[1]!.messages.at(-1)!.content;
+    assert.is.not(firstHeard, secondHeard);
+    assert.is(replyTranscript(done), `Reply to ${secondHeard}`);
+    for (const e of h.events) assert.not.ok(JSON.stringify(e).includes(firstHeard), `${e.type} mentions the abandoned pause`);
+    assert.is(h.events.filter((e) => e.type === 'response.created').length, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('early reply: never with a remote model (it would bill for replies thrown away)', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: 'What time is it?' });
+  const model = new FakeTurnModel({ script: () => 0.9, delayMs: 150 });
+  const llm = new FakeLanguageModels({ reply: 'It is noon.', local: false });
+  let requestsAtStop = -1;
+  const h = await engineHarness({
+    deps: { asr, llm, endOfTurnModel: async () => model },
+    beforeSend: (e) => {
+      if (e.type === 'input_audio_buffer.speech_stopped') requestsAtStop = llm.requests.length;
+    },
+  });
+  try {
+    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
+    await speak(h, [silence(200, IN_HZ), loud(1200), silence(1200, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
+    assert.is(requestsAtStop, 0);
+    assert.is(llm.requests.length, 1);
+    assert.is(replyTranscript(done), 'It is noon.');
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('early reply: not taken when the session changed before the response (a new request is made)', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: 'What time is it?' });
+  // The judge answers late, so the session.update lands between the early reply and the turn's end.
+  const model = new FakeTurnModel({ script: () => 0.9, delayMs: 400 });
+  const llm = new FakeLanguageModels({ reply: (r) => `${r.messages[0]!.content.split('\n')[0]} Noon.` });
+  const h = await engineHarness({ deps: { asr, llm, endOfTurnModel: async () => model } });
+  try {
+    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
+    await speak(h, [silence(200, IN_HZ), loud(1200), silence(300, IN_HZ)]);
+    await h.waitFor(() => llm.requests.length === 1);
+    h.send({ type: 'session.update', session: { type: 'realtime', instructions: 'Speak like a pirate.' } });
+    await speak(h, [silence(900, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
+    assert.is(llm.requests.length, 2);
+    assert.is(llm.requests[0]!.signal.aborted, true, 'the stale early reply is discarded');
+    assert.is(replyTranscript(done), 'Speak like a pirate. Noon.');
   } finally {
     await h.close();
   }

@@ -1,0 +1,143 @@
+/**
+ * A reply started before its turn is known to have ended. When a voice turn pauses, the engine
+ * transcribes it speculatively (session-engine.ts); as soon as that transcript is ready it also
+ * asks the model for the reply the turn would get, here, while the end-of-turn decision is still
+ * being made. Nothing of it reaches the client: the model's text is only buffered. Then either
+ *  - the turn ends in that pause and its response asks for exactly the same request (same model,
+ *    same messages, same output limit: anything else, e.g. a session.update in between, and the
+ *    early reply is discarded): `take()` hands the response a LanguageModel whose stream is the
+ *    buffered text followed by the rest as it is generated, so the response's first clause is
+ *    often ready at once; or
+ *  - the user speaks on (or anything else makes it stale): `discard()` aborts the generation and
+ *    drops the text. The response that comes later never sees it.
+ * Only with a model running in this process (`LanguageModel.local`): a remote API would bill for
+ * replies thrown away. The early reply holds one of the local model's sequences while it runs; a
+ * discarded one frees it at once, and leaves that sequence holding the conversation's prompt, so
+ * the next attempt evaluates only the words added since.
+ *
+ * Invariants: the model's stream is read by exactly one consumer (the pump here); `take()` is
+ * allowed once, and the stream it returns replays every chunk in order, then the live rest, and
+ * ends with the model's own `done` (or its error). Aborting the taken stream's signal aborts the
+ * generation, as for a direct request.
+ */
+import type { ChatMessage, GenerateChunk, GenerateRequest, LanguageModel } from '../providers/llm/base.js';
+
+export interface EarlyReplyRequest {
+  messages: ChatMessage[];
+  maxOutputTokens: number | null;
+}
+
+export class EarlyReply {
+  private readonly abort = new AbortController();
+  private readonly chunks: GenerateChunk[] = [];
+  private failure: { err: unknown } | null = null;
+  private ended = false;
+  private wake: (() => void) | null = null;
+  private taken = false;
+  private readonly startedAt = performance.now();
+
+  constructor(
+    private readonly model: LanguageModel,
+    private readonly request: EarlyReplyRequest,
+  ) {
+    void this.pump();
+  }
+
+  /** Text generated so far, in characters (for the log). */
+  get readyChars(): number {
+    let n = 0;
+    for (const c of this.chunks) if (c.type === 'text') n += c.text.length;
+    return n;
+  }
+
+  /** ms since the generation started. */
+  get ageMs(): number {
+    return Math.round(performance.now() - this.startedAt);
+  }
+
+  /** Whether a response asking `model` for `request` would get exactly this reply. */
+  matches(model: LanguageModel, request: EarlyReplyRequest): boolean {
+    return (
+      !this.taken &&
+      !this.abort.signal.aborted &&
+      model.id === this.model.id &&
+      request.maxOutputTokens === this.request.maxOutputTokens &&
+      sameMessages(request.messages, this.request.messages)
+    );
+  }
+
+  /** The reply as a model stream (see the header); once. */
+  take(): LanguageModel {
+    if (this.taken) throw new Error('EarlyReply.take() called twice');
+    this.taken = true;
+    return {
+      id: this.model.id,
+      local: this.model.local,
+      generate: (request: GenerateRequest) => this.replay(request.signal),
+      close: async () => {},
+    };
+  }
+
+  /** Stops the generation and drops its text; nothing of it is ever used. */
+  discard(): void {
+    this.abort.abort();
+    this.chunks.length = 0;
+    this.notify();
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      const stream = this.model.generate({ messages: this.request.messages, maxOutputTokens: this.request.maxOutputTokens, signal: this.abort.signal });
+      for await (const chunk of stream) {
+        if (this.abort.signal.aborted && !this.taken) break;
+        this.chunks.push(chunk);
+        this.notify();
+      }
+    } catch (err) {
+      this.failure = { err };
+    } finally {
+      this.ended = true;
+      this.notify();
+    }
+  }
+
+  private async *replay(signal: AbortSignal): AsyncGenerator<GenerateChunk> {
+    const onAbort = (): void => this.abort.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) this.abort.abort();
+    let complete = false;
+    try {
+      let next = 0;
+      for (;;) {
+        const chunk = this.chunks[next];
+        if (chunk) {
+          next++;
+          complete = chunk.type === 'done';
+          yield chunk;
+          if (complete) return;
+          continue;
+        }
+        if (this.ended) {
+          complete = true;
+          if (this.failure) throw this.failure.err;
+          return;
+        }
+        await new Promise<void>((resolve) => (this.wake = resolve));
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      // The consumer stopped reading before the end (cancelled): the generation has no other reader.
+      if (!complete) this.abort.abort();
+    }
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+}
+
+function sameMessages(a: readonly ChatMessage[], b: readonly ChatMessage[]): boolean {
+  return a.length === b.length && a.every((m, i) => m.role === b[i]?.role && m.content === b[i]?.content);
+}
