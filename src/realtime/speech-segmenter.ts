@@ -18,7 +18,9 @@
  *    model judges the turn so far (asynchronously; frames go on being scored), and again at 4 and
  *    8 times that silence (JUDGEMENTS), each time with a lower bar: the longer someone has been
  *    quiet, the less sure the model needs to be. A verdict over the bar ends the turn at the
- *    latest scored frame, if the silence is still unbroken when it comes; otherwise (or if the
+ *    latest scored frame, if the silence is still unbroken once every frame received by the time
+ *    the verdict came has been scored (on a busy machine frames queue up, and speech in them makes
+ *    the verdict stale: the speaker had only paused); otherwise (or if the
  *    judgement failed) the turn goes on, at most to silenceDurationMs, the ceiling, so a person
  *    who pauses mid-sentence is not cut off. Without a model, `endOfTurn.fallbackSilenceMs` is the
  *    silence that ends the turn;
@@ -400,9 +402,15 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
         this.emit('error', err instanceof Error ? err : new VadError(String(err)));
         return;
       }
-      if (generation !== this.generation || this.closed || !this.speaking || this.silenceRun !== run || this.silenceStartMs === null) return;
+      const stale = () => generation !== this.generation || this.closed || !this.speaking || this.silenceRun !== run || this.silenceStartMs === null;
+      if (stale()) return;
       this.endOfTurnProbability = probability;
-      if (probability >= threshold) this.endTurn(this.processedMs, 'model');
+      if (probability < threshold) return;
+      // The verdict is about the audio up to atMs. Audio received since may not be scored yet (a
+      // busy machine: the detector's frames queue up), and speech in it would make the verdict
+      // stale: decide only once every frame received by now has been scored.
+      await this.idle();
+      if (!stale()) this.endTurn(this.processedMs, 'model');
     })();
     this.judgements.add(judgement);
     void judgement.finally(() => this.judgements.delete(judgement));

@@ -75,6 +75,23 @@ function frames(n: number): Float32Array {
   return tone(200, n * FRAME_MS, IN_HZ, 0.001);
 }
 
+/** A FakeVad whose scoring a test can hold back, as a busy machine does: hold() returns the release. */
+class HeldVad extends FakeVad {
+  private gate: Promise<void> | null = null;
+  hold(): () => void {
+    let release!: () => void;
+    this.gate = new Promise<void>((r) => (release = r));
+    return () => {
+      this.gate = null;
+      release();
+    };
+  }
+  override async probability(frame: Float32Array): Promise<number> {
+    if (this.gate) await this.gate;
+    return super.probability(frame);
+  }
+}
+
 const speechAt = (ranges: Array<[number, number]>) => (i: number) => (ranges.some(([a, b]) => i >= a && i < b) ? 0.9 : 0.02);
 const stops = (seen: Seen[]) => seen.filter((e): e is Extract<Seen, { type: 'stopped' }> => e.type === 'stopped');
 
@@ -101,6 +118,39 @@ Rules('"complete" after the candidate silence ends the turn at once, not at the 
   assert.is(stop.audio.length, (stop.audioEndMs - stop.audioStartMs) * SAMPLES_PER_MS);
   // The model heard the turn from its start (with padding) to the candidate point, at 16 kHz.
   assert.is(model.judged[0], Math.round(((1504 - stop.audioStartMs) * 16000) / 1000));
+  await seg.close();
+});
+
+Rules('a "complete" verdict that comes while frames wait to be scored (a busy machine) decides only once they are: speech in them keeps the turn', async () => {
+  const model = new FakeTurnModel({ script: () => 0.9, delayMs: 30 });
+  // Speech in frames 20–39, a pause, speech again from frame 48.
+  const vad = new HeldVad({ script: speechAt([[20, 40], [48, 70]]) });
+  const seg = new SpeechSegmenter(vad, SEMANTIC, model);
+  const seen = record(seg);
+  const pcm = toPcm16(frames(110));
+  const chunk = FRAME_MS * SAMPLES_PER_MS;
+  const push = async (from: number, to: number) => {
+    for (let i = from; i < to; i++) seg.push(pcm.subarray(i * chunk, (i + 1) * chunk));
+  };
+  await push(0, 47); // the model is asked at frame 46 (224 ms of silence)
+  await seg.idle();
+  assert.is(model.judged.length, 1);
+  // The detector falls behind: the frames with the speaker's next words are received, not scored.
+  const release = vad.hold();
+  await push(47, 60);
+  await new Promise((r) => setTimeout(r, 80)); // the verdict ("complete") arrives meanwhile
+  assert.is(stops(seen).length, 0, 'no decision on frames not yet heard');
+  release();
+  await seg.idle();
+  await new Promise((r) => setTimeout(r, 10));
+  assert.is(stops(seen).length, 0, 'the speaker went on: the verdict was stale');
+  await push(60, 110);
+  await seg.idle();
+  await new Promise((r) => setTimeout(r, 80));
+  await seg.idle();
+  const all = stops(seen);
+  assert.is(all.length, 1, 'one turn, ended after the second part');
+  assert.is(all[0]!.lastSpeechEndMs, 70 * FRAME_MS);
   await seg.close();
 });
 
