@@ -4,7 +4,8 @@
  *  - `default`: the embedded defaults as `npm start` runs them (local Qwen GGUF, Piper/flite,
  *    Whisper base, Silero, Smart Turn);
  *  - `offline`: the rule-based offline responder in place of the model (the server alone).
- * REALTIME_BENCH_LLM=default|offline|both (default both) chooses.
+ * REALTIME_BENCH_LLM=default|offline|both (default both) chooses; REALTIME_BENCH_VERBOSE=1 prints
+ * how each voice turn ended (when, by the silence or the model, its probability).
  *
  * Text turns: response.create → first response.output_audio.delta (and first image delta).
  *
@@ -37,6 +38,9 @@ const APPEND_MS = 20;
 const LEAD_MS = 300;
 /** Silence streamed after the speech at most (past semantic_vad's 4 s ceiling). */
 const TAIL_MS = 5000;
+
+/** REALTIME_BENCH_VERBOSE=1: print how every voice turn ended, not only the slow ones. */
+const VERBOSE = process.env.REALTIME_BENCH_VERBOSE === '1';
 
 const TURN_DETECTIONS = {
   server_vad: { type: 'server_vad', silence_duration_ms: 500 },
@@ -142,7 +146,7 @@ const bench: Benchmark = {
               if ((JSON.parse(m[0]) as { sessionId: string }).sessionId === sessionId) early[mode]++;
             }
             for (const [i, turn] of voice[mode].slice(-samples.length).entries()) {
-              if ((turn.decisionMs ?? 0) <= 1500) continue;
+              if ((turn.decisionMs ?? 0) <= 1500 && !VERBOSE) continue;
               const how = turn.itemId ? ended.get(turn.itemId) : undefined;
               ctx.log(`${llm} ${mode}: "${samples[i]!.label}" ended ${turn.decisionMs} ms after the speech (${how?.endedBy}, p=${how?.endOfTurnProbability?.toFixed(2)})`);
             }
@@ -178,7 +182,7 @@ const bench: Benchmark = {
         metrics.push(summarise(`${t}: first tick (chunk queued → audio played out)`, 'ms', steps.map((s) => s.firstAudioMs! - s.firstVoiceChunkMs!)));
         const paused = turns.filter((_, i) => samples[i % samples.length]!.pause !== null);
         notes.push(`${t}: turns ended by the end-of-turn model ${endings[mode].filter((x) => x === 'model').length}, by silence ${endings[mode].filter((x) => x === 'silence').length}`);
-        notes.push(`${t}: responses that took the reply started before the turn ended (early reply) ${early[mode]} of ${turns.length}`);
+        notes.push(`${t}: responses that took the reply started before the turn ended (early reply) ${early[mode]}, over ${turns.length} voice samples`);
         notes.push(
           `${t}: false cut-ins ${paused.filter((x) => x.falseCutIn).length} of ${paused.length} paused questions, ${turns.filter((x) => x.falseCutIn).length - paused.filter((x) => x.falseCutIn).length} of ${turns.length - paused.length} others; ${turns.filter((x) => x.fromSpeechEndMs === null).length} turns without a reply heard within ${TAIL_MS} ms`,
         );
