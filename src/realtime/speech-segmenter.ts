@@ -164,6 +164,10 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   /** Audio before this ms belongs to a committed turn or was cleared: prefix padding stops here. */
   private floorMs = 0;
   private processedMs = 0;
+  /** End of the last frame queued for scoring (input ms). */
+  private queuedUpToMs = 0;
+  /** Judgements waiting for the frames received before their verdict to be scored. */
+  private readonly scoredWaiters = new Set<{ ms: number; resolve: () => void }>();
 
   /** Frames the detector failed on (each also emitted as `error`). */
   failedFrames = 0;
@@ -230,6 +234,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
         this.detectorSamples += this.frameSamples;
         const endMs = this.originMs + Math.round((this.detectorSamples * 1000) / this.detectorRateHz);
         this.queue.push({ samples: this.partial, startMs, endMs });
+        this.queuedUpToMs = endMs;
         this.partial = new Float32Array(this.frameSamples);
         this.partialFill = 0;
       }
@@ -262,6 +267,8 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.judgedRun = -1;
     this.floorMs = this.originMs;
     this.processedMs = this.originMs;
+    this.queuedUpToMs = this.originMs;
+    this.wakeScored(true);
     this.audioStart = this.inputSamples;
     this.audioFill = 0;
   }
@@ -283,6 +290,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     try {
       let frame: QueuedFrame | undefined;
       while ((frame = this.queue.shift())) {
+        this.wakeScored(false); // the frames before this one are scored
         const generation = this.generation;
         let probability: number;
         try {
@@ -309,6 +317,21 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
       }
     } finally {
       this.draining = null;
+      this.wakeScored(true); // nothing is left to score
+    }
+  }
+
+  /** Resolves once the frames up to `ms` are scored (or nothing is left to score). */
+  private scored(ms: number): Promise<void> {
+    if (this.processedMs >= ms || !this.draining) return Promise.resolve();
+    return new Promise((resolve) => this.scoredWaiters.add({ ms, resolve }));
+  }
+
+  private wakeScored(all: boolean): void {
+    for (const w of this.scoredWaiters) {
+      if (!all && w.ms > this.processedMs) continue;
+      this.scoredWaiters.delete(w);
+      w.resolve();
     }
   }
 
@@ -409,7 +432,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
       // The verdict is about the audio up to atMs. Audio received since may not be scored yet (a
       // busy machine: the detector's frames queue up), and speech in it would make the verdict
       // stale: decide only once every frame received by now has been scored.
-      await this.idle();
+      await this.scored(this.queuedUpToMs);
       if (!stale()) this.endTurn(this.processedMs, 'model');
     })();
     this.judgements.add(judgement);
