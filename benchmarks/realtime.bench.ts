@@ -5,7 +5,8 @@
  *    Whisper base, Silero, Smart Turn);
  *  - `offline`: the rule-based offline responder in place of the model (the server alone).
  * REALTIME_BENCH_LLM=default|offline|both (default both) chooses; REALTIME_BENCH_VERBOSE=1 prints
- * how each voice turn ended (when, by the silence or the model, its probability).
+ * how each voice turn ended (when, by the silence or the model, its probability) and every turn
+ * the server ended with its transcript (a cut-in shows as the first words of a sentence).
  *
  * Text turns: response.create → first response.output_audio.delta (and first image delta).
  *
@@ -144,6 +145,12 @@ const bench: Benchmark = {
             }
             for (const m of server.stdout().matchAll(/^\{.*"msg":"early reply taken".*\}$/gm)) {
               if ((JSON.parse(m[0]) as { sessionId: string }).sessionId === sessionId) early[mode]++;
+            }
+            if (VERBOSE) {
+              // Every turn the server ended, in order, with what it heard (a cut-in shows as the first part of a sentence).
+              const heard = new Map<string, string>();
+              for (const e of v.events) if (e.type === 'conversation.item.input_audio_transcription.completed') heard.set(e.item_id as string, e.transcript as string);
+              for (const [id, r] of ended) ctx.log(`${llm} ${mode}: turn ended by ${r.endedBy} (p=${r.endOfTurnProbability?.toFixed(2)}), heard "${heard.get(id)}"`);
             }
             for (const [i, turn] of voice[mode].slice(-samples.length).entries()) {
               if ((turn.decisionMs ?? 0) <= 1500 && !VERBOSE) continue;
