@@ -17,7 +17,15 @@
  *  - semantic_vad with a model: once the silence has lasted `endOfTurn.candidateSilenceMs` the
  *    model judges the turn so far (asynchronously; frames go on being scored), and again at 4 and
  *    8 times that silence (JUDGEMENTS), each time with a lower bar: the longer someone has been
- *    quiet, the less sure the model needs to be. A verdict over the bar ends the turn at the
+ *    quiet, the less sure the model needs to be. The judgement at 4× is the first verdict held to
+ *    the lower bar (the model is not asked again): it hears the turn up to the candidate silence,
+ *    not the longer silence since. Smart Turn hears a long trailing silence as an end whatever was
+ *    said (on flite's "Can you tell me about the | history of Rome?" with a 600 ms pause its
+ *    probability rises from 0.01 at 160 ms of silence to 0.79 at 460 and 0.92 at 580 ms), so a
+ *    model that heard the growing silence would count it twice, once in its verdict and once in
+ *    the falling bar, and end pauses of about half a second mid-sentence. Only the last judgement,
+ *    at 8×, hears the whole silence: past a second of it, silence is itself evidence that the
+ *    speaker is done. A verdict over the bar ends the turn at the
  *    latest scored frame, if the silence is still unbroken once every frame received by the time
  *    the verdict came has been scored (on a busy machine frames queue up, and speech in them makes
  *    the verdict stale: the speaker had only paused); otherwise (or if the
@@ -47,10 +55,10 @@ export const PAUSE_MS = 200;
  * semantic_vad: when the end-of-turn model is asked (silence, in multiples of the candidate
  * silence) and the probability of "complete" that then ends the turn.
  */
-export const JUDGEMENTS: ReadonlyArray<{ afterCandidates: number; threshold: number }> = [
-  { afterCandidates: 1, threshold: END_OF_TURN_THRESHOLD },
-  { afterCandidates: 4, threshold: 0.3 },
-  { afterCandidates: 8, threshold: 0.15 },
+export const JUDGEMENTS: ReadonlyArray<{ afterCandidates: number; threshold: number; hears: 'candidate' | 'whole' }> = [
+  { afterCandidates: 1, threshold: END_OF_TURN_THRESHOLD, hears: 'candidate' },
+  { afterCandidates: 4, threshold: 0.3, hears: 'candidate' },
+  { afterCandidates: 8, threshold: 0.15, hears: 'whole' },
 ];
 
 export interface EndOfTurnConfig {
@@ -158,6 +166,10 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   /** The silence run the model was asked about, and how many times (an index into JUDGEMENTS). */
   private judgedRun = -1;
   private judgedTimes = 0;
+  /** The model's answer about the current silence's candidate point (asked once, see JUDGEMENTS). */
+  private verdict: { generation: number; run: number; atMs: number; probability: Promise<number> } | null = null;
+  /** End of the frame at which the current silence reached the candidate silence. */
+  private candidateAtMs = 0;
   private endOfTurnProbability: number | null = null;
   /** Judgements in flight (close() waits for them). */
   private readonly judgements = new Set<Promise<void>>();
@@ -384,8 +396,9 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
       }
       const next = JUDGEMENTS[this.judgedTimes];
       if (next && silentMs >= next.afterCandidates * endOfTurn.candidateSilenceMs) {
+        if (this.judgedTimes === 0) this.candidateAtMs = endMs;
         this.judgedTimes++;
-        this.judge(this.turnModel, endMs, next.threshold);
+        this.judge(this.turnModel, next.hears === 'whole' ? endMs : this.candidateAtMs, next.threshold);
       }
     }
     if (silentMs >= limitMs) this.endTurn(endMs, 'silence');
@@ -406,21 +419,24 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   }
 
   /**
-   * Asks the model about the turn so far [startMs, atMs). Its answer ends the turn if it reaches
-   * `threshold` and still applies: same stream generation, still speaking, and the same unbroken
-   * silence.
+   * Judges the turn so far [startMs, atMs): the model's answer (asked once per span of one
+   * silence; a failed answer is asked again) ends the turn if it reaches `threshold` and still
+   * applies: same stream generation, still speaking, and the same unbroken silence.
    */
   private judge(model: EndOfTurnModel, atMs: number, threshold: number): void {
     const generation = this.generation;
     const run = this.silenceRun;
-    const fromMs = Math.max(this.startMs, atMs - model.windowMs);
-    const audio = toModelRate(this.audioSpan(fromMs, atMs), model.sampleRateHz);
+    const cached = this.verdict;
+    const reused = cached !== null && cached.generation === generation && cached.run === run && cached.atMs === atMs;
+    const asked = reused ? cached : { generation, run, atMs, probability: this.ask(model, atMs) };
+    this.verdict = asked;
     const judgement = (async () => {
       let probability: number;
       try {
-        probability = await model.completeProbability(audio);
+        probability = await asked.probability;
       } catch (err) {
-        if (generation !== this.generation) return;
+        if (this.verdict === asked) this.verdict = null; // the next judgement asks again
+        if (reused || generation !== this.generation) return; // reported once, by whoever asked
         this.failedJudgements++;
         this.emit('error', err instanceof Error ? err : new VadError(String(err)));
         return;
@@ -437,6 +453,13 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     })();
     this.judgements.add(judgement);
     void judgement.finally(() => this.judgements.delete(judgement));
+  }
+
+  /** The model's probability that the turn [startMs, atMs) is complete (the audio is taken now). */
+  private async ask(model: EndOfTurnModel, atMs: number): Promise<number> {
+    const fromMs = Math.max(this.startMs, atMs - model.windowMs);
+    const audio = toModelRate(this.audioSpan(fromMs, atMs), model.sampleRateHz);
+    return model.completeProbability(audio);
   }
 
   private storeAudio(pcm: Int16Array): void {

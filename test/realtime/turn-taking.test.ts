@@ -154,7 +154,7 @@ Rules('a "complete" verdict that comes while frames wait to be scored (a busy ma
   await seg.close();
 });
 
-Rules('"incomplete" waits: asked again at 4× the candidate silence, then the turn ends at the ceiling (silenceDurationMs)', async () => {
+Rules('"incomplete" waits: held to a lower bar at 4× the candidate silence, then the turn ends at the ceiling (silenceDurationMs)', async () => {
   const model = new FakeTurnModel({ script: () => 0.1 });
   const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 1000 }, model);
   const seen = record(seg);
@@ -164,7 +164,7 @@ Rules('"incomplete" waits: asked again at 4× the candidate silence, then the tu
   assert.is(stop.endedBy, 'silence');
   assert.is(stop.audioEndMs, 1280 + 1024); // the first frame end ≥ 1000 ms of silence
   assert.is(stop.endOfTurnProbability, 0.1);
-  assert.is(model.judged.length, 2, 'asked at 224 and 800 ms of silence (8× would be past the ceiling)');
+  assert.is(model.judged.length, 1, 'asked once, at 224 ms of silence: the 800 ms judgement holds that verdict to its bar, and 8× would be past the ceiling');
   await seg.close();
 });
 
@@ -209,7 +209,31 @@ Rules('the bar falls as the silence grows: 0.4 does not end a turn at 200 ms of 
   const [stop] = stops(seen);
   assert.is(stop!.endedBy, 'model');
   assert.ok(stop!.audioEndMs >= 1280 + 800 && stop!.audioEndMs <= 1280 + 800 + 2 * FRAME_MS, String(stop!.audioEndMs));
-  assert.is(model.judged.length, 2);
+  assert.is(model.judged.length, 1, 'the verdict at 224 ms, held to the lower bar');
+  await seg.close();
+});
+
+Rules('a model that hears long silence as an end does not cut a long pause: the 4× judgement holds the candidate verdict; only the 8× one hears the whole silence', async () => {
+  // Like Smart Turn: "complete" once it hears 400 ms or more of silence after the speech, whatever
+  // was said. The audio starts at 340 ms (speech from frame 20, 300 ms of padding); speech in
+  // frames 20–39 (to 1280 ms), a pause of 896 ms, speech again in frames 68–84 (2176–2720 ms).
+  const heardSilenceMs = (audio: Float32Array) => {
+    const atMs = 340 + audio.length / 16;
+    return atMs - (atMs >= 2176 ? 2720 : 1280);
+  };
+  const model = new FakeTurnModel({ script: (audio) => (heardSilenceMs(audio) >= 400 ? 0.9 : 0.05) });
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40], [68, 85]]) }), SEMANTIC, model);
+  const seen = record(seg);
+  await feedPaced(seg, frames(150));
+  const turns = stops(seen);
+  assert.is(turns.length, 1, turns.map((t) => `${t.endedBy} p=${t.endOfTurnProbability} at ${t.audioEndMs}`).join('; '));
+  assert.is(turns[0]!.lastSpeechEndMs, 85 * FRAME_MS, 'the pause was not the end');
+  assert.is(turns[0]!.endedBy, 'model');
+  // After the second stretch: 0.05 at 224 ms, held to 0.3 at 800 ms; at 1600 ms (8×) the model
+  // hears the whole silence and says "complete" (before the 4 s ceiling).
+  assert.ok(turns[0]!.audioEndMs >= 2720 + 1600 && turns[0]!.audioEndMs <= 2720 + 1600 + 2 * FRAME_MS, String(turns[0]!.audioEndMs));
+  // Asked at the first pause's candidate point, then the second's, then once over its whole silence.
+  assert.equal(model.judged.map((n) => heardSilenceMs(new Float32Array(n))), [224, 224, 1600]);
   await seg.close();
 });
 
