@@ -421,10 +421,14 @@ Engine('semantic_vad: a pause after "a table for" is not the end, though the mel
 const replyTranscript = (done: SeenEvent) =>
   ((done.response as { output: Array<{ content: Array<{ transcript?: string }> }> }).output[0]?.content[0]?.transcript ?? null);
 
-Engine('early reply: the model starts on the pause’s transcript before the turn is decided, and that generation is the response', async () => {
+/**
+ * "What time is it?" spoken on semantic_vad (the judge says "complete" 150 ms after it is asked),
+ * answered by `llm`: the response.done, every event sent, and how many model requests had been
+ * made when speech_stopped was sent.
+ */
+async function spokenQuestion(llm: FakeLanguageModels): Promise<{ done: SeenEvent; events: SeenEvent[]; requestsAtStop: number }> {
   const asr = new FakeSpeechRecognizers({ transcript: 'What time is it?' });
   const model = new FakeTurnModel({ script: () => 0.9, delayMs: 150 });
-  const llm = new FakeLanguageModels({ reply: (r) => `You asked: ${r.messages.at(-1)!.content}` });
   let requestsAtStop = -1;
   const h = await engineHarness({
     deps: { asr, llm, endOfTurnModel: async () => model },
@@ -436,16 +440,22 @@ Engine('early reply: the model starts on the pause’s transcript before the tur
     h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
     await speak(h, [silence(200, IN_HZ), loud(1200), silence(1200, IN_HZ)]);
     const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
-    assert.is(requestsAtStop, 1, 'the model was asked before speech_stopped');
-    assert.is(llm.requests.length, 1, 'and not asked again for the response');
-    assert.is(llm.requests[0]!.signal.aborted, false);
-    assert.is((done.response as { status: string }).status, 'completed');
-    assert.is(replyTranscript(done), 'You asked: What time is it?');
-    const t = h.events.map((e) => e.type);
-    assert.ok(t.indexOf('response.created') > t.indexOf('conversation.item.input_audio_transcription.completed'), 'events in the usual order');
+    return { done, events: h.events, requestsAtStop };
   } finally {
     await h.close();
   }
+}
+
+Engine('early reply: the model starts on the pause’s transcript before the turn is decided, and that generation is the response', async () => {
+  const llm = new FakeLanguageModels({ reply: (r) => `You asked: ${r.messages.at(-1)!.content}` });
+  const { done, events, requestsAtStop } = await spokenQuestion(llm);
+  assert.is(requestsAtStop, 1, 'the model was asked before speech_stopped');
+  assert.is(llm.requests.length, 1, 'and not asked again for the response');
+  assert.is(llm.requests[0]!.signal.aborted, false);
+  assert.is((done.response as { status: string }).status, 'completed');
+  assert.is(replyTranscript(done), 'You asked: What time is it?');
+  const t = events.map((e) => e.type);
+  assert.ok(t.indexOf('response.created') > t.indexOf('conversation.item.input_audio_transcription.completed'), 'events in the usual order');
 });
 
 Engine('early reply: the user speaks on after a pause; that reply is aborted and not one event of it is sent', async () => {
@@ -471,26 +481,11 @@ Engine('early reply: the user speaks on after a pause; that reply is aborted and
 });
 
 Engine('early reply: never with a remote model (it would bill for replies thrown away)', async () => {
-  const asr = new FakeSpeechRecognizers({ transcript: 'What time is it?' });
-  const model = new FakeTurnModel({ script: () => 0.9, delayMs: 150 });
   const llm = new FakeLanguageModels({ reply: 'It is noon.', local: false });
-  let requestsAtStop = -1;
-  const h = await engineHarness({
-    deps: { asr, llm, endOfTurnModel: async () => model },
-    beforeSend: (e) => {
-      if (e.type === 'input_audio_buffer.speech_stopped') requestsAtStop = llm.requests.length;
-    },
-  });
-  try {
-    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
-    await speak(h, [silence(200, IN_HZ), loud(1200), silence(1200, IN_HZ)]);
-    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
-    assert.is(requestsAtStop, 0);
-    assert.is(llm.requests.length, 1);
-    assert.is(replyTranscript(done), 'It is noon.');
-  } finally {
-    await h.close();
-  }
+  const { done, requestsAtStop } = await spokenQuestion(llm);
+  assert.is(requestsAtStop, 0);
+  assert.is(llm.requests.length, 1);
+  assert.is(replyTranscript(done), 'It is noon.');
 });
 
 Engine('early reply: not taken when the session changed before the response (a new request is made)', async () => {
