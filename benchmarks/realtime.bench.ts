@@ -31,7 +31,7 @@ import { tempDir } from '../test/helpers/server.js';
 import { RealtimeTestClient, type ServerEvent } from '../test/helpers/realtime-client.js';
 import { concatSamples, silence, toPcm16 } from '../test/helpers/speech.js';
 import { pausedSpeech, testVoices, voiceSpeech } from '../test/helpers/voices.js';
-import { summarise, type Benchmark, type Metric } from './lib/harness.js';
+import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const RATE_HZ = 24000;
 const TEXT_TURNS = 10;
@@ -341,11 +341,6 @@ async function voiceTurn(c: RealtimeTestClient, sample: Sample): Promise<VoiceTu
 
 function values(turns: VoiceTurn[], key: 'fromSpeechEndMs' | 'decisionMs' | 'transcriptionTailMs'): number[] {
   return turns.map((t) => t[key]).filter((v): v is number => v !== null);
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? NaN;
 }
 
 export default bench;
