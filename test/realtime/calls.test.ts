@@ -13,7 +13,7 @@ import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
 import { ManualClock } from '../../src/core/clock.js';
 import { assertError } from '../helpers/assert-error.js';
-import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, regionMotion, type CallStartOptions, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
+import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, regionMotion, type CallStartOptions, type CallStartResult, type PageSamples, type TestBrowser } from '../helpers/browser.js';
 import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { speechPcm24k } from '../helpers/speech.js';
@@ -348,13 +348,23 @@ BargeIn('speaking over the avatar stops its audio, cancels the reply (turn_detec
   const heard = events.find((e) => e.type === 'response.output_audio_transcript.done' && e.response_id === started.response_id)!.transcript as string;
   const full = LONG_REPLY.trim();
   assert.ok(heard.length > 0 && heard.length < full.length * 0.8, `the transcript is cut at what was played (${heard.length} of ${full.length} characters)`);
-  // The avatar's audio stops at the receiver: its energy stops rising once the jitter buffer drains.
-  const energyAt = async () => ((await callIn<{ audio: { energy: number } }>(page, 'stats')).audio.energy);
-  await new Promise((r) => setTimeout(r, 600));
-  const e0 = await energyAt();
-  await new Promise((r) => setTimeout(r, 1000));
-  const silentGain = (await energyAt()) - e0;
-  assert.ok(silentGain < 0.002, `no avatar audio after the barge-in (energy +${silentGain.toFixed(4)} in 1 s; a second of the tone voice is ~0.05)`);
+  // The avatar's audio stops at the receiver: its energy stops rising once the jitter buffer has
+  // drained (600 ms after the cut reached the page) and stays flat until the reply to the
+  // interruption starts, which may come little more than a second after the cut on a fast machine
+  // (the fake model and voice answer at once), so the window ends at that reply's
+  // output_audio_buffer.started (it arrives before its audio plays out: the audio waits in the
+  // jitter buffer).
+  await callIn(page, 'startSampling', [0, 0, 1, 1]);
+  await new Promise((r) => setTimeout(r, 1600));
+  const { samples } = await callIn<PageSamples>(page, 'takeSamples');
+  await callIn(page, 'stopSampling');
+  const cutAt = events[cleared]!.at;
+  const nextReply = (await eventsIn(page)).find((e, i) => i > cleared && e.type === 'output_audio_buffer.started' && e.response_id !== started.response_id);
+  const quiet = samples.filter((s) => s.t >= cutAt + 600 && s.t <= (nextReply?.at ?? Infinity));
+  const windowMs = quiet.length > 1 ? quiet.at(-1)!.t - quiet[0]!.t : 0;
+  assert.ok(windowMs >= 200, `a window of at least 200 ms between the drain and the next reply (${Math.round(windowMs)} ms; next reply ${nextReply ? `${Math.round(nextReply.at - cutAt)} ms` : 'none'} after the cut)`);
+  const silentGain = quiet.at(-1)!.energy - quiet[0]!.energy;
+  assert.ok(silentGain < 0.002, `no avatar audio after the barge-in (energy +${silentGain.toFixed(4)} in ${Math.round(windowMs)} ms; a second of the tone voice is ~0.05)`);
   // The interruption is the next user turn, and it is answered: once a reply follows the last
   // speech after the cut, the speech heard since the cut adds up to the interruption (counted over
   // every turn in that span, so that a stall of the fake microphone splitting it still adds up).
