@@ -56,8 +56,17 @@ export interface Config {
 const DATA_DIR_PLACEHOLDER = '$DATA_DIR';
 
 const databaseUrl: Parser<string> = (t, name) => {
-  if (!t.startsWith('sqlite:')) throw new ConfigError(name, `only sqlite:<path> is built in, got '${t.split(':')[0]}:'`);
-  return t;
+  if (t.startsWith('sqlite:')) return t;
+  if (/^postgres(ql)?:\/\//.test(t)) {
+    try {
+      const url = new URL(t);
+      if (!url.hostname) throw new Error('no host');
+    } catch {
+      throw new ConfigError(name, 'expected postgres://user:password@host:port/database');
+    }
+    return t;
+  }
+  throw new ConfigError(name, `expected sqlite:<path> or postgres://user:password@host:port/database, got '${t.split(':')[0]}:'`);
 };
 
 const userId: Parser<string> = (t, name) => {
@@ -70,7 +79,7 @@ const VARS = {
   host: envVar('HOST', '127.0.0.1', 'Interface to listen on (0.0.0.0 for all).', text),
   port: envVar('PORT', '8000', 'TCP port, 0 for any free port.', integer(0, 65535)),
   dataDir: envVar('DATA_DIR', './data', 'Where the database and uploaded assets live.', text),
-  databaseUrl: envVar('DATABASE_URL', 'sqlite:$DATA_DIR/avatar.db', 'Store: `sqlite:<path>` (only SQLite is built in; the Store interface is where Postgres goes).', databaseUrl),
+  databaseUrl: envVar('DATABASE_URL', 'sqlite:$DATA_DIR/avatar.db', 'Store: `sqlite:<path>` (one process) or `postgres://user:password@host:port/database` (PostgreSQL, which every node of a fleet shares).', databaseUrl),
   logLevel: envVar('LOG_LEVEL', 'info', 'debug, info, warn, error or silent.', oneOf<LogLevel>('debug', 'info', 'warn', 'error', 'silent')),
   workerCapacity: envVar('WORKER_CAPACITY', '4', 'Concurrent sessions (worker slots) in this process, 1..1024. When all are held, session creation answers 503 with Retry-After. The media plane alone measured 15 real-time 512x512 sessions on 2 cores (npm run bench -- media); the default leaves the rest of the CPU to local speech and language models.', integer(1, 1024)),
   avatarOutputSize: envVar('AVATAR_OUTPUT_SIZE', '512x512', "The avatar's video size when a session does not choose one (session field output_size): 512x512, 720x720 or 1280x720 (landscape, the face centred). Larger sizes cost more CPU per session (npm run bench -- media).", oneOf<OutputSize>(...OUTPUT_SIZES)),
@@ -151,8 +160,4 @@ function rtcConfig(bind: string, host: string, min: number, max: number): Config
   if (min > max) throw new ConfigError('RTC_PORT_MIN', `must not be above RTC_PORT_MAX (${min} > ${max})`);
   const address = bind !== '' ? bind : host === '0.0.0.0' || host === '::' ? undefined : host;
   return { bindAddress: address, portRange: min === 0 ? undefined : { min, max } };
-}
-
-export function sqlitePath(config: Config): string {
-  return config.databaseUrl.slice('sqlite:'.length);
 }

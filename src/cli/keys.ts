@@ -13,7 +13,7 @@ import { API_KEY_PREFIX, KeyService, hashKey } from '../auth/keys.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { systemClock } from '../core/clock.js';
 import { AppError } from '../core/errors.js';
-import { openStore } from '../store/sqlite-store.js';
+import { openStore } from '../store/open-store.js';
 import { apiKeyView } from '../server/views.js';
 
 const USAGE = `usage:

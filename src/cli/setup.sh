@@ -2,8 +2,17 @@
 # One-time (idempotent) set-up on a Debian 12 machine with Node 20 and npm: system packages, a Rust
 # toolchain, npm dependencies, the native addon, the standard asset files and the models. Called
 # by `npm start` and `npm test`; safe to run again: each step is skipped when already done.
+# `--fleet` (npm test passes it) also installs the PostgreSQL and Redis servers that the fleet tests
+# start on loopback in temporary directories; `npm start` never needs them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+FLEET=0
+for arg in "$@"; do
+  case "$arg" in
+    --fleet) FLEET=1 ;;
+    *) echo "setup: unknown option $arg (known: --fleet)" >&2; exit 2 ;;
+  esac
+done
 
 # Build tools for better-sqlite3 (compiled here: its prebuilt-binary host is unreachable offline),
 # and the offline voices the standard voice samples are spoken with.
@@ -24,6 +33,9 @@ APT_PACKAGES+=(libopus-dev)
 # Debian's Chromium: the real WebRTC client of the call tests and benchmarks (driven by
 # playwright-core; nothing is downloaded by playwright).
 APT_PACKAGES+=(chromium)
+# Fleet mode's engines, for its tests only: Debian's PostgreSQL and Redis servers. Their packages
+# register system services; the tests never use those, they start their own.
+if ((FLEET)); then APT_PACKAGES+=(postgresql redis-server); fi
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

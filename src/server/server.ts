@@ -21,7 +21,7 @@ import { FaceRegistry } from '../media/face-registration.js';
 import { StandardAssets } from '../assets/catalog.js';
 import { SessionService } from '../sessions/session-service.js';
 import { LocalWorkerPool } from '../sessions/worker-pool.js';
-import { openStore } from '../store/sqlite-store.js';
+import { openStore, redactDatabaseUrl } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { WebhookDispatcher, webhookBody } from '../usage/webhook.js';
 import { createApp } from './app.js';
@@ -62,9 +62,9 @@ export interface RunningServer {
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? new Logger(config.logLevel, { service: 'avatar-server' });
-  const store: Store = openStore(config.databaseUrl);
+  const store: Store = openStore(config.databaseUrl, { onIdleError: (err) => log.warn('store connection lost', { error: err.message }) });
   const schemaVersion = await store.migrate();
-  log.info('store ready', { databaseUrl: config.databaseUrl, schemaVersion });
+  log.info('store ready', { databaseUrl: redactDatabaseUrl(config.databaseUrl), schemaVersion });
 
   const keys = new KeyService(store, clock);
   if ((await store.countApiKeys()) === 0) {

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from './migrations.js';
+import { countersOf, isLive, sessionEnding, toApiKey, toAsset, toEphemeralKey, toOutbox, toSession, toUsage, type Row } from './rows.js';
 import type {
   ApiKeyRecord,
   AssetKind,
@@ -27,8 +28,6 @@ import type {
 
 /** How long a writer waits for another process's lock before failing (keys CLI vs server). */
 const BUSY_TIMEOUT_MS = 5000;
-
-type Row = Record<string, unknown>;
 
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
@@ -51,7 +50,7 @@ export class SqliteStore implements Store {
     for (const migration of MIGRATIONS) {
       if (applied.has(migration.version)) continue;
       this.db.transaction(() => {
-        this.db.exec(migration.sql);
+        this.db.exec(migration.sqlite);
         this.db
           .prepare('INSERT INTO schema_migrations (version, name, applied_at_us) VALUES (?, ?, ?)')
           .run(migration.version, migration.name, Date.now() * 1000);
@@ -131,15 +130,7 @@ export class SqliteStore implements Store {
 
   async findEphemeralKey(hash: string): Promise<EphemeralKeyRecord | null> {
     const row = this.db.prepare('SELECT * FROM ephemeral_keys WHERE hash = ?').get(hash) as Row | undefined;
-    if (!row) return null;
-    return {
-      hash: String(row.hash),
-      userId: String(row.user_id),
-      apiKeyId: str(row.api_key_id),
-      session: JSON.parse(String(row.session_json)) as Record<string, unknown>,
-      createdAtUs: Number(row.created_at_us),
-      expiresAtUs: Number(row.expires_at_us),
-    };
+    return row ? toEphemeralKey(row) : null;
   }
 
   async deleteExpiredEphemeralKeys(nowUs: number): Promise<number> {
@@ -227,44 +218,19 @@ export class SqliteStore implements Store {
   ): Promise<SessionRecord | null> {
     return this.db.transaction(() => {
       const row = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as Row | undefined;
-      if (!row) return null;
-      const before = toSession(row);
-      if (before.status !== 'pending' && before.status !== 'active') return null;
-      const duration = before.startedAtUs === null ? 0 : Math.max(0, end.endedAtUs - before.startedAtUs) / 1e6;
+      if (!row || !isLive(String(row.status) as SessionStatus)) return null;
+      const { after, usage: record } = sessionEnding(row, end, usage);
       this.db
         .prepare('UPDATE sessions SET status = ?, end_reason = ?, ended_at_us = ?, duration_seconds = ? WHERE id = ?')
-        .run(end.status, end.endReason, end.endedAtUs, duration, id);
-      const after: SessionRecord = {
-        ...before,
-        status: end.status,
-        endReason: end.endReason,
-        endedAtUs: end.endedAtUs,
-        durationSeconds: duration,
-      };
-      if (usage && before.startedAtUs !== null) {
-        const record: UsageRecord = {
-          id: usage.id,
-          userId: before.userId,
-          sessionId: id,
-          model: before.model,
-          voice: before.voice,
-          face: before.face,
-          driving: before.driving,
-          status: end.status,
-          endReason: end.endReason,
-          startedAtUs: before.startedAtUs,
-          endedAtUs: end.endedAtUs,
-          durationSeconds: duration,
-          ...countersOf(row),
-          createdAtUs: usage.createdAtUs,
-        };
+        .run(end.status, end.endReason, end.endedAtUs, after.durationSeconds, id);
+      if (record) {
         this.insertUsage(record);
         if (outbox) {
           this.db
             .prepare(
               'INSERT INTO webhook_outbox (event_id, usage_id, payload, next_attempt_at_us, created_at_us) VALUES (?, ?, ?, ?, ?)',
             )
-            .run(outbox.eventId, record.id, outbox.buildPayload(record), outbox.nextAttemptAtUs, usage.createdAtUs);
+            .run(outbox.eventId, record.id, outbox.buildPayload(record), outbox.nextAttemptAtUs, record.createdAtUs);
         }
       }
       return after;
@@ -410,116 +376,4 @@ export class SqliteStore implements Store {
   async deleteAsset(id: string): Promise<boolean> {
     return this.db.prepare('DELETE FROM assets WHERE id = ?').run(id).changes === 1;
   }
-}
-
-// ── Row mapping ─────────────────────────────────────────────────────────────
-
-const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
-const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-
-function toApiKey(r: Row): ApiKeyRecord {
-  return {
-    id: String(r.id),
-    userId: String(r.user_id),
-    name: String(r.name),
-    prefix: String(r.prefix),
-    hash: String(r.hash),
-    createdAtUs: Number(r.created_at_us),
-    revokedAtUs: num(r.revoked_at_us),
-    lastUsedAtUs: num(r.last_used_at_us),
-  };
-}
-
-function toSession(r: Row): SessionRecord {
-  return {
-    id: String(r.id),
-    userId: String(r.user_id),
-    apiKeyId: str(r.api_key_id),
-    origin: r.origin as SessionRecord['origin'],
-    model: String(r.model),
-    voice: String(r.voice),
-    face: str(r.face),
-    driving: str(r.driving),
-    instructions: String(r.instructions),
-    video: Number(r.video) === 1,
-    targetFps: num(r.target_fps),
-    upsampleFactor: num(r.upsample_factor),
-    ttsSource: str(r.tts_source),
-    videoCodec: str(r.video_codec) as SessionRecord['videoCodec'],
-    outputSize: str(r.output_size) as SessionRecord['outputSize'],
-    status: r.status as SessionStatus,
-    endReason: str(r.end_reason),
-    createdAtUs: Number(r.created_at_us),
-    startedAtUs: num(r.started_at_us),
-    endedAtUs: num(r.ended_at_us),
-    durationSeconds: num(r.duration_seconds),
-    deadlineUs: num(r.deadline_us),
-    lastSeenUs: num(r.last_seen_us),
-    currentTranscript: String(r.current_transcript ?? ''),
-  };
-}
-
-function countersOf(r: Row): UsageCounters {
-  return {
-    audioSecondsOut: Number(r.audio_seconds_out),
-    framesOut: Number(r.frames_out),
-    inputTokens: Number(r.input_tokens),
-    outputTokens: Number(r.output_tokens),
-  };
-}
-
-function toUsage(r: Row): UsageRecord {
-  return {
-    id: String(r.id),
-    userId: String(r.user_id),
-    sessionId: String(r.session_id),
-    model: String(r.model),
-    voice: String(r.voice),
-    face: str(r.face),
-    driving: str(r.driving),
-    status: r.status as SessionStatus,
-    endReason: str(r.end_reason),
-    startedAtUs: Number(r.started_at_us),
-    endedAtUs: Number(r.ended_at_us),
-    durationSeconds: Number(r.duration_seconds),
-    ...countersOf(r),
-    createdAtUs: Number(r.created_at_us),
-  };
-}
-
-function toOutbox(r: Row): OutboxEntry {
-  return {
-    id: Number(r.id),
-    eventId: String(r.event_id),
-    usageId: String(r.usage_id),
-    payload: String(r.payload),
-    attempts: Number(r.attempts),
-    nextAttemptAtUs: Number(r.next_attempt_at_us),
-    lastError: str(r.last_error),
-    deliveredAtUs: num(r.delivered_at_us),
-    deadAtUs: num(r.dead_at_us),
-    createdAtUs: Number(r.created_at_us),
-  };
-}
-
-function toAsset(r: Row): AssetRecord {
-  return {
-    id: String(r.id),
-    userId: String(r.user_id),
-    kind: r.kind as AssetKind,
-    name: String(r.name),
-    filename: String(r.filename),
-    description: String(r.description),
-    contentType: String(r.content_type),
-    bytes: Number(r.bytes),
-    sha256: String(r.sha256),
-    storagePath: String(r.storage_path),
-    metadata: JSON.parse(String(r.metadata_json)) as Record<string, unknown>,
-    createdAtUs: Number(r.created_at_us),
-  };
-}
-
-export function openStore(databaseUrl: string): Store {
-  if (databaseUrl.startsWith('sqlite:')) return new SqliteStore(databaseUrl.slice('sqlite:'.length));
-  throw new Error(`unsupported DATABASE_URL scheme '${databaseUrl.split(':')[0]}:'`);
 }

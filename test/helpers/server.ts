@@ -1,7 +1,8 @@
 /**
  * Starts a real server on 127.0.0.1 (any free port) over a real SQLite file in a fresh temporary
- * data directory, and gives tests a small HTTP client for it. `restart()` closes the server and
- * opens a new one on the same data directory (the store must survive).
+ * data directory (with TEST_STORE=postgres: a fresh database of a real PostgreSQL instead), and
+ * gives tests a small HTTP client for it. `restart()` closes the server and opens a new one on the
+ * same data directory and store (the store must survive).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +12,7 @@ import type { Clock } from '../../src/core/clock.js';
 import { Logger } from '../../src/core/log.js';
 import { startServer, type RunningServer } from '../../src/server/server.js';
 import type { RealtimeRuntime } from '../../src/signaling/realtime-connection.js';
+import { sharedPostgres } from './postgres-server.js';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -73,6 +75,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     });
   };
   let env = options.env ?? {};
+  // TEST_STORE=postgres: every test server on its own database of one PostgreSQL server.
+  if (process.env.TEST_STORE === 'postgres' && env.DATABASE_URL === undefined) env = { ...env, DATABASE_URL: await (await sharedPostgres()).createDatabase() };
   let server = await boot(env);
   // An existing data directory has keys already, none of which we know: make one for 'default'.
   if (!key) key = (await server.services.keys.createApiKey('default', 'test')).key;
@@ -90,7 +94,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     keyFor: async (userId) => (await server.services.keys.createApiKey(userId, 'test')).key,
     restart: async (newEnv) => {
       await server.close();
-      if (newEnv) env = newEnv;
+      if (newEnv) env = { ...newEnv, ...(env.DATABASE_URL !== undefined && newEnv.DATABASE_URL === undefined ? { DATABASE_URL: env.DATABASE_URL } : {}) };
       server = await boot(env);
     },
     close: async () => {

@@ -58,7 +58,7 @@ test('a store made before migration 2 keeps its rows: sessions and ephemeral key
   const dir = tempDir();
   const file = path.join(dir, 'old.db');
   const db = new Database(file);
-  db.exec(MIGRATIONS[0]!.sql);
+  db.exec(MIGRATIONS[0]!.sqlite);
   db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_us INTEGER NOT NULL)');
   db.prepare('INSERT INTO schema_migrations VALUES (1, ?, 0)').run(MIGRATIONS[0]!.name);
   db.prepare("INSERT INTO ephemeral_keys VALUES ('h', 'u', '{}', 1, 2)").run();

@@ -17,7 +17,7 @@ import { synthesizeEspeak } from '../../../src/media/speech-synth.js';
 import { ConfigError } from '../../../src/config.js';
 import { ProviderError, type SpeechService, type Voice } from '../../../src/providers/tts/base.js';
 import { createSpeechService, loadTtsConfig, type TtsConfig } from '../../../src/providers/tts/index.js';
-import { openStore } from '../../../src/store/sqlite-store.js';
+import { openStore } from '../../../src/store/open-store.js';
 import type { Store } from '../../../src/store/store.js';
 import { collect, pitchOf, TYPICAL_SENTENCE } from './tts-helpers.js';
 
