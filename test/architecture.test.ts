@@ -37,6 +37,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   audio: ['core'],
   models: ['core', 'audio'],
   store: ['core'],
+  fleet: ['core'],
   providers: ['core'],
   'providers/llm': ['core', 'providers', 'models'],
   'providers/vad': ['core', 'providers', 'models'],
@@ -101,6 +102,8 @@ const PACKAGE_OWNERS: Record<string, string> = {
   '@koa/router': 'server',
   busboy: 'server',
   'better-sqlite3': 'store',
+  pg: 'store',
+  ioredis: 'fleet',
 };
 
 /** The part a source file belongs to, or null for a file outside src/. */
