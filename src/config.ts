@@ -4,11 +4,13 @@
  * the providers', and the README table mirrors it. A bad value stops the process with a message
  * naming the variable; nothing is silently clamped.
  */
+import os from 'node:os';
 import path from 'node:path';
 import type { LogLevel } from './core/log.js';
 import { ConfigError } from './core/errors.js';
 import { OUTPUT_SIZES, type OutputSize } from './core/video-size.js';
-import { boolean, envVar, integer, oneOf, optionalHttpUrl, readVars, text, type Env, type EnvVar, type Parser } from './core/env.js';
+import { boolean, envVar, integer, oneOf, optionalBaseUrl, optionalHttpUrl, readVars, text, type Env, type EnvVar, type Parser } from './core/env.js';
+import { randomBase62 } from './core/ids.js';
 import { modelsDirFrom } from './models/manifest.js';
 import { LLM_CONFIG_VARS, loadLlmConfig, type LlmConfig } from './providers/llm/config.js';
 import { TTS_CONFIG_VARS, loadTtsConfig, type TtsConfig } from './providers/tts/config.js';
@@ -21,6 +23,22 @@ export interface WebhookConfig {
   retryBaseMs: number;
   retryMaxMs: number;
   timeoutMs: number;
+}
+
+export type NodeRole = 'all' | 'api' | 'worker';
+
+export interface FleetConfig {
+  redisUrl: string;
+  /** api: REST, signaling, placement; worker: media plane, models, engines; all: both. */
+  role: NodeRole;
+  /** This node's id in the worker registry (a new one each start). */
+  nodeId: string;
+  /** Shared secret of the fleet's internal requests (API node to worker). */
+  token: string;
+  /** The base URL other nodes reach this worker at; null = the address it listens on. */
+  workerUrl: string | null;
+  /** A worker silent this long is dropped and its sessions fail. */
+  workerTtlMs: number;
 }
 
 export interface Config {
@@ -48,6 +66,8 @@ export interface Config {
   playground: boolean;
   /** WebRTC calls: where the media ports are. */
   rtc: { bindAddress: string | undefined; portRange: { min: number; max: number } | undefined };
+  /** Fleet mode (REDIS_URL set): many nodes on one PostgreSQL store and one Redis; null = the embedded default. */
+  fleet: FleetConfig | null;
   llm: LlmConfig;
   tts: TtsConfig;
   asr: AsrConfig;
@@ -67,6 +87,23 @@ const databaseUrl: Parser<string> = (t, name) => {
     return t;
   }
   throw new ConfigError(name, `expected sqlite:<path> or postgres://user:password@host:port/database, got '${t.split(':')[0]}:'`);
+};
+
+const optionalRedisUrl: Parser<string | null> = (t, name) => {
+  if (t === '') return null;
+  try {
+    const url = new URL(t);
+    if ((url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname) return t;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError(name, 'expected redis://host:port (or rediss://), or empty');
+};
+
+const optionalNodeId: Parser<string | null> = (t, name) => {
+  if (t === '') return null;
+  if (!/^[\w.-]{1,64}$/.test(t)) throw new ConfigError(name, 'expected 1..64 letters, digits, or . _ -');
+  return t;
 };
 
 const userId: Parser<string> = (t, name) => {
@@ -104,6 +141,12 @@ const VARS = {
   rtcBindAddress: envVar('RTC_BIND_ADDRESS', '', 'Local address WebRTC calls gather ICE candidates on (the address clients send media to). Empty: HOST, or every interface when HOST is 0.0.0.0.', text),
   rtcPortMin: envVar('RTC_PORT_MIN', '0', 'Lowest UDP port for WebRTC media, 0 for any; set with RTC_PORT_MAX to open a firewall range, 0..65535.', integer(0, 65535)),
   rtcPortMax: envVar('RTC_PORT_MAX', '0', 'Highest UDP port for WebRTC media, 0 for any, 0..65535.', integer(0, 65535)),
+  redisUrl: envVar('REDIS_URL', '', 'Fleet mode: the Redis every node shares (`redis://host:port`) for the worker registry, placement and cross-node events. Empty: the embedded default (one process, local slots). Needs a `postgres://` DATABASE_URL and FLEET_TOKEN.', optionalRedisUrl),
+  nodeRole: envVar('NODE_ROLE', 'all', 'Fleet mode: what this node does. `api`: REST, WebSocket and call signaling, placement (no models or media); `worker`: the media plane, models and engines of the sessions placed on it; `all`: both.', oneOf<NodeRole>('all', 'api', 'worker')),
+  nodeId: envVar('NODE_ID', '', "Fleet mode: this node's id in the worker registry; empty: the host name and a random suffix (a restarted worker must not reuse its id).", optionalNodeId),
+  fleetToken: envVar('FLEET_TOKEN', '', "Fleet mode: the shared secret (at least 16 characters) API nodes present to workers on the internal routes; the same on every node.", text),
+  workerUrl: envVar('WORKER_URL', '', 'Fleet mode: the base URL other nodes reach this worker at (`http://10.0.0.5:8000`). Empty: the address it listens on.', optionalBaseUrl),
+  fleetWorkerTtlMs: envVar('FLEET_WORKER_TTL_MS', '5000', 'Fleet mode: a worker that has not heartbeaten for this long is dropped and its sessions end as failed (end_reason worker_lost), 500..600000. It heartbeats every third of it.', integer(500, 600_000)),
 };
 
 /** Every documented variable, in README order: the server's, then the providers'. */
@@ -149,6 +192,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     preloadModels: v.preloadModels,
     playground: v.playground,
     rtc: rtcConfig(v.rtcBindAddress, v.host, v.rtcPortMin, v.rtcPortMax),
+    fleet: fleetConfig(v.redisUrl, v.nodeRole, v.nodeId, v.fleetToken, v.workerUrl, v.fleetWorkerTtlMs, v.databaseUrl),
     llm: loadLlmConfig(env, cwd),
     tts: loadTtsConfig(env),
     asr: loadAsrConfig(env),
@@ -160,4 +204,14 @@ function rtcConfig(bind: string, host: string, min: number, max: number): Config
   if (min > max) throw new ConfigError('RTC_PORT_MIN', `must not be above RTC_PORT_MAX (${min} > ${max})`);
   const address = bind !== '' ? bind : host === '0.0.0.0' || host === '::' ? undefined : host;
   return { bindAddress: address, portRange: min === 0 ? undefined : { min, max } };
+}
+
+function fleetConfig(redisUrl: string | null, role: NodeRole, nodeId: string | null, token: string, workerUrl: string | null, workerTtlMs: number, databaseUrl: string): FleetConfig | null {
+  if (redisUrl === null) {
+    if (role !== 'all') throw new ConfigError('NODE_ROLE', `'${role}' is a fleet role: set REDIS_URL (and a postgres:// DATABASE_URL) too`);
+    return null;
+  }
+  if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError('DATABASE_URL', 'fleet mode (REDIS_URL set) needs the shared PostgreSQL store: postgres://user:password@host:port/database');
+  if (token.length < 16) throw new ConfigError('FLEET_TOKEN', 'must be set, at least 16 characters, in fleet mode (REDIS_URL set)');
+  return { redisUrl, role, nodeId: nodeId ?? `${os.hostname().replace(/[^\w.-]/g, '-').slice(0, 40)}-${randomBase62(8)}`, token, workerUrl, workerTtlMs };
 }

@@ -37,7 +37,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   audio: ['core'],
   models: ['core', 'audio'],
   store: ['core'],
-  fleet: ['core'],
+  fleet: ['core', 'store', 'sessions'],
   providers: ['core'],
   'providers/llm': ['core', 'providers', 'models'],
   'providers/vad': ['core', 'providers', 'models'],
@@ -53,7 +53,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   realtime: ['core', 'audio', 'sessions', 'providers', ...PROVIDER_KINDS],
   transport: ['core'],
   signaling: ['core', 'audio', 'auth', 'store', 'sessions', 'realtime', 'transport', 'media', 'providers', ...PROVIDER_KINDS],
-  server: ['core', 'audio', 'config', 'models', 'store', 'auth', 'assets', 'usage', 'sessions', 'media', 'realtime', 'transport', 'signaling', 'providers', ...PROVIDER_KINDS],
+  server: ['core', 'audio', 'config', 'models', 'store', 'auth', 'assets', 'usage', 'sessions', 'fleet', 'media', 'realtime', 'transport', 'signaling', 'providers', ...PROVIDER_KINDS],
   cli: ['core', 'config', 'models', 'store', 'auth', 'assets', 'media', 'server'],
   main: ['core', 'config', 'server'],
 };

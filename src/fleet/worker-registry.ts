@@ -28,6 +28,8 @@
  *   P held:<worker id> SET     session ids placed on that worker (SCARD = slots used)
  *   P leases           HASH    session id -> worker id
  *   P leader:<name>    STRING  holder id, with PX expiry
+ *   P call:<call id>   STRING  the call's session id, with PX expiry (hangups reach its worker)
+ *   P session-ended    channel a node that ended a session publishes its id (fleet-node.ts)
  *
  * The keys built from a worker id or a lock name are not declared to Redis as script keys: this
  * needs one Redis primary (standalone or with Sentinel), not Redis Cluster. Every script walks the
@@ -96,6 +98,8 @@ function fleetKeys(prefix: string) {
     /** Followed by a worker id. */
     heldPrefix: `${prefix}held:`,
     leader: (name: string) => `${prefix}leader:${name}`,
+    call: (callId: string) => `${prefix}call:${callId}`,
+    sessionEnded: `${prefix}session-ended`,
   };
 }
 
@@ -381,6 +385,29 @@ export class RedisWorkerRegistry {
   /** Frees the lock if `holderId` has it; does nothing otherwise. True when it was freed. */
   async releaseLeadership(name: string, holderId: string): Promise<boolean> {
     return (await this.runLock(RELEASE_LEADERSHIP, name, holderId)) === 1;
+  }
+
+  /** Remembers which session a WebRTC call belongs to, for ttlMs (its session's longest life). */
+  async setCallRoute(callId: string, sessionId: string, ttlMs: number): Promise<void> {
+    checkId(callId, 'callId');
+    checkId(sessionId, 'sessionId');
+    await this.redis.set(this.keys.call(callId), sessionId, 'PX', checkTtl(ttlMs, 'ttlMs'));
+  }
+
+  /** The session of a call, or null when unknown (never made, or its route expired). */
+  async callRoute(callId: string): Promise<string | null> {
+    checkId(callId, 'callId');
+    return this.redis.get(this.keys.call(callId));
+  }
+
+  /** The pub/sub channel session ends are announced on. */
+  get sessionEndedChannel(): string {
+    return this.keys.sessionEnded;
+  }
+
+  /** Announces to every node that a session ended (its worker then closes its connection). */
+  async publishSessionEnded(message: string): Promise<void> {
+    await this.redis.publish(this.keys.sessionEnded, message);
   }
 
   /** Closes the connection if this registry opened it (from a URL); a client passed in stays open. */

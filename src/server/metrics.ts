@@ -27,13 +27,13 @@ export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: bo
   });
   new client.Gauge({
     name: 'avatar_worker_slots',
-    help: 'Worker slots by state (used, free).',
+    help: 'Worker slots by state (used, free): this process\'s, or in fleet mode those of every live worker.',
     labelNames: ['state'],
     registers: [registry],
-    collect() {
-      const used = pool.used();
+    async collect() {
+      const { capacity, used } = await pool.usage();
       this.set({ state: 'used' }, used);
-      this.set({ state: 'free' }, pool.capacity - used);
+      this.set({ state: 'free' }, capacity - used);
     },
   });
   new client.Gauge({

@@ -3,9 +3,16 @@
  * previous process left live, creates the first API key on an empty store, builds the services
  * and the HTTP server, and tears all of it down in order on close():
  *   stop accepting -> realtime sockets to close with 1001 -> end live sessions (failed, server_shutdown)
- *   -> close sockets -> stop webhook and revocation watch -> close HTTP -> close store
+ *   -> close sockets -> leave the fleet -> stop webhook and revocation watch -> close HTTP -> close store
  * Revoked API keys (by any process: RevocationWatcher) end their sessions and close their
  * realtime connections within a second.
+ *
+ * Fleet mode (config.fleet, REDIS_URL set): the store is the shared PostgreSQL, worker slots are
+ * the fleet's (FleetWorkerPool over the Redis registry), signaling relays sessions placed on other
+ * workers (FleetRouting), and a FleetNode registers this node as a worker (roles worker and all),
+ * announces session ends, and takes its turn as janitor and outbox drainer. Start-up recovery is
+ * then the janitor's (a restarted worker comes back under a new id; the old one is reaped), never
+ * this process's: other nodes' live sessions are not ours to close.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -20,7 +27,11 @@ import { AssetService } from '../assets/asset-service.js';
 import { FaceRegistry } from '../media/face-registration.js';
 import { StandardAssets } from '../assets/catalog.js';
 import { SessionService } from '../sessions/session-service.js';
-import { LocalWorkerPool } from '../sessions/worker-pool.js';
+import { LocalWorkerPool, type WorkerPool } from '../sessions/worker-pool.js';
+import { FleetNode, type OutboxDrainer } from '../fleet/fleet-node.js';
+import { FleetWorkerPool } from '../fleet/fleet-pool.js';
+import { RedisWorkerRegistry } from '../fleet/worker-registry.js';
+import type { FleetRouting } from '../signaling/worker-relay.js';
 import { openStore, redactDatabaseUrl } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { WebhookDispatcher, webhookBody } from '../usage/webhook.js';
@@ -77,23 +88,40 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const missing = standard.missing();
   if (missing.length > 0) log.warn('standard asset files missing; run npm run setup:assets', { missing });
 
-  const pool = new LocalWorkerPool(config.workerCapacity);
+  const fleet = config.fleet;
+  const workers = fleet ? new RedisWorkerRegistry({ redis: fleet.redisUrl, ttlMs: fleet.workerTtlMs }) : null;
+  const runsSessions = !fleet || fleet.role !== 'api';
+  const pool: WorkerPool = workers ? new FleetWorkerPool(workers, runsSessions ? fleet!.nodeId : null) : new LocalWorkerPool(config.workerCapacity);
   const faces = new FaceRegistry(path.join(config.dataDir, 'faces-cache'));
   const assets = new AssetService(store, standard, config.dataDir, clock, faces);
-  const webhook = config.webhook ? new WebhookDispatcher(store, config.webhook, clock, log.child({ module: 'webhook' })) : null;
+  const newDispatcher = config.webhook ? () => new WebhookDispatcher(store, config.webhook!, clock, log.child({ module: 'webhook' })) : null;
+  // Embedded: one dispatcher for the process's life. Fleet: one node at a time drains the outbox (FleetNode).
+  const webhook = newDispatcher && !fleet ? newDispatcher() : null;
   const sessions = new SessionService(store, pool, assets, clock, log.child({ module: 'sessions' }), {
     maxSessionSeconds: config.maxSessionSeconds,
     pendingTimeoutMs: options.pendingTimeoutMs,
-    webhookPayload: webhook ? webhookBody : null,
+    webhookPayload: newDispatcher ? webhookBody : null,
   });
   if (webhook) sessions.on('ended', () => webhook.poke());
-  await sessions.recover();
+  if (!fleet) await sessions.recover();
   webhook?.start();
 
   const runtime = await createRealtimeRuntime({ config, assets, faces, log }, options.runtime);
   const registry = new ConnectionRegistry(sessions);
   const connection: ConnectionDeps = { sessions, store, assets, clock, log: log.child({ module: 'realtime' }), defaultModel: config.defaultModel, runtime };
-  const calls = new CallGateway({ connection, registry, rtc: config.rtc, log });
+  const routing: FleetRouting | null = workers
+    ? {
+        token: fleet!.token,
+        remoteWorkerOf: async (sessionId) => {
+          const lease = await pool.leaseOf(sessionId);
+          return lease && !lease.local && lease.address ? { workerId: lease.workerId, url: lease.address } : null;
+        },
+        // A call's route outlives its session's longest life by a minute.
+        rememberCall: (callId, sessionId) => workers.setCallRoute(callId, sessionId, config.maxSessionSeconds * 1000 + 60_000),
+        callSession: (callId) => workers.callRoute(callId),
+      }
+    : null;
+  const calls = new CallGateway({ connection, registry, rtc: config.rtc, routing, log });
 
   let accepting = false;
   let warmingUp = false;
@@ -116,7 +144,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const { app } = createApp(services);
   const server = http.createServer(app.callback());
   const gateway = new RealtimeGateway(
-    { connection, registry, keys, authThrottle: services.authThrottle, rateLimiter: services.rateLimiter, isAccepting: () => accepting, log },
+    { connection, registry, keys, authThrottle: services.authThrottle, rateLimiter: services.rateLimiter, isAccepting: () => accepting, routing, log },
     { authTimeoutMs: options.realtimeAuthTimeoutMs },
   );
   gateway.attach(server);
@@ -136,11 +164,25 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const sweep = setInterval(() => {
     keys.sweepExpired().catch((err: unknown) => log.error('ephemeral key sweep failed', { err }));
   }, EPHEMERAL_SWEEP_INTERVAL_MS).unref();
-  accepting = true;
   const port = (server.address() as AddressInfo).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-  log.info('listening', { url, workerCapacity: config.workerCapacity });
+  const fleetNode =
+    fleet && workers
+      ? new FleetNode({
+          registry: workers,
+          redisUrl: fleet.redisUrl,
+          nodeId: fleet.nodeId,
+          worker: runsSessions ? { capacity: config.workerCapacity, url: fleet.workerUrl ?? url } : null,
+          sessions,
+          store,
+          outbox: newDispatcher ? restartable(newDispatcher) : null,
+          log,
+        })
+      : null;
+  await fleetNode?.start();
+  accepting = true;
+  log.info('listening', { url, workerCapacity: config.workerCapacity, ...(fleet ? { fleet: { role: fleet.role, nodeId: fleet.nodeId } } : {}) });
 
   let closing: Promise<void> | null = null;
   const close = () =>
@@ -152,6 +194,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await registry.closeAll();
       await gateway.close();
       await calls.close();
+      await fleetNode?.stop();
+      await workers?.close();
       await revocations.stop();
       await webhook?.stop();
       server.closeIdleConnections();
@@ -167,6 +211,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 
   /** Loads the models; /readyz says not ready until it is done. */
   async function warmUp(): Promise<void> {
+    if (!runsSessions) return; // an API node runs no models
     warmingUp = true;
     try {
       await runtime.warmUp();
@@ -174,4 +219,23 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       warmingUp = false;
     }
   }
+}
+
+/** An outbox drainer over dispatchers made afresh each time this node takes the outbox's lock. */
+function restartable(make: () => WebhookDispatcher): OutboxDrainer {
+  let current: WebhookDispatcher | null = null;
+  return {
+    start() {
+      current ??= make();
+      current.start();
+    },
+    async stop() {
+      const stopping = current;
+      current = null;
+      await stopping?.stop();
+    },
+    poke() {
+      current?.poke();
+    },
+  };
 }

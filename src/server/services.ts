@@ -26,7 +26,7 @@ export interface Services {
   calls: CallGateway;
   /** Failed authentications by remote address (REST, realtime, calls). */
   authThrottle: AuthThrottle;
-  /** Null when no WEBHOOK_URL is configured. */
+  /** Null when no WEBHOOK_URL is configured, and in fleet mode (the outbox drainer there follows a lock: fleet/fleet-node.ts). */
   webhook: WebhookDispatcher | null;
   /** False while starting and once shutting down: /readyz answers 503. */
   isAccepting(): boolean;

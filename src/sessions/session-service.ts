@@ -93,8 +93,8 @@ export class SessionService extends EventEmitter<SessionEvents> {
     if (config.driving !== null) await this.assets.require('driving', config.driving, userId, params.driving);
 
     const preferred = opts.preferredId && /^sess_[0-9A-Za-z]{24}$/.test(opts.preferredId) ? opts.preferredId : null;
-    const id = preferred && !(await this.store.getSession(preferred)) && !this.pool.leaseOf(preferred) ? preferred : newSessionId();
-    const lease = this.pool.tryAcquire(id);
+    const id = preferred && !(await this.store.getSession(preferred)) && !(await this.pool.leaseOf(preferred)) ? preferred : newSessionId();
+    const lease = await this.pool.tryAcquire(id);
     if (!lease) {
       throw new AppError('no_worker_available', 'All workers are busy. Retry later.', {
         status: 503,
@@ -121,7 +121,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
     try {
       await this.store.insertSession(record);
     } catch (err) {
-      lease.release();
+      await lease.release();
       throw err;
     }
     this.log.info('session created', { sessionId: id, userId, origin, status: record.status, workerId: lease.workerId });
@@ -204,13 +204,60 @@ export class SessionService extends EventEmitter<SessionEvents> {
     return live.length;
   }
 
+  /**
+   * Fleet mode: the sessions of a worker that stopped heartbeating (the registry handed them to
+   * this node alone) end as failed, billed up to `lastHeardUs` (about its last heartbeat) but never
+   * before they started. Sessions already ended elsewhere are left as they are.
+   */
+  async failLost(ids: readonly string[], lastHeardUs: number, reason: string): Promise<number> {
+    let failed = 0;
+    for (const id of ids) {
+      const session = await this.store.getSession(id);
+      if (!session || (session.status !== 'pending' && session.status !== 'active')) continue;
+      const endedAtUs = Math.max(session.startedAtUs ?? session.createdAtUs, Math.min(lastHeardUs, this.clock.nowUs()));
+      const ended = await this.finish(session, { status: 'failed', endReason: reason, endedAtUs });
+      if (ended.endReason === reason) failed++;
+    }
+    return failed;
+  }
+
+  /**
+   * Fleet mode: the start timeouts and deadlines of sessions whose node went away with its timers.
+   * Pending sessions older than the start timeout are cancelled (start_timeout) and active ones
+   * past their deadline ended (max_duration), whichever node made them. Returns how many ended.
+   */
+  async sweepOverdue(): Promise<number> {
+    const now = this.clock.nowUs();
+    let ended = 0;
+    for (const session of await this.store.listSessionsByStatus(['pending', 'active'])) {
+      if (session.status === 'pending' && session.createdAtUs + this.pendingTimeoutMs * 1000 <= now) {
+        await this.end(session.id, 'cancelled', 'start_timeout');
+        ended++;
+      } else if (session.status === 'active' && session.deadlineUs !== null && session.deadlineUs <= now) {
+        await this.end(session.id, 'ended', 'max_duration');
+        ended++;
+      }
+    }
+    return ended;
+  }
+
+  /**
+   * Another node ended this session (fleet mode: announced on Redis): its timers here stop and
+   * `ended` is emitted, so a connection running it in this process closes as for a local end.
+   */
+  noteEndedElsewhere(session: SessionRecord): void {
+    if (session.status === 'pending' || session.status === 'active') return;
+    this.disarm(session.id);
+    this.emit('ended', session);
+  }
+
   /** Graceful shutdown: live sessions fail now (reason server_shutdown) so their usage is exact. */
   async shutdown(): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
     const live = await this.store.listSessionsByStatus(['pending', 'active']);
     for (const session of live) {
-      if (this.pool.leaseOf(session.id)) await this.end(session.id, 'failed', 'server_shutdown');
+      if ((await this.pool.leaseOf(session.id))?.local) await this.end(session.id, 'failed', 'server_shutdown');
     }
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
@@ -225,7 +272,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
       : null;
     const ended = await this.store.endSession(session.id, end, { id: newUsageId(), createdAtUs }, outbox);
     this.disarm(session.id);
-    this.pool.leaseOf(session.id)?.release();
+    await (await this.pool.leaseOf(session.id))?.release();
     if (!ended) return (await this.store.getSession(session.id)) ?? session; // lost a race: someone ended it first
     this.log.info('session ended', {
       sessionId: ended.id,

@@ -1,26 +1,37 @@
 /**
  * Worker slots. A session holds one slot from creation (pending sessions reserve theirs, so a
  * WebRTC call admitted at offer time is never refused at connect time) until it reaches a terminal
- * state. The embedded pool counts slots in this process; acquisition is synchronous, so parallel
- * requests can never take more than `capacity` (JS runs one acquisition at a time) and exactly one
- * request wins the last slot. A fleet implementation (slots on media hosts registered in Redis)
- * fills the same interface.
+ * state. Two implementations fill this interface:
+ *  - LocalWorkerPool (the embedded default): slots counted in this process. Acquisition runs
+ *    without awaiting anything, so parallel requests can never take more than `capacity` (JS runs
+ *    one acquisition at a time) and exactly one request wins the last slot; every lease is local.
+ *  - FleetWorkerPool (src/fleet/fleet-pool.ts): slots of every worker node, placed atomically in
+ *    Redis; a lease names the worker the session runs on, which may be another process.
  */
 
 export interface WorkerLease {
   readonly workerId: string;
   readonly sessionId: string;
+  /** True when the session runs in this process; false when on another worker (fleet mode). */
+  readonly local: boolean;
+  /** The worker's internal base URL (fleet mode); null for a local lease. */
+  readonly address: string | null;
   /** Idempotent. */
-  release(): void;
+  release(): Promise<void>;
+}
+
+export interface SlotUsage {
+  capacity: number;
+  used: number;
 }
 
 export interface WorkerPool {
-  readonly capacity: number;
-  used(): number;
-  /** A lease, or null when every slot is held. */
-  tryAcquire(sessionId: string): WorkerLease | null;
+  /** A lease, or null when every slot is held (fleet mode: every slot of every live worker). */
+  tryAcquire(sessionId: string): Promise<WorkerLease | null>;
   /** The lease a session holds, if any. */
-  leaseOf(sessionId: string): WorkerLease | null;
+  leaseOf(sessionId: string): Promise<WorkerLease | null>;
+  /** Slots in all (fleet mode: of every live worker) and held. */
+  usage(): Promise<SlotUsage>;
 }
 
 export class LocalWorkerPool implements WorkerPool {
@@ -31,11 +42,7 @@ export class LocalWorkerPool implements WorkerPool {
     this.freeSlots = Array.from({ length: capacity }, (_, i) => capacity - 1 - i);
   }
 
-  used(): number {
-    return this.leases.size;
-  }
-
-  tryAcquire(sessionId: string): WorkerLease | null {
+  async tryAcquire(sessionId: string): Promise<WorkerLease | null> {
     const existing = this.leases.get(sessionId);
     if (existing) return existing;
     const slot = this.freeSlots.pop();
@@ -44,7 +51,9 @@ export class LocalWorkerPool implements WorkerPool {
     const lease: WorkerLease = {
       workerId: `local-${slot}`,
       sessionId,
-      release: () => {
+      local: true,
+      address: null,
+      release: async () => {
         if (released) return;
         released = true;
         this.leases.delete(sessionId);
@@ -55,7 +64,11 @@ export class LocalWorkerPool implements WorkerPool {
     return lease;
   }
 
-  leaseOf(sessionId: string): WorkerLease | null {
+  async leaseOf(sessionId: string): Promise<WorkerLease | null> {
     return this.leases.get(sessionId) ?? null;
+  }
+
+  async usage(): Promise<SlotUsage> {
+    return { capacity: this.capacity, used: this.leases.size };
   }
 }

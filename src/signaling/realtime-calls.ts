@@ -37,6 +37,7 @@ import type { SessionRecord } from '../store/store.js';
 import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
 import { type ConnectionDeps, type ConnectionRegistry, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+import { type FleetRouting, type ForwardedCall, INTERNAL_CALLS_PATH, postToWorker } from './worker-relay.js';
 
 /** Server events held while the data channel opens (session.created and what follows it). */
 const MAX_QUEUED_EVENTS = 256;
@@ -62,7 +63,15 @@ export interface CallGatewayDeps {
   connection: ConnectionDeps;
   registry: ConnectionRegistry;
   rtc: { bindAddress: string | undefined; portRange: { min: number; max: number } | undefined };
+  /** Fleet mode: where sessions run when not here; null in the embedded default. */
+  routing: FleetRouting | null;
   log: Logger;
+}
+
+/** Who made a call: the user and the API key behind their key. */
+interface Caller {
+  userId: string;
+  apiKeyId: string | null;
 }
 
 interface Call {
@@ -106,27 +115,72 @@ export class CallGateway {
       preferredId: principal.kind === 'ephemeral' && typeof principal.session.id === 'string' ? principal.session.id : null,
     });
     // 4. The peer, and the connection that will run the session.
+    const caller: Caller = { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) };
+    const routing = this.deps.routing;
+    const remote = routing ? await routing.remoteWorkerOf(session.id) : null;
+    let answer: CallAnswer;
+    if (remote) {
+      // Placed on another worker: it builds the peer, so media flows between client and worker.
+      const forwarded: ForwardedCall = { sessionId: session.id, caller, sdp: request.sdp, initial, videoCodec: media.videoCodec ?? 'h264' };
+      try {
+        answer = await postToWorker<CallAnswer>(remote, routing!.token, INTERNAL_CALLS_PATH, forwarded);
+      } catch (err) {
+        await sessions.end(session.id, 'cancelled', 'offer_failed').catch(() => undefined);
+        throw err;
+      }
+    } else {
+      answer = await this.answerFor(session, caller, request.sdp, initial, negotiated, media.videoCodec ?? 'h264');
+    }
+    await routing?.rememberCall(answer.callId, session.id);
+    return answer;
+  }
+
+  /** Fleet mode, on the worker: an offer forwarded by the API node that placed its session here. */
+  async answerForwarded(call: ForwardedCall): Promise<CallAnswer> {
+    const session = await this.deps.connection.store.getSession(call.sessionId);
+    if (!session || session.status !== 'pending') {
+      throw new AppError('invalid_session_state', `Session ${call.sessionId} is ${session?.status ?? 'unknown'}, not pending.`, { status: 409 });
+    }
+    const negotiated = negotiate(parseOffer(call.sdp), call.videoCodec);
+    return this.answerFor(session, call.caller, call.sdp, call.initial, negotiated, call.videoCodec);
+  }
+
+  /** Builds the peer for a pending session of this process and answers the offer; the session is cancelled if that fails. */
+  private async answerFor(session: SessionRecord, caller: Caller, sdp: string, initial: Json, negotiated: Negotiated, videoCodec: 'h264' | 'vp8'): Promise<CallAnswer> {
     let peer: CallPeer;
     let answer: string;
     try {
-      ({ peer, answer } = await CallPeer.answer(request.sdp, {
-        videoCodec: media.videoCodec ?? 'h264',
+      ({ peer, answer } = await CallPeer.answer(sdp, {
+        videoCodec,
         bindAddress: this.deps.rtc.bindAddress,
         portRange: this.deps.rtc.portRange,
         log: this.log.child({ sessionId: session.id }),
       }));
     } catch (err) {
-      await sessions.end(session.id, 'cancelled', 'offer_failed').catch(() => undefined);
+      await this.deps.connection.sessions.end(session.id, 'cancelled', 'offer_failed').catch(() => undefined);
       throw err;
     }
-    const call = this.track(principal, session, peer, initial, negotiated);
+    const call = this.track(caller, session, peer, initial, negotiated);
     return { callId: call.id, sessionId: session.id, sdp: answer };
   }
 
   /** Ends a call for its owner (POST /v1/realtime/calls/{id}/hangup). */
   async hangup(userId: string, callId: string): Promise<{ sessionId: string }> {
     const call = this.calls.get(callId);
-    if (!call || call.userId !== userId) throw new AppError('call_not_found', `No call found with id '${callId}'.`, { status: 404, param: 'call_id' });
+    const notFound = () => new AppError('call_not_found', `No call found with id '${callId}'.`, { status: 404, param: 'call_id' });
+    const routing = this.deps.routing;
+    if (!call && routing) {
+      // Fleet mode: the call may run on another worker; the hangup goes there.
+      const sessionId = await routing.callSession(callId);
+      if (!sessionId) throw notFound();
+      const session = await this.deps.connection.store.getSession(sessionId);
+      if (!session || session.userId !== userId) throw notFound();
+      const remote = await routing.remoteWorkerOf(sessionId);
+      if (remote) await postToWorker(remote, routing.token, `${INTERNAL_CALLS_PATH}/${encodeURIComponent(callId)}/hangup`, { userId });
+      else await this.deps.connection.sessions.end(sessionId, null, 'client_disconnected');
+      return { sessionId };
+    }
+    if (!call || call.userId !== userId) throw notFound();
     const sessionId = call.connection.sessionId ?? '';
     call.peer.close();
     await call.connection.close();
@@ -144,7 +198,7 @@ export class CallGateway {
     releaseClosedPeers();
   }
 
-  private track(principal: Principal, session: SessionRecord, peer: CallPeer, initial: Json, negotiated: Negotiated): Call {
+  private track(caller: Caller, session: SessionRecord, peer: CallPeer, initial: Json, negotiated: Negotiated): Call {
     const id = `rtc_${randomBase62(24)}`;
     const log = this.log.child({ callId: id, sessionId: session.id });
     const queued: string[] = [];
@@ -169,11 +223,11 @@ export class CallGateway {
           peer.close();
         },
       },
-      { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) },
+      caller,
       'ga',
     );
     connection.hold(session, true);
-    const call: Call = { id, userId: principal.userId, peer, connection };
+    const call: Call = { id, userId: caller.userId, peer, connection };
     this.calls.set(id, call);
 
     const pendingEvents = new PendingEvents();

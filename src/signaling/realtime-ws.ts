@@ -40,6 +40,7 @@ import type { RateLimiter } from '../core/rate-limiter.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, isObject, newServerEventId, renameForDialect, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
 import { type ConnectionDeps, type ConnectionRegistry, type EndReason, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+import { type FleetRouting, type RelayedRun, type SocketRelay, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, readRelayedRun, relaySocket } from './worker-relay.js';
 
 export const REALTIME_PATH = '/v1/realtime';
 /** A connection without credentials must authenticate within this time. */
@@ -84,6 +85,8 @@ export interface WebSocketGatewayDeps {
   authThrottle: AuthThrottle;
   rateLimiter: RateLimiter | null;
   isAccepting(): boolean;
+  /** Fleet mode: where sessions run when not here; null in the embedded default. */
+  routing: FleetRouting | null;
   log: Logger;
 }
 
@@ -112,6 +115,22 @@ export class RealtimeGateway {
   attach(server: http.Server): void {
     server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
+      const routing = this.deps.routing;
+      if (routing && url.pathname === INTERNAL_REALTIME_PATH) {
+        if (!hasFleetToken(routing.token, req.headers[FLEET_TOKEN_HEADER])) {
+          socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+          return;
+        }
+        let run: RelayedRun;
+        try {
+          run = readRelayedRun(req.headers['x-fleet-run']);
+        } catch {
+          socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+          return;
+        }
+        this.wss.handleUpgrade(req, socket, head, (ws) => void this.onRelayed(ws, run));
+        return;
+      }
       if (url.pathname !== REALTIME_PATH && url.pathname !== '/realtime') {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
@@ -146,6 +165,8 @@ export class RealtimeGateway {
     // Until the connection runs, messages wait here (auth first, then everything else in order).
     const pending = new PendingEvents();
     let conn: RealtimeConnection | null = null;
+    /** Fleet mode: the session runs on another worker, and messages go there. */
+    let relay: SocketRelay | null = null;
     let closed = false;
     let authWaiter: ((msg: string) => void) | null = null;
     let authenticated = false;
@@ -157,7 +178,8 @@ export class RealtimeGateway {
       }
       const text = data.toString();
       if (authenticated && isAuthMessage(text)) return; // already authenticated (header or subprotocol)
-      if (conn?.ready) conn.receive(text);
+      if (relay) relay.send(text);
+      else if (conn?.ready) conn.receive(text);
       else if (authWaiter) authWaiter(text);
       else {
         const refused = pending.push(text);
@@ -167,6 +189,7 @@ export class RealtimeGateway {
     ws.on('close', () => {
       closed = true;
       this.sockets.delete(ws);
+      relay?.close();
       if (!conn) return;
       const done = conn.close();
       this.teardowns.add(done);
@@ -225,9 +248,93 @@ export class RealtimeGateway {
       return;
     }
 
-    // 3. The avatar and the engine; then the messages that waited.
+    // 3. The avatar and the engine (here, or on the worker the session was placed on); then the
+    //    messages that waited.
     const legacyVideo = dialect === 'legacy' && (session.video || query.get('video') === 'true');
+    const remote = this.deps.routing ? await this.deps.routing.remoteWorkerOf(session.id) : null;
+    if (remote) {
+      await connection.close(); // never ran: it only leaves the registry
+      if (closed) {
+        if (owns) await this.deps.connection.sessions.end(session.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+        return;
+      }
+      const run: RelayedRun = { sessionId: session.id, caller: { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, initial, ownsSession: owns, dialect, legacyVideo };
+      relay = relaySocket(ws, remote, this.deps.routing!.token, run, {
+        onClose: (code, reason) => closeSocket(ws, code, reason),
+        onFailure: () => {
+          send(errorEvent(new AppError('worker_unavailable', "The session's worker could not be reached. Retry.", { status: 503 }), null));
+          closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'worker unavailable');
+          if (owns) void this.deps.connection.sessions.end(session.id, 'failed', 'worker_unreachable').catch((err: unknown) => this.log.error('ending session failed', { err }));
+        },
+      }, this.log);
+      for (const text of pending.drain()) relay.send(text);
+      return;
+    }
     const running = await connection.run(session, { initial, ownsSession: owns, legacyVideo, jpeg: true, rtp: null, imageEvents: true });
+    if (!running) {
+      if (!closed) closeSocket(ws, CLOSE.INTERNAL, 'session could not start');
+      return;
+    }
+    for (const text of pending.drain()) connection.receive(text);
+  }
+
+  /**
+   * Fleet mode, on the worker: a client's socket relayed by the API node that authenticated it and
+   * placed its session here. The session runs as if the client had connected here.
+   */
+  private async onRelayed(ws: WebSocket, run: RelayedRun): Promise<void> {
+    this.sockets.add(ws);
+    const pending = new PendingEvents();
+    let conn: RealtimeConnection | null = null;
+    let closed = false;
+    ws.on('message', (data) => {
+      const text = data.toString();
+      if (conn?.ready) conn.receive(text);
+      else pending.push(text);
+    });
+    ws.on('close', () => {
+      closed = true;
+      this.sockets.delete(ws);
+      if (!conn) return;
+      const done = conn.close();
+      this.teardowns.add(done);
+      void done.finally(() => this.teardowns.delete(done));
+    });
+    ws.on('error', (err) => this.log.warn('relayed socket error', { err }));
+    const { sessions } = this.deps.connection;
+    const connection = this.deps.registry.track(
+      this.deps.connection,
+      {
+        kind: 'websocket',
+        sendText: (text) => {
+          if (ws.readyState === ws.OPEN) ws.send(text);
+        },
+        end: (reason, errorText) => {
+          if (errorText && ws.readyState === ws.OPEN) ws.send(errorText);
+          closeSocket(ws, ...END_CODES[reason]);
+        },
+      },
+      run.caller,
+      run.dialect,
+    );
+    conn = connection;
+    let session: SessionRecord | null;
+    try {
+      session = await this.deps.connection.store.getSession(run.sessionId);
+    } catch (err) {
+      this.log.error('reading a relayed session failed', { err, sessionId: run.sessionId });
+      session = null;
+    }
+    if (!session || session.status !== 'active' || this.deps.registry.hasSession(session.id)) {
+      sendEvent(ws, run.dialect, errorEvent(new AppError('session_not_active', `Session ${run.sessionId} is not active here.`, { status: 409 }), null));
+      closeSocket(ws, CLOSE.SESSION_UNUSABLE, 'session unavailable');
+      return;
+    }
+    if (closed) {
+      if (run.ownsSession) await sessions.end(session.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+      return;
+    }
+    const running = await connection.run(session, { initial: run.initial, ownsSession: run.ownsSession, legacyVideo: run.legacyVideo, jpeg: true, rtp: null, imageEvents: true });
     if (!running) {
       if (!closed) closeSocket(ws, CLOSE.INTERNAL, 'session could not start');
       return;

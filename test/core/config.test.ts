@@ -60,6 +60,13 @@ test('bad values stop start-up with a message naming the variable', () => {
     [{ WEBHOOK_URL: 'http://127.0.0.1:9/x' }, 'WEBHOOK_SECRET'],
     [{ EPHEMERAL_KEY_TTL_SECONDS: '9000' }, 'EPHEMERAL_KEY_TTL_SECONDS'],
     [{ BOOTSTRAP_USER_ID: 'a b' }, 'BOOTSTRAP_USER_ID'],
+    [{ NODE_ROLE: 'api' }, 'NODE_ROLE'],
+    [{ NODE_ROLE: 'boss' }, 'NODE_ROLE'],
+    [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379', FLEET_TOKEN: 't'.repeat(16) }, 'DATABASE_URL'],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://u@h/db', FLEET_TOKEN: 'short' }, 'FLEET_TOKEN'],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://u@h/db', FLEET_TOKEN: 't'.repeat(16), NODE_ID: 'a b' }, 'NODE_ID'],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://u@h/db', FLEET_TOKEN: 't'.repeat(16), FLEET_WORKER_TTL_MS: '100' }, 'FLEET_WORKER_TTL_MS'],
   ];
   for (const [env, variable] of cases) {
     try {
@@ -77,6 +84,17 @@ test('a webhook needs URL and secret together', () => {
   const config = loadConfig({ WEBHOOK_URL: 'https://example.test/hook', WEBHOOK_SECRET: 's'.repeat(16) }, '/tmp');
   assert.is(config.webhook?.url, 'https://example.test/hook');
   assert.is(config.webhook?.maxAttempts, 25);
+});
+
+test('fleet mode: REDIS_URL with the PostgreSQL store and a token; each node gets its own id unless given one', () => {
+  assert.is(loadConfig({}, '/tmp').fleet, null, 'the embedded default');
+  const env = { REDIS_URL: 'redis://10.0.0.2:6379', DATABASE_URL: 'postgres://avatar:pw@10.0.0.3/avatar', FLEET_TOKEN: 't'.repeat(24), NODE_ROLE: 'worker', WORKER_URL: 'http://10.0.0.5:8000/' };
+  const a = loadConfig(env, '/tmp').fleet!;
+  const b = loadConfig(env, '/tmp').fleet!;
+  assert.equal([a.role, a.redisUrl, a.workerUrl, a.workerTtlMs], ['worker', 'redis://10.0.0.2:6379', 'http://10.0.0.5:8000', 5000]);
+  assert.match(a.nodeId, /^[\w.-]+-[0-9A-Za-z]{8}$/);
+  assert.is.not(a.nodeId, b.nodeId, 'a restarted node registers under a new id');
+  assert.is(loadConfig({ ...env, NODE_ID: 'gpu-7' }, '/tmp').fleet!.nodeId, 'gpu-7');
 });
 
 test('the README configuration table lists every variable of CONFIG_VARS with its default', () => {

@@ -106,7 +106,7 @@ for (const codec of ['H264', 'VP8'] as const) {
     assert.ok(ended.body.duration_seconds > 0);
     const usage = await ctx.t.server.services.store.getUsageForSession(res.sessionId!);
     assert.ok(usage && usage.audioSecondsOut > 0, 'usage recorded with the audio sent');
-    assert.is(ctx.t.server.services.pool.used(), 0);
+    assert.is((await ctx.t.server.services.pool.usage()).used, 0);
     await page.close();
   });
 }
@@ -180,7 +180,7 @@ Calls('closing the page mid-response ends the session with usage; the slot is fr
   const ended = await until(() => ctx.t.request('GET', `/v1/sessions/${res.sessionId}`), (r) => r.body.status === 'ended', 'the session to end');
   assert.ok(ended.body.duration_seconds > 0);
   assert.ok(await ctx.t.server.services.store.getUsageForSession(res.sessionId!));
-  await until(async () => ctx.t.server.services.pool.used(), (n) => n === 0, 'the slot to be freed');
+  await until(async () => (await ctx.t.server.services.pool.usage()).used, (n) => n === 0, 'the slot to be freed');
 });
 
 Calls('bad requests: garbage SDP, no usable codec, bad session JSON, missing key (400/401), each leaving no session', async (ctx) => {
@@ -233,11 +233,11 @@ Calls('a peer that never connects: the session is cancelled after the start time
   assert.is(res.status, 201);
   const sessionId = res.headers.get('x-session-id')!;
   assert.is((await ctx.t.request('GET', `/v1/sessions/${sessionId}`)).body.status, 'pending');
-  assert.is(ctx.t.server.services.pool.used(), 1);
+  assert.is((await ctx.t.server.services.pool.usage()).used, 1);
   const cancelled = await until(() => ctx.t.request('GET', `/v1/sessions/${sessionId}`), (r) => r.body.status === 'cancelled', 'cancellation', 15_000);
   assert.is(cancelled.body.started_at, null, 'it never started');
   assert.is(await ctx.t.server.services.store.getUsageForSession(sessionId), null, 'nothing to bill');
-  await until(async () => [ctx.t.server.services.pool.used(), ctx.t.server.services.calls.size], ([u, c]) => u === 0 && c === 0, 'slot and call freed');
+  await until(async () => [(await ctx.t.server.services.pool.usage()).used, ctx.t.server.services.calls.size], ([u, c]) => u === 0 && c === 0, 'slot and call freed');
 });
 
 const Limits = suite<{ t: RealtimeTestServer; clock: ManualClock }>('WebRTC call limits', {} as { t: RealtimeTestServer; clock: ManualClock });

@@ -275,7 +275,7 @@ Assets("another user cannot use, read or delete someone's face", async ({ t }) =
   );
   assertError(await t.request('GET', `/v1/faces/${id}`, { key: other }), 404, 'face_not_found');
   assertError(await t.request('DELETE', `/v1/faces/${id}`, { key: other }), 404, 'face_not_found');
-  assert.is(t.server.services.pool.used(), 0, 'rejected sessions hold no worker');
+  assert.is((await t.server.services.pool.usage()).used, 0, 'rejected sessions hold no worker');
 
   const mine = await t.request('GET', `/v1/faces/${id}`);
   assert.is(mine.status, 200, 'the owner still has it');

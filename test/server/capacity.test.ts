@@ -23,7 +23,7 @@ Capacity('parallel creates never exceed capacity; the rest get 503 with Retry-Af
     assertError(r, 503, 'no_worker_available', null);
     assert.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After is a positive number of seconds');
   }
-  assert.is(t.server.services.pool.used(), CAPACITY);
+  assert.is((await t.server.services.pool.usage()).used, CAPACITY);
   const active = await t.request('GET', '/v1/sessions?status=active');
   assert.is(active.body.data.length, CAPACITY, 'refused creates leave no session behind');
 });

@@ -30,7 +30,7 @@ Lifecycle('a call session is pending with a reserved slot until start(), then ac
   const { sessions, pool } = t.server.services;
   const pending = await sessions.create('default', config(), 'call', { start: false });
   assert.is(pending.status, 'pending');
-  assert.is(pool.used(), 1, 'pending sessions reserve their slot');
+  assert.is((await pool.usage()).used, 1, 'pending sessions reserve their slot');
   const got = await t.request('GET', `/v1/sessions/${pending.id}`);
   assert.is(got.body.status, 'pending');
   assert.is(got.body.started_at, null);
@@ -52,7 +52,7 @@ Lifecycle('ending a pending session cancels it without usage', async ({ t }) => 
   const res = await t.request('DELETE', `/v1/sessions/${pending.id}`);
   assert.is(res.body.status, 'cancelled');
   assert.is(res.body.duration_seconds, 0);
-  assert.is(t.server.services.pool.used(), 0);
+  assert.is((await t.server.services.pool.usage()).used, 0);
   assert.is((await t.request('GET', '/v1/usage')).body.data.length, 0);
 });
 
@@ -61,7 +61,7 @@ Lifecycle('a pending session that never starts is cancelled (start_timeout) and 
   const ended = await endedEvent(t, pending.id);
   assert.is(ended.status, 'cancelled');
   assert.is(ended.endReason, 'start_timeout');
-  assert.is(t.server.services.pool.used(), 0);
+  assert.is((await t.server.services.pool.usage()).used, 0);
 });
 
 Lifecycle('fail() moves an active session to failed with usage recorded', async ({ t }) => {
@@ -84,7 +84,7 @@ Lifecycle('a session reaching MAX_SESSION_SECONDS is ended (max_duration) and bi
   assert.is(ended.status, 'ended');
   assert.is(ended.endReason, 'max_duration');
   assert.ok(ended.durationSeconds! >= 0.99 && ended.durationSeconds! < 3, `duration ${ended.durationSeconds}`);
-  assert.is(t.server.services.pool.used(), 0);
+  assert.is((await t.server.services.pool.usage()).used, 0);
   const usage = await t.request('GET', '/v1/usage');
   assert.is(usage.body.data[0].end_reason, 'max_duration');
 });
@@ -106,7 +106,7 @@ Lifecycle('graceful shutdown fails live sessions (server_shutdown) and restart k
       [b.body.id, 'client_request'],
     ].sort(),
   );
-  assert.is(t.server.services.pool.used(), 0);
+  assert.is((await t.server.services.pool.usage()).used, 0);
 });
 
 Lifecycle.run();
@@ -135,7 +135,7 @@ Crash('a session left active by a killed process is closed as failed on next sta
     assert.is(usage.body.data[0].session_id, created.body.id);
     assert.is(usage.body.data[0].end_reason, 'server_restart');
     assert.is(usage.body.data[0].voice, 'alice');
-    assert.is(t.server.services.pool.used(), 0);
+    assert.is((await t.server.services.pool.usage()).used, 0);
   } finally {
     await t.close();
   }
@@ -164,7 +164,7 @@ Crash('kill -9 in the middle of a spoken reply: every live session (realtime and
       const usage = await t.server.services.store.getUsageForSession(id);
       assert.is(usage?.endReason, 'server_restart', id);
     }
-    assert.is(t.server.services.pool.used(), 0);
+    assert.is((await t.server.services.pool.usage()).used, 0);
   } finally {
     await t.close();
   }

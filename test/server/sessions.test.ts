@@ -86,7 +86,7 @@ for (const [field, value, code] of BAD_FIELDS) {
   Sessions(`POST /v1/sessions answers 400 ${code} naming '${field}' for ${JSON.stringify(value)}`, async ({ t }) => {
     const res = await t.request('POST', '/v1/sessions', { json: { [field]: value } });
     assertError(res, 400, code, field);
-    assert.is(t.server.services.pool.used(), 0, 'a rejected request must not hold a worker slot');
+    assert.is((await t.server.services.pool.usage()).used, 0, 'a rejected request must not hold a worker slot');
   });
 }
 
@@ -112,7 +112,7 @@ Sessions('GET /v1/sessions/{id} returns the same object as create', async ({ t }
 
 Sessions('DELETE /v1/sessions/{id} ends the session, frees its worker, and is idempotent', async ({ t }) => {
   const created = await t.request('POST', '/v1/sessions');
-  assert.is(t.server.services.pool.used(), 1);
+  assert.is((await t.server.services.pool.usage()).used, 1);
   const ended = await t.request('DELETE', `/v1/sessions/${created.body.id}`);
   assert.is(ended.status, 200, ended.text);
   assert.is(ended.body.status, 'ended');
@@ -120,7 +120,7 @@ Sessions('DELETE /v1/sessions/{id} ends the session, frees its worker, and is id
   assert.type(ended.body.duration_seconds, 'number');
   assert.ok(ended.body.duration_seconds >= 0);
   assert.is(ended.body.created_at, created.body.created_at);
-  assert.is(t.server.services.pool.used(), 0);
+  assert.is((await t.server.services.pool.usage()).used, 0);
 
   const again = await t.request('DELETE', `/v1/sessions/${created.body.id}`);
   assert.is(again.status, 200);

@@ -9,6 +9,8 @@
  */
 import type Koa from 'koa';
 import { parseCallBody } from '../../signaling/realtime-calls.js';
+import { FLEET_TOKEN_HEADER, INTERNAL_CALLS_PATH, hasFleetToken, type ForwardedCall } from '../../signaling/worker-relay.js';
+import { AppError } from '../../core/errors.js';
 import type { AppContext, AppRouter, AppState } from '../context.js';
 import { principalOf, tooLarge } from '../middleware.js';
 import type { Services } from '../services.js';
@@ -35,6 +37,22 @@ export function callRoutes(router: AppRouter, s: Services, g: RouteGuards): void
     const { sessionId } = await s.calls.hangup(principalOf(ctx).userId, ctx.params.call_id ?? '');
     ctx.body = { id: ctx.params.call_id, object: 'realtime.call', status: 'ended', session_id: sessionId };
   });
+
+  // Fleet mode, on a worker: offers and hangups forwarded by the API node (signaling/worker-relay.ts).
+  const fleet = s.config.fleet;
+  if (fleet) {
+    const internal: Koa.Middleware<AppState, AppContext> = async (ctx, next) => {
+      if (!hasFleetToken(fleet.token, ctx.get(FLEET_TOKEN_HEADER) || undefined)) throw new AppError('invalid_fleet_token', 'Internal route: the fleet token is missing or wrong.', { status: 401 });
+      await next();
+    };
+    router.post(INTERNAL_CALLS_PATH, internal, g.json, async (ctx) => {
+      ctx.body = await s.calls.answerForwarded(ctx.state.body as ForwardedCall);
+    });
+    router.post(`${INTERNAL_CALLS_PATH}/:call_id/hangup`, internal, g.json, async (ctx) => {
+      const { userId } = ctx.state.body as { userId: string };
+      ctx.body = await s.calls.hangup(userId, ctx.params.call_id ?? '');
+    });
+  }
 }
 
 /** CORS for the call endpoints: any origin may post an offer with a key and read the answer. */

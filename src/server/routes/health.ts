@@ -27,7 +27,7 @@ export function healthRoutes(router: AppRouter, s: Services, registry: client.Re
     ctx.body = {
       status: ready ? 'ready' : 'not_ready',
       checks,
-      workers: { capacity: s.pool.capacity, used: s.pool.used() },
+      workers: await s.pool.usage().catch(() => null),
     };
   });
 

@@ -1,0 +1,180 @@
+/**
+ * Fleet mode, between an API node and the worker a session was placed on. The API node does
+ * everything a client sees first (authentication, throttling, the session and its placement, every
+ * refusal); the worker runs the session (avatar, engine, WebRTC peer) from what the API node sends
+ * on its internal routes, which take only requests bearing the fleet token:
+ *
+ *   WebSocket  /internal/realtime?session_id=…  the client's socket, relayed message by message:
+ *              the API node keeps the client's socket and opens this one to the worker; text goes
+ *              both ways unchanged, and whichever side closes first closes the other with its
+ *              code (a worker that vanishes: 1011). The run parameters (caller, initial config,
+ *              dialect, ownership) travel in headers. Relayed, not redirected: WebSocket clients
+ *              (browsers, the OpenAI SDKs) do not follow redirects on the upgrade, and the API
+ *              node has already answered the handshake by the time it knows the session.
+ *   POST       /internal/calls                 a call's offer for its session, placed here; the
+ *              worker builds the peer, so the SDP answer carries the worker's own ICE candidates
+ *              and media flows between client and worker directly.
+ *   POST       /internal/calls/{id}/hangup     a hangup that reached another node.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { WebSocket } from 'ws';
+import { AppError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import type { Dialect, Json } from '../realtime/protocol.js';
+
+export const INTERNAL_REALTIME_PATH = '/internal/realtime';
+export const INTERNAL_CALLS_PATH = '/internal/calls';
+export const FLEET_TOKEN_HEADER = 'x-fleet-token';
+const RUN_HEADER = 'x-fleet-run';
+/** How long an internal HTTP request to a worker may take (an offer's answer is built in well under a second). */
+const FORWARD_TIMEOUT_MS = 15_000;
+/** Client messages held while the socket to the worker opens. */
+const MAX_HELD_MESSAGES = 256;
+/** A worker that does not complete the internal handshake in this time is taken as gone. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** Where a session runs when it is not this process. */
+export interface RemoteWorker {
+  workerId: string;
+  /** The worker's internal base URL (http://host:port). */
+  url: string;
+}
+
+/** The fleet's routing, as signaling needs it (server.ts builds it over the worker registry). */
+export interface FleetRouting {
+  token: string;
+  /** The worker a session runs on, or null when it runs here (or holds no lease). */
+  remoteWorkerOf(sessionId: string): Promise<RemoteWorker | null>;
+  /** Remembers a call's session so a hangup on any node finds it. */
+  rememberCall(callId: string, sessionId: string): Promise<void>;
+  /** The session of a call made through any node; null when unknown. */
+  callSession(callId: string): Promise<string | null>;
+}
+
+/** What a worker needs to run a relayed WebSocket session. */
+export interface RelayedRun {
+  sessionId: string;
+  caller: { userId: string; apiKeyId: string | null };
+  initial: Json;
+  ownsSession: boolean;
+  dialect: Dialect;
+  legacyVideo: boolean;
+}
+
+/** An offer forwarded to the worker its session was placed on. */
+export interface ForwardedCall {
+  sessionId: string;
+  caller: { userId: string; apiKeyId: string | null };
+  sdp: string;
+  initial: Json;
+  videoCodec: 'h264' | 'vp8';
+}
+
+/** Whether a request bears the fleet token (compared in constant time). */
+export function hasFleetToken(token: string, presented: string | string[] | undefined): boolean {
+  if (typeof presented !== 'string') return false;
+  const a = Buffer.from(presented);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** The run parameters a worker reads from the internal upgrade request. */
+export function readRelayedRun(header: string | string[] | undefined): RelayedRun {
+  if (typeof header !== 'string') throw new AppError('invalid_request', `The internal upgrade needs ${RUN_HEADER}.`, { status: 400 });
+  const run = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as RelayedRun;
+  if (typeof run.sessionId !== 'string' || typeof run.caller?.userId !== 'string') throw new AppError('invalid_request', `Malformed ${RUN_HEADER}.`, { status: 400 });
+  return run;
+}
+
+export interface SocketRelay {
+  /** A client message for the worker (held until the worker's socket is open). */
+  send(text: string): void;
+  /** The client went away: close the worker's side. */
+  close(): void;
+}
+
+/**
+ * Relays `client` to the session's worker. `onClose(code, reason)` is called once when the
+ * worker's side ends (the caller closes the client with that code); `onFailure` when the worker
+ * could not be reached at all (before any message went through).
+ */
+export function relaySocket(
+  client: WebSocket,
+  worker: RemoteWorker,
+  token: string,
+  run: RelayedRun,
+  handlers: { onClose(code: number, reason: string): void; onFailure(err: Error): void },
+  log: Logger,
+): SocketRelay {
+  const url = `${worker.url.replace(/^http/, 'ws')}${INTERNAL_REALTIME_PATH}?session_id=${encodeURIComponent(run.sessionId)}`;
+  const upstream = new WebSocket(url, {
+    headers: { [FLEET_TOKEN_HEADER]: token, [RUN_HEADER]: Buffer.from(JSON.stringify(run)).toString('base64url') },
+    handshakeTimeout: CONNECT_TIMEOUT_MS,
+    maxPayload: 64 * 1024 * 1024,
+  });
+  const held: string[] = [];
+  let opened = false;
+  let finished = false;
+  const finish = (code: number, reason: string) => {
+    if (finished) return;
+    finished = true;
+    handlers.onClose(code, reason);
+  };
+  upstream.on('open', () => {
+    opened = true;
+    for (const text of held.splice(0)) upstream.send(text);
+  });
+  upstream.on('message', (data, isBinary) => {
+    if (client.readyState === client.OPEN) client.send(isBinary ? data : data.toString());
+  });
+  upstream.on('close', (code, reason) => {
+    // 1005 (no code) and 1006 (connection lost) cannot be sent on: the worker is gone.
+    const sendable = code >= 1000 && code < 5000 && code !== 1005 && code !== 1006;
+    finish(sendable ? code : 1011, sendable ? reason.toString() : 'worker connection lost');
+  });
+  upstream.on('error', (err) => {
+    log.warn('relay to the worker failed', { workerId: worker.workerId, err });
+    if (!opened && !finished) {
+      finished = true;
+      handlers.onFailure(err);
+    }
+  });
+  return {
+    send(text) {
+      if (opened && upstream.readyState === upstream.OPEN) upstream.send(text);
+      else if (!opened && held.length < MAX_HELD_MESSAGES) held.push(text);
+    },
+    close() {
+      finished = true;
+      if (upstream.readyState === upstream.OPEN) upstream.close(1000, 'client closed');
+      else upstream.terminate();
+    },
+  };
+}
+
+/** POSTs JSON to a worker's internal route; the worker's error body becomes the same AppError here. */
+export async function postToWorker<T>(worker: RemoteWorker, token: string, path: string, body: unknown): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(`${worker.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [FLEET_TOKEN_HEADER]: token },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+    });
+  } catch (err) {
+    throw new AppError('worker_unavailable', `The session's worker could not be reached (${(err as Error).message}). Retry.`, { status: 503, headers: { 'Retry-After': '1' } });
+  }
+  const text = await res.text();
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = null;
+  }
+  if (!res.ok) {
+    const error = (parsed as { error?: { code?: string; message?: string; param?: string | null } } | null)?.error;
+    throw new AppError(error?.code ?? 'worker_error', error?.message ?? `The worker answered ${res.status}.`, { status: res.status, param: error?.param ?? undefined });
+  }
+  return parsed as T;
+}
