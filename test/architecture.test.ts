@@ -54,7 +54,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   transport: ['core'],
   signaling: ['core', 'audio', 'auth', 'store', 'sessions', 'realtime', 'transport', 'media', 'providers', ...PROVIDER_KINDS],
   server: ['core', 'audio', 'config', 'models', 'store', 'auth', 'assets', 'usage', 'sessions', 'fleet', 'media', 'realtime', 'transport', 'signaling', 'providers', ...PROVIDER_KINDS],
-  cli: ['core', 'config', 'models', 'store', 'auth', 'assets', 'media', 'server'],
+  cli: ['core', 'config', 'models', 'store', 'auth', 'assets', 'media', 'server', 'fleet', 'main'],
   main: ['core', 'config', 'server'],
 };
 

@@ -6,12 +6,18 @@ import client from 'prom-client';
 import type { Store } from '../store/store.js';
 import type { WorkerPool } from '../sessions/worker-pool.js';
 import { escapedErrors } from '../core/process-guard.js';
+import type { FleetCapacity } from '../fleet/worker-registry.js';
+
+/** Fleet mode: the registry's view of every worker, read at scrape time. */
+export interface FleetView {
+  capacity(): Promise<FleetCapacity>;
+}
 
 export interface HttpMetrics {
   observe(method: string, route: string, status: number, seconds: number): void;
 }
 
-export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: boolean) {
+export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: boolean, fleet: FleetView | null = null) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
 
@@ -36,6 +42,32 @@ export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: bo
       this.set({ state: 'free' }, capacity - used);
     },
   });
+  if (fleet) {
+    new client.Gauge({
+      name: 'avatar_fleet_workers',
+      help: 'Fleet mode: registered workers by state (live; dead until the janitor reaps them).',
+      labelNames: ['state'],
+      registers: [registry],
+      async collect() {
+        const { perWorker } = await fleet.capacity();
+        this.set({ state: 'live' }, perWorker.filter((w) => w.live).length);
+        this.set({ state: 'dead' }, perWorker.filter((w) => !w.live).length);
+      },
+    });
+    new client.Gauge({
+      name: 'avatar_fleet_worker_slots',
+      help: 'Fleet mode: slots of each registered worker by state (used, free).',
+      labelNames: ['worker', 'state'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const w of (await fleet.capacity()).perWorker) {
+          this.set({ worker: w.id, state: 'used' }, w.used);
+          this.set({ worker: w.id, state: 'free' }, Math.max(0, w.capacity - w.used));
+        }
+      },
+    });
+  }
   new client.Gauge({
     name: 'avatar_process_escaped_errors',
     help: 'Exceptions and promise rejections that escaped every handler since the process started (bugs; the process went on), by kind. Alert on any increase.',

@@ -138,6 +138,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     rateLimiter: config.rateLimitPerMinute > 0 ? new RateLimiter(config.rateLimitPerMinute, config.rateLimitBurst) : null,
     authThrottle: new AuthThrottle(config.authFailuresPerMinute),
     calls,
+    fleet: workers,
     isAccepting: () => accepting,
     isWarmingUp: () => warmingUp,
   };

@@ -11,6 +11,7 @@ import type { WorkerPool } from '../sessions/worker-pool.js';
 import type { Store } from '../store/store.js';
 import type { WebhookDispatcher } from '../usage/webhook.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
+import type { FleetView } from './metrics.js';
 
 export interface Services {
   config: Config;
@@ -28,6 +29,8 @@ export interface Services {
   authThrottle: AuthThrottle;
   /** Null when no WEBHOOK_URL is configured, and in fleet mode (the outbox drainer there follows a lock: fleet/fleet-node.ts). */
   webhook: WebhookDispatcher | null;
+  /** Fleet mode: every worker's slots (metrics); null in the embedded default. */
+  fleet: FleetView | null;
   /** False while starting and once shutting down: /readyz answers 503. */
   isAccepting(): boolean;
   /** True while the models are being loaded at start (PRELOAD_MODELS): not ready to talk yet. */

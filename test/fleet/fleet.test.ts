@@ -137,6 +137,10 @@ Fleet('sessions created through either API node land on either worker; the full 
   assert.ok(Number(full.headers.get('retry-after')) >= 1);
   const health = await request(a1.url, 'GET', '/readyz');
   assert.equal(health.body.workers, { capacity: 4, used: 4 }, 'readiness shows the fleet-wide slots');
+  const metrics = (await request(a2.url, 'GET', '/metrics')).text;
+  assert.match(metrics, /^avatar_fleet_workers\{state="live"\} 2$/m);
+  for (const w of ['w1', 'w2']) assert.match(metrics, new RegExp(`^avatar_fleet_worker_slots\\{worker="${w}",state="used"\\} 2$`, 'm'));
+  assert.match(metrics, /^avatar_worker_slots\{state="free"\} 0$/m);
   for (const [i, id] of ids.entries()) assert.is((await endSession(ctx, i % 2 ? a1 : a2, id)).body.status, 'ended');
   assert.equal((await ctx.registry.capacity()).used, 0);
 });
