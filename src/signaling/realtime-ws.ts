@@ -190,10 +190,7 @@ export class RealtimeGateway {
       closed = true;
       this.sockets.delete(ws);
       relay?.close();
-      if (!conn) return;
-      const done = conn.close();
-      this.teardowns.add(done);
-      void done.finally(() => this.teardowns.delete(done));
+      if (conn) this.tearDown(conn);
     });
     ws.on('error', (err) => this.log.warn('socket error', { err }));
 
@@ -212,21 +209,7 @@ export class RealtimeGateway {
       return;
     }
     if (closed) return;
-    const connection = this.deps.registry.track(
-      this.deps.connection,
-      {
-        kind: 'websocket',
-        sendText: (text) => {
-          if (ws.readyState === ws.OPEN) ws.send(text);
-        },
-        end: (reason, errorText) => {
-          if (errorText && ws.readyState === ws.OPEN) ws.send(errorText);
-          closeSocket(ws, ...END_CODES[reason]);
-        },
-      },
-      { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) },
-      dialect,
-    );
+    const connection = this.track(ws, { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, dialect);
     conn = connection;
 
     // 2. Create or attach the session.
@@ -295,28 +278,11 @@ export class RealtimeGateway {
     ws.on('close', () => {
       closed = true;
       this.sockets.delete(ws);
-      if (!conn) return;
-      const done = conn.close();
-      this.teardowns.add(done);
-      void done.finally(() => this.teardowns.delete(done));
+      if (conn) this.tearDown(conn);
     });
     ws.on('error', (err) => this.log.warn('relayed socket error', { err }));
     const { sessions } = this.deps.connection;
-    const connection = this.deps.registry.track(
-      this.deps.connection,
-      {
-        kind: 'websocket',
-        sendText: (text) => {
-          if (ws.readyState === ws.OPEN) ws.send(text);
-        },
-        end: (reason, errorText) => {
-          if (errorText && ws.readyState === ws.OPEN) ws.send(errorText);
-          closeSocket(ws, ...END_CODES[reason]);
-        },
-      },
-      run.caller,
-      run.dialect,
-    );
+    const connection = this.track(ws, run.caller, run.dialect);
     conn = connection;
     let session: SessionRecord | null;
     try {
@@ -340,6 +306,32 @@ export class RealtimeGateway {
       return;
     }
     for (const text of pending.drain()) connection.receive(text);
+  }
+
+  /** A connection of an authenticated caller on this socket: its events go out as text, its end closes the socket. */
+  private track(ws: WebSocket, caller: { userId: string; apiKeyId: string | null }, dialect: Dialect): RealtimeConnection {
+    return this.deps.registry.track(
+      this.deps.connection,
+      {
+        kind: 'websocket',
+        sendText: (text) => {
+          if (ws.readyState === ws.OPEN) ws.send(text);
+        },
+        end: (reason, errorText) => {
+          if (errorText && ws.readyState === ws.OPEN) ws.send(errorText);
+          closeSocket(ws, ...END_CODES[reason]);
+        },
+      },
+      caller,
+      dialect,
+    );
+  }
+
+  /** The socket closed: the connection tears down, and close() waits for that. */
+  private tearDown(conn: RealtimeConnection): void {
+    const done = conn.close();
+    this.teardowns.add(done);
+    void done.finally(() => this.teardowns.delete(done));
   }
 
   /** Credentials (header, subprotocol, or the first message), throttled; rejects with an AppError or SOCKET_CLOSED. */

@@ -19,6 +19,7 @@ import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js'
 import { RealtimeTestClient } from '../helpers/realtime-client.js';
 import { startRedis, type RedisServer } from '../helpers/redis-server.js';
 import { request, tempDir } from '../helpers/server.js';
+import { until } from '../helpers/wait.js';
 
 const WORKER_CAPACITY = 2;
 const WORKER_TTL_MS = 1500;
@@ -106,16 +107,6 @@ Fleet.after(async (ctx) => {
   ctx.hook?.server.close();
   for (const dir of ctx.dirs) fs.rmSync(dir, { recursive: true, force: true });
 });
-
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v).slice(0, 400)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const createSession = (ctx: Ctx, node: ServerProcess) => request(node.url, 'POST', '/v1/sessions', { key: ctx.key, json: {} });
 const endSession = (ctx: Ctx, node: ServerProcess, id: string) => request(node.url, 'DELETE', `/v1/sessions/${id}`, { key: ctx.key });

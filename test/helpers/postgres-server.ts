@@ -8,10 +8,10 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from './net.js';
 
 export interface TestPostgres {
   /** The server's maintenance database (postgres://avatar@127.0.0.1:PORT/postgres). */
@@ -32,18 +32,6 @@ export function postgresBinDir(): string | null {
   const majors = fs.readdirSync(root).filter((d) => /^\d+$/.test(d) && fs.existsSync(path.join(root, d, 'bin', 'postgres')));
   majors.sort((a, b) => Number(b) - Number(a));
   return majors.length ? path.join(root, majors[0]!, 'bin') : null;
-}
-
-/** A TCP port free on loopback now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The uid and gid to run the server as: ours, or the `postgres` user's when we are root. */

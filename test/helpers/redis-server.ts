@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from './net.js';
 
 export interface RedisServer {
   /** `redis://127.0.0.1:<port>` */
@@ -59,17 +60,6 @@ function findRedisServer(): string {
     }
   }
   throw new Error('redis-server is not installed: run `bash src/cli/setup.sh --fleet` to install it for the fleet tests');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function startOnce(binary: string, port: number): Promise<RedisServer> {

@@ -17,6 +17,7 @@ import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrow
 import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { speechPcm24k } from '../helpers/speech.js';
+import { until } from '../helpers/wait.js';
 
 /** The mouth of the default face in the 512x512 frame (from its landmarks 61, 291, 0, 17), with room for the jaw. */
 const OFFER = fs.readFileSync(path.join(REPO_ROOT, 'test/fixtures/sdp/chromium-audio-video-dc.sdp'), 'utf8');
@@ -24,16 +25,6 @@ const OFFER = fs.readFileSync(path.join(REPO_ROOT, 'test/fixtures/sdp/chromium-a
 interface Ctx {
   t: RealtimeTestServer;
   browser: TestBrowser;
-}
-
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v).slice(0, 500)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function startCall(ctx: Ctx, page: Page, options: Partial<CallStartOptions>): Promise<CallStartResult> {

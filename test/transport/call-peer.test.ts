@@ -11,6 +11,7 @@ import { MediaSession } from '../../src/media/media-session.js';
 import { CallPeer, releaseClosedPeers, type CloseReason } from '../../src/transport/call-peer.js';
 import { callIn, chromiumAvailable, launchBrowser, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
 import { standardMediaConfig } from '../helpers/media.js';
+import { until } from '../helpers/wait.js';
 
 interface Ctx {
   browser: TestBrowser;
@@ -64,17 +65,6 @@ Peer.after.each(async (ctx) => {
   await Promise.all(ctx.media.map((m) => m.close()));
   await new Promise<void>((resolve) => ctx.server.close(() => resolve()));
 });
-
-/** Polls `read` in the page until `done` says so (each read is one getStats). */
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 for (const codec of ['h264', 'vp8'] as const) {
   Peer(`${codec}: the browser decodes 512x512 video and receives Opus; its microphone arrives as RTP; a keyframe is asked for at open`, async (ctx) => {
