@@ -145,7 +145,7 @@ const VARS = {
   nodeRole: envVar('NODE_ROLE', 'all', 'Fleet mode: what this node does. `api`: REST, WebSocket and call signaling, placement (no models or media); `worker`: the media plane, models and engines of the sessions placed on it; `all`: both.', oneOf<NodeRole>('all', 'api', 'worker')),
   nodeId: envVar('NODE_ID', '', "Fleet mode: this node's id in the worker registry; empty: the host name and a random suffix (a restarted worker must not reuse its id).", optionalNodeId),
   fleetToken: envVar('FLEET_TOKEN', '', "Fleet mode: the shared secret (at least 16 characters) API nodes present to workers on the internal routes; the same on every node.", text),
-  workerUrl: envVar('WORKER_URL', '', 'Fleet mode: the base URL other nodes reach this worker at (`http://10.0.0.5:8000`). Empty: the address it listens on.', optionalBaseUrl),
+  workerUrl: envVar('WORKER_URL', '', 'Fleet mode: the base URL other nodes reach this worker at (`http://10.0.0.5:8000`). Empty: the address it listens on (required when HOST is 0.0.0.0 or ::).', optionalBaseUrl),
   fleetWorkerTtlMs: envVar('FLEET_WORKER_TTL_MS', '5000', 'Fleet mode: a worker that has not heartbeaten for this long is dropped and its sessions end as failed (end_reason worker_lost), 500..600000. It heartbeats every third of it.', integer(500, 600_000)),
 };
 
@@ -192,7 +192,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     preloadModels: v.preloadModels,
     playground: v.playground,
     rtc: rtcConfig(v.rtcBindAddress, v.host, v.rtcPortMin, v.rtcPortMax),
-    fleet: fleetConfig(v.redisUrl, v.nodeRole, v.nodeId, v.fleetToken, v.workerUrl, v.fleetWorkerTtlMs, v.databaseUrl),
+    fleet: fleetConfig(v.redisUrl, v.nodeRole, v.nodeId, v.fleetToken, v.workerUrl, v.fleetWorkerTtlMs, v.databaseUrl, v.host),
     llm: loadLlmConfig(env, cwd),
     tts: loadTtsConfig(env),
     asr: loadAsrConfig(env),
@@ -206,12 +206,16 @@ function rtcConfig(bind: string, host: string, min: number, max: number): Config
   return { bindAddress: address, portRange: min === 0 ? undefined : { min, max } };
 }
 
-function fleetConfig(redisUrl: string | null, role: NodeRole, nodeId: string | null, token: string, workerUrl: string | null, workerTtlMs: number, databaseUrl: string): FleetConfig | null {
+function fleetConfig(redisUrl: string | null, role: NodeRole, nodeId: string | null, token: string, workerUrl: string | null, workerTtlMs: number, databaseUrl: string, host: string): FleetConfig | null {
   if (redisUrl === null) {
     if (role !== 'all') throw new ConfigError('NODE_ROLE', `'${role}' is a fleet role: set REDIS_URL (and a postgres:// DATABASE_URL) too`);
     return null;
   }
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError('DATABASE_URL', 'fleet mode (REDIS_URL set) needs the shared PostgreSQL store: postgres://user:password@host:port/database');
   if (token.length < 16) throw new ConfigError('FLEET_TOKEN', 'must be set, at least 16 characters, in fleet mode (REDIS_URL set)');
+  // A worker listening on every interface cannot know which address other machines reach it at.
+  if (role !== 'api' && workerUrl === null && (host === '0.0.0.0' || host === '::')) {
+    throw new ConfigError('WORKER_URL', `must be set on a worker listening on ${host}: the URL other nodes reach it at (http://10.0.0.5:8000)`);
+  }
   return { redisUrl, role, nodeId: nodeId ?? `${os.hostname().replace(/[^\w.-]/g, '-').slice(0, 40)}-${randomBase62(8)}`, token, workerUrl, workerTtlMs };
 }

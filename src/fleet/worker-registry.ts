@@ -387,6 +387,17 @@ export class RedisWorkerRegistry {
     return (await this.runLock(RELEASE_LEADERSHIP, name, holderId)) === 1;
   }
 
+  /** Every lease: session id -> worker id (the janitor's reconciliation with the store). */
+  async listLeases(): Promise<Map<string, string>> {
+    return new Map(Object.entries(await this.redis.hgetall(this.keys.leases)));
+  }
+
+  /** The worker of each session, null where it holds no lease; in the order given. */
+  async leaseHolders(sessionIds: readonly string[]): Promise<Array<string | null>> {
+    if (sessionIds.length === 0) return [];
+    return this.redis.hmget(this.keys.leases, ...sessionIds);
+  }
+
   /** Remembers which session a WebRTC call belongs to, for ttlMs (its session's longest life). */
   async setCallRoute(callId: string, sessionId: string, ttlMs: number): Promise<void> {
     checkId(callId, 'callId');

@@ -177,6 +177,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
           worker: runsSessions ? { capacity: config.workerCapacity, url: fleet.workerUrl ?? url } : null,
           sessions,
           store,
+          localSessions: () => registry.sessionIds(),
           outbox: newDispatcher ? restartable(newDispatcher) : null,
           log,
         })
@@ -189,6 +190,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const close = () =>
     (closing ??= (async () => {
       accepting = false;
+      await fleetNode?.drain(); // no new session is placed here from now on
       clearInterval(sweep);
       registry.beginShutdown();
       await sessions.shutdown();

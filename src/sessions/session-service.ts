@@ -121,7 +121,9 @@ export class SessionService extends EventEmitter<SessionEvents> {
     try {
       await this.store.insertSession(record);
     } catch (err) {
-      await lease.release();
+      // A session with this id exists after all (the same preferred id created twice at once):
+      // the lease is that session's, not ours to free.
+      if (!(await this.store.getSession(id).catch(() => null))) await lease.release();
       throw err;
     }
     this.log.info('session created', { sessionId: id, userId, origin, status: record.status, workerId: lease.workerId });
@@ -129,7 +131,8 @@ export class SessionService extends EventEmitter<SessionEvents> {
       this.armDeadline(record);
       this.emit('started', record);
     } else {
-      this.arm(id, this.pendingTimeoutMs, () => this.end(id, 'cancelled', 'start_timeout'));
+      // Only while still pending: in fleet mode the call's worker starts it, not this node.
+      this.arm(id, this.pendingTimeoutMs, () => this.end(id, 'cancelled', 'start_timeout', ['pending']));
     }
     return record;
   }
@@ -164,12 +167,13 @@ export class SessionService extends EventEmitter<SessionEvents> {
    * Ends a session at a client's or the system's request: active -> ended, pending -> cancelled.
    * `status` forces a terminal status (fail() uses it). Already-terminal sessions come back unchanged.
    */
-  async end(id: string, status: 'ended' | 'cancelled' | 'failed' | null, reason: string): Promise<SessionRecord> {
+  async end(id: string, status: 'ended' | 'cancelled' | 'failed' | null, reason: string, onlyFrom?: SessionEnd['onlyFrom']): Promise<SessionRecord> {
     const current = await this.store.getSession(id);
     if (!current) throw notFound('session', id);
     if (current.status !== 'pending' && current.status !== 'active') return current;
+    if (onlyFrom && !onlyFrom.includes(current.status)) return current;
     const endStatus = status ?? (current.status === 'pending' ? 'cancelled' : 'ended');
-    return this.finish(current, { status: endStatus, endReason: reason, endedAtUs: this.clock.nowUs() });
+    return this.finish(current, { status: endStatus, endReason: reason, endedAtUs: this.clock.nowUs(), onlyFrom });
   }
 
   /** Ends a session for its owner: DELETE /v1/sessions/{id} and POST /sessions/{id}/end. Idempotent. */
@@ -231,11 +235,12 @@ export class SessionService extends EventEmitter<SessionEvents> {
     let ended = 0;
     for (const session of await this.store.listSessionsByStatus(['pending', 'active'])) {
       if (session.status === 'pending' && session.createdAtUs + this.pendingTimeoutMs * 1000 <= now) {
-        await this.end(session.id, 'cancelled', 'start_timeout');
-        ended++;
+        const done = await this.finish(session, { status: 'cancelled', endReason: 'start_timeout', endedAtUs: now, onlyFrom: ['pending'] });
+        if (done.endReason === 'start_timeout') ended++;
       } else if (session.status === 'active' && session.deadlineUs !== null && session.deadlineUs <= now) {
-        await this.end(session.id, 'ended', 'max_duration');
-        ended++;
+        // Billed up to its deadline, not to whenever the sweep came round.
+        const done = await this.finish(session, { status: 'ended', endReason: 'max_duration', endedAtUs: Math.max(session.startedAtUs ?? session.deadlineUs, session.deadlineUs), onlyFrom: ['active'] });
+        if (done.endReason === 'max_duration') ended++;
       }
     }
     return ended;
@@ -271,9 +276,18 @@ export class SessionService extends EventEmitter<SessionEvents> {
       ? { eventId, buildPayload: (usage) => payload(eventId, usage), nextAttemptAtUs: createdAtUs }
       : null;
     const ended = await this.store.endSession(session.id, end, { id: newUsageId(), createdAtUs }, outbox);
+    // Not ended by us: someone else ended it first (then its slot goes too), or `end.onlyFrom` did
+    // not match (a start timeout after another node started it: it stays live, slot and all).
+    const now = ended ?? (await this.store.getSession(session.id)) ?? session;
+    if (now.status === 'pending' || now.status === 'active') return now;
     this.disarm(session.id);
-    await (await this.pool.leaseOf(session.id))?.release();
-    if (!ended) return (await this.store.getSession(session.id)) ?? session; // lost a race: someone ended it first
+    try {
+      await (await this.pool.leaseOf(session.id))?.release();
+    } catch (err) {
+      // Fleet mode, Redis unreachable: the janitor frees the slots of ended sessions later.
+      this.log.error('freeing the worker slot failed', { sessionId: session.id, err });
+    }
+    if (!ended) return now;
     this.log.info('session ended', {
       sessionId: ended.id,
       status: ended.status,
@@ -287,7 +301,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
   private armDeadline(session: SessionRecord): void {
     if (session.deadlineUs === null) return;
     const delayMs = Math.max(0, (session.deadlineUs - this.clock.nowUs()) / 1000);
-    this.arm(session.id, delayMs, () => this.end(session.id, 'ended', 'max_duration'));
+    this.arm(session.id, delayMs, () => this.end(session.id, 'ended', 'max_duration', ['active']));
   }
 
   private arm(id: string, delayMs: number, action: () => Promise<unknown>): void {

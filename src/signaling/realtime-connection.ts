@@ -167,6 +167,11 @@ export class ConnectionRegistry {
     return conn;
   }
 
+  /** The sessions this process's connections run (fleet mode: what this worker reconciles with the store). */
+  sessionIds(): string[] {
+    return [...this.connections].flatMap((c) => (c.sessionId ? [c.sessionId] : []));
+  }
+
   hasSession(sessionId: string): boolean {
     return [...this.connections].some((c) => c.sessionId === sessionId);
   }

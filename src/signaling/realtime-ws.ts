@@ -40,7 +40,7 @@ import type { RateLimiter } from '../core/rate-limiter.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, isObject, newServerEventId, renameForDialect, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
 import { type ConnectionDeps, type ConnectionRegistry, type EndReason, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
-import { type FleetRouting, type RelayedRun, type SocketRelay, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, readRelayedRun, relaySocket } from './worker-relay.js';
+import { type FleetRouting, type RelayedRun, type RemoteWorker, type SocketRelay, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, readRelayedRun, relaySocket } from './worker-relay.js';
 
 export const REALTIME_PATH = '/v1/realtime';
 /** A connection without credentials must authenticate within this time. */
@@ -121,6 +121,10 @@ export class RealtimeGateway {
           socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
           return;
         }
+        if (!this.deps.isAccepting()) {
+          socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+          return;
+        }
         let run: RelayedRun;
         try {
           run = readRelayedRun(req.headers['x-fleet-run']);
@@ -167,6 +171,7 @@ export class RealtimeGateway {
     let conn: RealtimeConnection | null = null;
     /** Fleet mode: the session runs on another worker, and messages go there. */
     let relay: SocketRelay | null = null;
+    let relayedSession: { id: string; owns: boolean } | null = null;
     let closed = false;
     let authWaiter: ((msg: string) => void) | null = null;
     let authenticated = false;
@@ -178,7 +183,7 @@ export class RealtimeGateway {
       }
       const text = data.toString();
       if (authenticated && isAuthMessage(text)) return; // already authenticated (header or subprotocol)
-      if (relay) relay.send(text);
+      if (relay?.opened) relay.send(text);
       else if (conn?.ready) conn.receive(text);
       else if (authWaiter) authWaiter(text);
       else {
@@ -189,7 +194,11 @@ export class RealtimeGateway {
     ws.on('close', () => {
       closed = true;
       this.sockets.delete(ws);
-      relay?.close();
+      if (relay) {
+        // Gone before the worker's side opened: the worker may never run the session it owns.
+        if (!relay.opened && relayedSession?.owns) void this.deps.connection.sessions.end(relayedSession.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+        relay.close();
+      }
       if (conn) this.tearDown(conn);
     });
     ws.on('error', (err) => this.log.warn('socket error', { err }));
@@ -234,7 +243,17 @@ export class RealtimeGateway {
     // 3. The avatar and the engine (here, or on the worker the session was placed on); then the
     //    messages that waited.
     const legacyVideo = dialect === 'legacy' && (session.video || query.get('video') === 'true');
-    const remote = this.deps.routing ? await this.deps.routing.remoteWorkerOf(session.id) : null;
+    let remote: RemoteWorker | null = null;
+    try {
+      remote = this.deps.routing ? await this.deps.routing.remoteWorkerOf(session.id) : null;
+    } catch (err) {
+      this.log.error('finding the session\'s worker failed', { err, sessionId: session.id });
+      send(errorEvent(new AppError('worker_unavailable', "The session's worker could not be found. Retry.", { status: 503 }), null));
+      closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'worker unavailable');
+      await connection.close();
+      if (owns) await this.deps.connection.sessions.end(session.id, 'failed', 'worker_unreachable').catch((e: unknown) => this.log.error('ending session failed', { err: e }));
+      return;
+    }
     if (remote) {
       await connection.close(); // never ran: it only leaves the registry
       if (closed) {
@@ -242,7 +261,11 @@ export class RealtimeGateway {
         return;
       }
       const run: RelayedRun = { sessionId: session.id, caller: { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, initial, ownsSession: owns, dialect, legacyVideo };
-      relay = relaySocket(ws, remote, this.deps.routing!.token, run, {
+      relayedSession = { id: session.id, owns };
+      const opened = relaySocket(ws, remote, this.deps.routing!.token, run, {
+        onOpen: () => {
+          for (const text of pending.drain()) opened.send(text);
+        },
         onClose: (code, reason) => closeSocket(ws, code, reason),
         onFailure: () => {
           send(errorEvent(new AppError('worker_unavailable', "The session's worker could not be reached. Retry.", { status: 503 }), null));
@@ -250,7 +273,7 @@ export class RealtimeGateway {
           if (owns) void this.deps.connection.sessions.end(session.id, 'failed', 'worker_unreachable').catch((err: unknown) => this.log.error('ending session failed', { err }));
         },
       }, this.log);
-      for (const text of pending.drain()) relay.send(text);
+      relay = opened;
       return;
     }
     const running = await connection.run(session, { initial, ownsSession: owns, legacyVideo, jpeg: true, rtp: null, imageEvents: true });
@@ -273,7 +296,10 @@ export class RealtimeGateway {
     ws.on('message', (data) => {
       const text = data.toString();
       if (conn?.ready) conn.receive(text);
-      else pending.push(text);
+      else {
+        const refused = pending.push(text);
+        if (refused) sendEvent(ws, run.dialect, refused);
+      }
     });
     ws.on('close', () => {
       closed = true;

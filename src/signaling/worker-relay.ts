@@ -28,8 +28,6 @@ export const FLEET_TOKEN_HEADER = 'x-fleet-token';
 const RUN_HEADER = 'x-fleet-run';
 /** How long an internal HTTP request to a worker may take (an offer's answer is built in well under a second). */
 const FORWARD_TIMEOUT_MS = 15_000;
-/** Client messages held while the socket to the worker opens. */
-const MAX_HELD_MESSAGES = 256;
 /** A worker that does not complete the internal handshake in this time is taken as gone. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -87,23 +85,25 @@ export function readRelayedRun(header: string | string[] | undefined): RelayedRu
 }
 
 export interface SocketRelay {
-  /** A client message for the worker (held until the worker's socket is open). */
+  /** True once the worker's side is open: send() goes through from then on. */
+  readonly opened: boolean;
+  /** A client message for the worker; only once opened (the caller holds earlier ones). */
   send(text: string): void;
   /** The client went away: close the worker's side. */
   close(): void;
 }
 
 /**
- * Relays `client` to the session's worker. `onClose(code, reason)` is called once when the
- * worker's side ends (the caller closes the client with that code); `onFailure` when the worker
- * could not be reached at all (before any message went through).
+ * Relays `client` to the session's worker. `onOpen` is called once the worker's side is open (the
+ * caller then sends what it held); `onClose(code, reason)` once when the worker's side ends (the
+ * caller closes the client with that code); `onFailure` when the worker could not be reached at all.
  */
 export function relaySocket(
   client: WebSocket,
   worker: RemoteWorker,
   token: string,
   run: RelayedRun,
-  handlers: { onClose(code: number, reason: string): void; onFailure(err: Error): void },
+  handlers: { onOpen(): void; onClose(code: number, reason: string): void; onFailure(err: Error): void },
   log: Logger,
 ): SocketRelay {
   const url = `${worker.url.replace(/^http/, 'ws')}${INTERNAL_REALTIME_PATH}?session_id=${encodeURIComponent(run.sessionId)}`;
@@ -112,25 +112,21 @@ export function relaySocket(
     handshakeTimeout: CONNECT_TIMEOUT_MS,
     maxPayload: 64 * 1024 * 1024,
   });
-  const held: string[] = [];
   let opened = false;
   let finished = false;
-  const finish = (code: number, reason: string) => {
-    if (finished) return;
-    finished = true;
-    handlers.onClose(code, reason);
-  };
   upstream.on('open', () => {
     opened = true;
-    for (const text of held.splice(0)) upstream.send(text);
+    handlers.onOpen();
   });
   upstream.on('message', (data, isBinary) => {
     if (client.readyState === client.OPEN) client.send(isBinary ? data : data.toString());
   });
   upstream.on('close', (code, reason) => {
+    if (finished) return;
+    finished = true;
     // 1005 (no code) and 1006 (connection lost) cannot be sent on: the worker is gone.
     const sendable = code >= 1000 && code < 5000 && code !== 1005 && code !== 1006;
-    finish(sendable ? code : 1011, sendable ? reason.toString() : 'worker connection lost');
+    handlers.onClose(sendable ? code : 1011, sendable ? reason.toString() : 'worker connection lost');
   });
   upstream.on('error', (err) => {
     log.warn('relay to the worker failed', { workerId: worker.workerId, err });
@@ -140,9 +136,11 @@ export function relaySocket(
     }
   });
   return {
+    get opened() {
+      return opened;
+    },
     send(text) {
-      if (opened && upstream.readyState === upstream.OPEN) upstream.send(text);
-      else if (!opened && held.length < MAX_HELD_MESSAGES) held.push(text);
+      if (upstream.readyState === upstream.OPEN) upstream.send(text);
     },
     close() {
       finished = true;

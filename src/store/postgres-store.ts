@@ -14,7 +14,7 @@
  */
 import pg from 'pg';
 import { MIGRATIONS } from './migrations.js';
-import { countersOf, isLive, sessionEnding, toApiKey, toAsset, toEphemeralKey, toOutbox, toSession, toUsage, type Row } from './rows.js';
+import { countersOf, endApplies, sessionEnding, toApiKey, toAsset, toEphemeralKey, toOutbox, toSession, toUsage, type Row } from './rows.js';
 import type {
   ApiKeyRecord,
   AssetKind,
@@ -238,7 +238,7 @@ export class PostgresStore implements Store {
   async endSession(id: string, end: SessionEnd, usage: UsageDraft | null, outbox: OutboxDraft | null): Promise<SessionRecord | null> {
     return this.transaction(async (c) => {
       const row = (await c.query('SELECT * FROM sessions WHERE id = $1 FOR UPDATE', [id])).rows[0] as Row | undefined;
-      if (!row || !isLive(String(row.status) as SessionStatus)) return null;
+      if (!row || !endApplies(String(row.status) as SessionStatus, end)) return null;
       const { after, usage: record } = sessionEnding(row, end, usage);
       await c.query('UPDATE sessions SET status = $2, end_reason = $3, ended_at_us = $4, duration_seconds = $5 WHERE id = $1', [
         id,

@@ -169,3 +169,7 @@ export function sessionEnding(row: Row, end: SessionEnd, usage: UsageDraft | nul
 
 /** Whether a session in this status may still be ended (pending or active). */
 export const isLive = (status: SessionStatus): boolean => status === 'pending' || status === 'active';
+
+/** Whether `end` applies to a session now in `status`: it is live, and in `end.onlyFrom` when that is given. */
+export const endApplies = (status: SessionStatus, end: SessionEnd): boolean =>
+  isLive(status) && (end.onlyFrom === undefined || (end.onlyFrom as SessionStatus[]).includes(status));

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from './migrations.js';
-import { countersOf, isLive, sessionEnding, toApiKey, toAsset, toEphemeralKey, toOutbox, toSession, toUsage, type Row } from './rows.js';
+import { countersOf, endApplies, sessionEnding, toApiKey, toAsset, toEphemeralKey, toOutbox, toSession, toUsage, type Row } from './rows.js';
 import type {
   ApiKeyRecord,
   AssetKind,
@@ -218,7 +218,7 @@ export class SqliteStore implements Store {
   ): Promise<SessionRecord | null> {
     return this.db.transaction(() => {
       const row = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as Row | undefined;
-      if (!row || !isLive(String(row.status) as SessionStatus)) return null;
+      if (!row || !endApplies(String(row.status) as SessionStatus, end)) return null;
       const { after, usage: record } = sessionEnding(row, end, usage);
       this.db
         .prepare('UPDATE sessions SET status = ?, end_reason = ?, ended_at_us = ?, duration_seconds = ? WHERE id = ?')

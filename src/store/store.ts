@@ -137,6 +137,8 @@ export interface SessionEnd {
   status: Extract<SessionStatus, 'ended' | 'failed' | 'cancelled'>;
   endReason: string;
   endedAtUs: number;
+  /** End it only from these live statuses (a start timeout ends a session only while it is still pending). */
+  onlyFrom?: Array<Extract<SessionStatus, 'pending' | 'active'>>;
 }
 
 export interface SessionListQuery {

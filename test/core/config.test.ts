@@ -66,6 +66,7 @@ test('bad values stop start-up with a message naming the variable', () => {
     [{ REDIS_URL: 'redis://127.0.0.1:6379', FLEET_TOKEN: 't'.repeat(16) }, 'DATABASE_URL'],
     [{ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://u@h/db', FLEET_TOKEN: 'short' }, 'FLEET_TOKEN'],
     [{ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://u@h/db', FLEET_TOKEN: 't'.repeat(16), NODE_ID: 'a b' }, 'NODE_ID'],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://u@h/db', FLEET_TOKEN: 't'.repeat(16), NODE_ROLE: 'worker', HOST: '0.0.0.0' }, 'WORKER_URL'],
     [{ REDIS_URL: 'redis://127.0.0.1:6379', DATABASE_URL: 'postgres://u@h/db', FLEET_TOKEN: 't'.repeat(16), FLEET_WORKER_TTL_MS: '100' }, 'FLEET_WORKER_TTL_MS'],
   ];
   for (const [env, variable] of cases) {

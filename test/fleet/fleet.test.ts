@@ -164,9 +164,11 @@ Fleet('a WebSocket conversation through an API node runs on a worker; DELETE on 
   await ws.waitFor('response.output_audio.delta', { timeoutMs: 60_000 });
   const done = await ws.waitFor('response.done', { timeoutMs: 60_000 });
   assert.is(done.response.status, 'completed');
+  // The worker records the response's usage just after response.done (a store write of its own).
+  await until(() => ctx.store.getUsageCounters(rest), (c) => c.audioSecondsOut > 0, "the worker's usage counters");
   assert.is((await endSession(ctx, a2, rest)).body.status, 'ended');
   assert.is(await ws.waitClose(15_000), 4010, 'the worker closed the session ended on another node');
-  const usage = await until(() => ctx.store.getUsageForSession(rest), (u) => u !== null, 'the usage record');
+  const usage = await ctx.store.getUsageForSession(rest);
   assert.ok(usage!.audioSecondsOut > 0, 'usage counts the audio the worker spoke');
 });
 
@@ -205,6 +207,25 @@ Fleet('a WebRTC call from Chromium through an API node gets its media from the w
   } finally {
     await browser.close();
   }
+});
+
+Fleet('the janitor reconciles Redis with the store: a slot without a session is freed, a live session without a worker fails', async (ctx) => {
+  // A node that died between placing a session and storing it leaves a lease with no session.
+  const ghost = 'sess_ghostghostghostghostghos';
+  assert.ok(await ctx.registry.place(ghost));
+  // A session live in the store that no worker holds (its worker's failure was never recorded).
+  const now = Date.now() * 1000;
+  const orphan = 'sess_orphanorphanorphanorpha';
+  await ctx.store.insertSession({
+    id: orphan, userId: 'default', apiKeyId: null, origin: 'rest', model: 'gpt-5.2', voice: 'default', face: null, driving: null,
+    instructions: 'x', video: true, targetFps: null, upsampleFactor: null, ttsSource: null, videoCodec: null, outputSize: null,
+    status: 'active', endReason: null, createdAtUs: now, startedAtUs: now, endedAtUs: null, durationSeconds: null,
+    deadlineUs: now + 3_600_000_000, lastSeenUs: now, currentTranscript: '',
+  });
+  await until(() => ctx.registry.leaseOf(ghost), (l) => l === null, 'the ghost slot to be freed');
+  const failed = await until(() => ctx.store.getSession(orphan), (s) => s?.status === 'failed', 'the orphan to fail');
+  assert.is(failed!.endReason, 'worker_lost');
+  assert.ok(await ctx.store.getUsageForSession(orphan));
 });
 
 Fleet('kill -9 of an API node loses no record: its sessions stay in the store, and its relayed socket ends with usage', async (ctx) => {

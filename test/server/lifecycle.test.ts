@@ -47,6 +47,19 @@ Lifecycle('a call session is pending with a reserved slot until start(), then ac
   }
 });
 
+Lifecycle('a start timeout does not end a session another node started (fleet mode: the call runs on its worker)', async ({ t }) => {
+  const { sessions, store, pool } = t.server.services;
+  const pending = await sessions.create('default', config(), 'call', { start: false });
+  // Another node starts it: the store changes, this node's timer stays armed.
+  const now = t.server.services.clock.nowUs();
+  assert.ok(await store.markSessionStarted(pending.id, now, now + 60_000_000));
+  await new Promise((r) => setTimeout(r, 600)); // twice the start timeout
+  const got = (await store.getSession(pending.id))!;
+  assert.is(got.status, 'active', 'the start timeout left the started session alone');
+  assert.is((await pool.usage()).used, 1, 'and its slot');
+  assert.is(await store.getUsageForSession(pending.id), null);
+});
+
 Lifecycle('ending a pending session cancels it without usage', async ({ t }) => {
   const pending = await t.server.services.sessions.create('default', config(), 'call', { start: false });
   const res = await t.request('DELETE', `/v1/sessions/${pending.id}`);

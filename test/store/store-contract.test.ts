@@ -202,6 +202,16 @@ function contract(backend: Backend): void {
     assert.equal((await store.dueOutboxEntries(T0, 10)).map((e) => [e.eventId, e.usageId, JSON.parse(e.payload)]), [['evt_1', 'usage_1', { usage: 'usage_1', seconds: 2.5 }]]);
   });
 
+  s('an end limited to pending sessions leaves a started one alone (a start timeout racing the start)', async ({ store }) => {
+    await store.insertSession(session('sess_1'));
+    assert.ok(await store.markSessionStarted('sess_1', T0 + 1, T0 + 2));
+    const timeout = { status: 'cancelled', endReason: 'start_timeout', endedAtUs: T0 + 3, onlyFrom: ['pending'] } as const;
+    assert.is(await store.endSession('sess_1', { ...timeout, onlyFrom: [...timeout.onlyFrom] }, { id: 'usage_1', createdAtUs: T0 }, null), null);
+    assert.is((await store.getSession('sess_1'))!.status, 'active');
+    await store.insertSession(session('sess_2'));
+    assert.is((await store.endSession('sess_2', { ...timeout, onlyFrom: [...timeout.onlyFrom] }, null, null))!.status, 'cancelled');
+  });
+
   s('ending the same session from several stores at once: exactly one ends it, with one usage record', async (ctx) => {
     const stores = [ctx.db.open(), ctx.db.open(), ctx.db.open()];
     ctx.extra.push(...stores);

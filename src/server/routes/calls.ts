@@ -43,6 +43,7 @@ export function callRoutes(router: AppRouter, s: Services, g: RouteGuards): void
   if (fleet) {
     const internal: Koa.Middleware<AppState, AppContext> = async (ctx, next) => {
       if (!hasFleetToken(fleet.token, ctx.get(FLEET_TOKEN_HEADER) || undefined)) throw new AppError('invalid_fleet_token', 'Internal route: the fleet token is missing or wrong.', { status: 401 });
+      if (!s.isAccepting()) throw new AppError('shutting_down', 'This worker is shutting down.', { status: 503, headers: { 'Retry-After': '1' } });
       await next();
     };
     router.post(INTERNAL_CALLS_PATH, internal, g.json, async (ctx) => {
