@@ -1,5 +1,6 @@
 /**
  * Fleet mode's control plane on this machine: session-creation throughput and placement latency
+ * (and a WebSocket text turn's first audio, relayed through the API node to its worker)
  * through one API node with one and with two workers (real PostgreSQL and Redis on loopback, every
  * node its own process of the real entry point), beside the embedded default (one process, SQLite,
  * local slots) under the same load, which is fleet mode's overhead.
@@ -14,6 +15,7 @@
  */
 import fs from 'node:fs';
 import { RedisWorkerRegistry } from '../src/fleet/worker-registry.js';
+import { RealtimeTestClient } from '../test/helpers/realtime-client.js';
 import { startPostgres } from '../test/helpers/postgres-server.js';
 import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
 import { startRedis } from '../test/helpers/redis-server.js';
@@ -21,6 +23,8 @@ import { request, tempDir } from '../test/helpers/server.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const CONCURRENCY = 8;
+/** WebSocket text turns per run and setup: response.create → first output_audio.delta at the client. */
+const TURNS = 10;
 const SESSIONS_PER_CLIENT = 25;
 const TOKEN = 'fleet-bench-token-0123456789';
 /** Enough slots that no create is refused: this measures placement, not refusal. */
@@ -62,13 +66,36 @@ async function load(url: string, key: string): Promise<{ create: number[]; end: 
   return { create, end, perSecond: (CONCURRENCY * SESSIONS_PER_CLIENT) / ((performance.now() - started) / 1000) };
 }
 
+/**
+ * Text turns on one WebSocket (offline responder): response.create → first output_audio.delta at
+ * the client, which in fleet mode crosses the API node's relay both ways.
+ */
+async function textTurns(url: string, key: string): Promise<number[]> {
+  const c = await RealtimeTestClient.connect(url, { key, query: 'model=gpt-realtime' });
+  await c.waitFor('session.created');
+  const out: number[] = [];
+  for (let i = 0; i < TURNS + 2; i++) {
+    const from = c.events.length;
+    c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hello there, how are you?' }] } });
+    await c.waitFor('conversation.item.done', { from });
+    const t0 = performance.now();
+    c.send({ type: 'response.create' });
+    await c.waitFor('response.output_audio.delta', { from, timeoutMs: 60_000 });
+    if (i >= 2) out.push(performance.now() - t0); // the first two warm the voice up
+    c.send({ type: 'response.cancel' });
+    await c.waitFor('response.done', { from, timeoutMs: 60_000 });
+  }
+  await c.close();
+  return out;
+}
+
 const bench: Benchmark = {
   name: 'fleet',
   description: 'fleet mode: session creation through an API node with 1 and 2 workers (PostgreSQL, Redis) against the embedded default',
   async run(ctx) {
-    const results = new Map<string, { create: number[]; end: number[]; rates: number[] }>();
+    const results = new Map<string, { create: number[]; end: number[]; rates: number[]; turns: number[] }>();
     const placement: number[] = [];
-    for (const setup of SETUPS) results.set(setup.name, { create: [], end: [], rates: [] });
+    for (const setup of SETUPS) results.set(setup.name, { create: [], end: [], rates: [], turns: [] });
     for (let run = 0; run < ctx.runs; run++) {
       for (const setup of SETUPS) {
         const dirs: string[] = [];
@@ -115,6 +142,7 @@ const bench: Benchmark = {
         r.create.push(...out.create);
         r.end.push(...out.end);
         r.rates.push(out.perSecond);
+        r.turns.push(...(await textTurns(api.url, procs[0]!.bootstrapKey!)));
         ctx.log(`run ${run + 1}/${ctx.runs}, ${setup.name}: ${out.perSecond.toFixed(0)} sessions created and ended per second, create p50 ${median(out.create).toFixed(1)} ms`);
         for (const p of procs) p.child.kill('SIGTERM');
         await Promise.all(procs.map((p) => p.exited));
@@ -127,6 +155,7 @@ const bench: Benchmark = {
       const r = results.get(setup.name)!;
       metrics.push(summarise(`create, ${setup.name}`, 'ms', r.create, Math.round(median(r.rates))));
       metrics.push(summarise(`end, ${setup.name}`, 'ms', r.end));
+      metrics.push(summarise(`WebSocket text turn → first audio, ${setup.name}`, 'ms', r.turns));
     }
     metrics.push(summarise('placement alone (Redis script), 2 workers', 'ms', placement));
     const rate = (name: string) => median(results.get(name)!.rates);
@@ -137,6 +166,7 @@ const bench: Benchmark = {
       notes: [
         `sessions created and ended per second (median of ${ctx.runs} runs): embedded ${rate('embedded').toFixed(0)}, fleet with 1 worker ${rate('fleet, 1 worker').toFixed(0)}, with 2 workers ${rate('fleet, 2 workers').toFixed(0)}`,
         `fleet mode's overhead on a create (p50): ${(createP50('fleet, 1 worker') - createP50('embedded')).toFixed(1)} ms (PostgreSQL instead of SQLite, placement in Redis, the end announced to every node)`,
+        `a WebSocket text turn (offline responder) to its first audio: p50 ${median(results.get('embedded')!.turns).toFixed(1)} ms embedded, ${median(results.get('fleet, 1 worker')!.turns).toFixed(1)} ms relayed through the API node to 1 worker`,
         'every process shares these 2 cores: the load generator, PostgreSQL, Redis and each node',
       ],
     };
