@@ -75,9 +75,12 @@ export interface Config {
 
 const DATA_DIR_PLACEHOLDER = '$DATA_DIR';
 
+/** A PostgreSQL DATABASE_URL (store/open-store.ts reads the same schemes). */
+const POSTGRES_URL = /^postgres(ql)?:\/\//;
+
 const databaseUrl: Parser<string> = (t, name) => {
   if (t.startsWith('sqlite:')) return t;
-  if (/^postgres(ql)?:\/\//.test(t)) {
+  if (POSTGRES_URL.test(t)) {
     try {
       const url = new URL(t);
       if (!url.hostname) throw new Error('no host');
@@ -211,7 +214,7 @@ function fleetConfig(redisUrl: string | null, role: NodeRole, nodeId: string | n
     if (role !== 'all') throw new ConfigError('NODE_ROLE', `'${role}' is a fleet role: set REDIS_URL (and a postgres:// DATABASE_URL) too`);
     return null;
   }
-  if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError('DATABASE_URL', 'fleet mode (REDIS_URL set) needs the shared PostgreSQL store: postgres://user:password@host:port/database');
+  if (!POSTGRES_URL.test(databaseUrl)) throw new ConfigError('DATABASE_URL', 'fleet mode (REDIS_URL set) needs the shared PostgreSQL store: postgres://user:password@host:port/database');
   if (token.length < 16) throw new ConfigError('FLEET_TOKEN', 'must be set, at least 16 characters, in fleet mode (REDIS_URL set)');
   // A worker listening on every interface cannot know which address other machines reach it at.
   if (role !== 'api' && workerUrl === null && (host === '0.0.0.0' || host === '::')) {

@@ -27,7 +27,7 @@
 import { Redis } from 'ioredis';
 import type { Logger } from '../core/log.js';
 import type { SessionService } from '../sessions/session-service.js';
-import type { SessionRecord, Store } from '../store/store.js';
+import { isLive, type SessionRecord, type Store } from '../store/store.js';
 import type { RedisWorkerRegistry } from './worker-registry.js';
 
 /** The janitor's and the outbox lock's period; each lock lasts three. */
@@ -72,8 +72,8 @@ export class FleetNode {
   private readonly log: Logger;
   private subscriber: Redis | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
-  private janitorRun: Promise<void> | null = null;
-  private outboxRun: Promise<void> | null = null;
+  /** Passes of the periodic jobs in progress; stop() waits for them. */
+  private readonly running = new Set<Promise<void>>();
   private draining = false;
   private outboxRenewedAt = 0;
   private stopped = false;
@@ -106,8 +106,8 @@ export class FleetNode {
     this.subscriber.on('message', (_channel, text) => void this.onEnded(text));
     await this.subscriber.connect();
     await this.subscriber.subscribe(registry.sessionEndedChannel);
-    this.every(TICK_MS, () => this.janitorTick());
-    if (this.o.outbox) this.every(TICK_MS, () => this.outboxTick());
+    this.every(TICK_MS, () => this.janitor());
+    if (this.o.outbox) this.every(TICK_MS, () => this.holdOutbox());
     this.log.info('fleet node started', { worker: worker ? { capacity: worker.capacity, url: worker.url } : null, ttlMs: registry.ttlMs });
   }
 
@@ -123,7 +123,7 @@ export class FleetNode {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const timer of this.timers) clearInterval(timer);
-    await Promise.allSettled([this.janitorRun, this.outboxRun]);
+    await Promise.allSettled([...this.running]);
     const { registry, sessions } = this.o;
     if (this.draining) {
       this.draining = false;
@@ -144,8 +144,19 @@ export class FleetNode {
     }
   }
 
+  /** Runs `run` every `ms`, one pass at a time: a tick that finds the last pass still going is skipped. */
   private every(ms: number, run: () => Promise<void>): void {
-    this.timers.push(setInterval(() => void run(), ms).unref());
+    let pass: Promise<void> | null = null;
+    const tick = () => {
+      if (this.stopped || pass) return;
+      const current = run().finally(() => {
+        pass = null;
+        this.running.delete(current);
+      });
+      pass = current;
+      this.running.add(current);
+    };
+    this.timers.push(setInterval(tick, ms).unref());
   }
 
   private async beat(): Promise<void> {
@@ -170,7 +181,7 @@ export class FleetNode {
       await this.o.store.heartbeatSessions(ids, Date.now() * 1000);
       for (const id of ids) {
         const session = await this.o.store.getSession(id);
-        if (session && session.status !== 'pending' && session.status !== 'active') this.note(session);
+        if (session && !isLive(session.status)) this.note(session);
       }
     } catch (err) {
       this.log.warn('reconciling local sessions failed', { err });
@@ -205,13 +216,6 @@ export class FleetNode {
     }
   }
 
-  private async janitorTick(): Promise<void> {
-    if (this.stopped || this.janitorRun) return;
-    this.janitorRun = this.janitor().finally(() => {
-      this.janitorRun = null;
-    });
-  }
-
   private async janitor(): Promise<void> {
     const { registry, sessions, nodeId } = this.o;
     try {
@@ -239,7 +243,7 @@ export class FleetNode {
     const suspectLeases = new Set<string>();
     for (const sessionId of leases.keys()) {
       const session = await store.getSession(sessionId);
-      if (session && (session.status === 'pending' || session.status === 'active')) continue;
+      if (session && isLive(session.status)) continue;
       if (!this.suspectLeases.has(sessionId)) suspectLeases.add(sessionId);
       else {
         await registry.release(sessionId);
@@ -259,13 +263,6 @@ export class FleetNode {
       }
     }
     this.suspectSessions = suspectSessions;
-  }
-
-  private async outboxTick(): Promise<void> {
-    if (this.stopped || this.outboxRun) return;
-    this.outboxRun = this.holdOutbox().finally(() => {
-      this.outboxRun = null;
-    });
   }
 
   private async holdOutbox(): Promise<void> {

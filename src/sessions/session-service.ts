@@ -22,7 +22,7 @@ import { AppError, notFound } from '../core/errors.js';
 import { newEventId, newSessionId, newUsageId } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { AssetResolver } from '../assets/asset-service.js';
-import type { OutboxDraft, SessionEnd, SessionOrigin, SessionRecord, Store, UsageRecord } from '../store/store.js';
+import { isLive, type OutboxDraft, type SessionEnd, type SessionOrigin, type SessionRecord, type Store, type UsageRecord } from '../store/store.js';
 import type { SessionConfig } from './session-config.js';
 import type { WorkerPool } from './worker-pool.js';
 
@@ -170,7 +170,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
   async end(id: string, status: 'ended' | 'cancelled' | 'failed' | null, reason: string, onlyFrom?: SessionEnd['onlyFrom']): Promise<SessionRecord> {
     const current = await this.store.getSession(id);
     if (!current) throw notFound('session', id);
-    if (current.status !== 'pending' && current.status !== 'active') return current;
+    if (!isLive(current.status)) return current;
     if (onlyFrom && !onlyFrom.includes(current.status)) return current;
     const endStatus = status ?? (current.status === 'pending' ? 'cancelled' : 'ended');
     return this.finish(current, { status: endStatus, endReason: reason, endedAtUs: this.clock.nowUs(), onlyFrom });
@@ -217,7 +217,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
     let failed = 0;
     for (const id of ids) {
       const session = await this.store.getSession(id);
-      if (!session || (session.status !== 'pending' && session.status !== 'active')) continue;
+      if (!session || !isLive(session.status)) continue;
       const endedAtUs = Math.max(session.startedAtUs ?? session.createdAtUs, Math.min(lastHeardUs, this.clock.nowUs()));
       const ended = await this.finish(session, { status: 'failed', endReason: reason, endedAtUs });
       if (ended.endReason === reason) failed++;
@@ -251,7 +251,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
    * `ended` is emitted, so a connection running it in this process closes as for a local end.
    */
   noteEndedElsewhere(session: SessionRecord): void {
-    if (session.status === 'pending' || session.status === 'active') return;
+    if (isLive(session.status)) return;
     this.disarm(session.id);
     this.emit('ended', session);
   }
@@ -279,7 +279,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
     // Not ended by us: someone else ended it first (then its slot goes too), or `end.onlyFrom` did
     // not match (a start timeout after another node started it: it stays live, slot and all).
     const now = ended ?? (await this.store.getSession(session.id)) ?? session;
-    if (now.status === 'pending' || now.status === 'active') return now;
+    if (isLive(now.status)) return now;
     this.disarm(session.id);
     try {
       await (await this.pool.leaseOf(session.id))?.release();

@@ -4,18 +4,19 @@
  * Number() (microsecond times stay below 2^53). Also the one place that says what ending a session
  * writes: the session's terminal fields and, once it had started, its usage record.
  */
-import type {
-  ApiKeyRecord,
-  AssetKind,
-  AssetRecord,
-  EphemeralKeyRecord,
-  OutboxEntry,
-  SessionEnd,
-  SessionRecord,
-  SessionStatus,
-  UsageCounters,
-  UsageDraft,
-  UsageRecord,
+import {
+  isLive,
+  type ApiKeyRecord,
+  type AssetKind,
+  type AssetRecord,
+  type EphemeralKeyRecord,
+  type OutboxEntry,
+  type SessionEnd,
+  type SessionRecord,
+  type SessionStatus,
+  type UsageCounters,
+  type UsageDraft,
+  type UsageRecord,
 } from './store.js';
 
 export type Row = Record<string, unknown>;
@@ -167,9 +168,6 @@ export function sessionEnding(row: Row, end: SessionEnd, usage: UsageDraft | nul
   };
 }
 
-/** Whether a session in this status may still be ended (pending or active). */
-export const isLive = (status: SessionStatus): boolean => status === 'pending' || status === 'active';
-
 /** Whether `end` applies to a session now in `status`: it is live, and in `end.onlyFrom` when that is given. */
 export const endApplies = (status: SessionStatus, end: SessionEnd): boolean =>
-  isLive(status) && (end.onlyFrom === undefined || (end.onlyFrom as SessionStatus[]).includes(status));
+  isLive(status) && (end.onlyFrom === undefined || end.onlyFrom.includes(status));

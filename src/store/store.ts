@@ -9,6 +9,8 @@
 
 export type SessionStatus = 'pending' | 'active' | 'ended' | 'failed' | 'cancelled';
 export const TERMINAL_STATUSES: readonly SessionStatus[] = ['ended', 'failed', 'cancelled'];
+/** Whether a session in this status may still be started or ended (pending or active). */
+export const isLive = (status: SessionStatus): status is 'pending' | 'active' => status === 'pending' || status === 'active';
 
 /** Which door a session came in by; decides its event dialect and who ends it. */
 export type SessionOrigin = 'rest' | 'legacy' | 'realtime' | 'call';
