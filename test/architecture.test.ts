@@ -10,7 +10,8 @@
  *    code, providers importing no other kind and no cli/, nothing importing cli/ or server/ but
  *    their entry points);
  *  - and no NARROWING rule forbids it: some parts may see another only through its seam (a
- *    provider kind through its `base.ts`, the engine through `realtime/avatar-output.ts` from the
+ *    provider kind through its `base.ts`, the engine through its two doors from the media side
+ *    (`realtime/avatar-output.ts`, `realtime/input-images.ts`), from the
  *    media side, the media plane through its speech doors from the providers, only
  *    `media/native.ts` loading the native addon);
  *  - and a package with an owner (`ws`, `node-datachannel`, koa, the SQLite driver) is imported
@@ -85,8 +86,8 @@ const NARROWINGS: Narrowing[] = [
       !e.to.endsWith(from === 'config' ? '/config.ts' : '/base.ts'),
   },
   {
-    rule: 'the media plane sees the engine only through its AvatarOutput interface (realtime/avatar-output.ts)',
-    forbids: (e, from, to) => from === 'media' && to === 'realtime' && e.to !== 'src/realtime/avatar-output.ts',
+    rule: 'the media plane sees the engine only through its AvatarOutput and InputImages interfaces (realtime/avatar-output.ts, realtime/input-images.ts)',
+    forbids: (e, from, to) => from === 'media' && to === 'realtime' && e.to !== 'src/realtime/avatar-output.ts' && e.to !== 'src/realtime/input-images.ts',
   },
   {
     rule: 'providers reach the media plane only through its speech doors (media/speech-synth.ts, media/speech-recognition.ts)',
@@ -183,7 +184,7 @@ test('the checker catches deliberate forbidden imports', () => {
     ['src/providers/llm/index.ts', "import { modelPath } from '../../cli/fetch-models.js';", /not 'cli'/],
     ['src/signaling/realtime-connection.ts', "import { createSpeechService } from '../providers/tts/index.js';", /only through its seam/],
     ['src/media/opus-decoder.ts', "import type * as B from '../../native/media-node/index.js';", /only src\/media\/native\.ts loads the native addon/],
-    ['src/media/avatar-output.ts', "import { RealtimeSessionEngine } from '../realtime/session-engine.js';", /only through its AvatarOutput interface/],
+    ['src/media/avatar-output.ts', "import { RealtimeSessionEngine } from '../realtime/session-engine.js';", /only through its AvatarOutput and InputImages interfaces/],
     ['src/providers/tts/piper.ts', "import { MediaSession } from '../../media/media-session.js';", /speech doors/],
     ['src/assets/catalog.ts', "import { startServer } from '../server/server.js';", /'assets' may import only core, store, not 'server'/],
     ['src/newpart/thing.ts', "import { x } from '../core/ids.js';", /no row in MAY_IMPORT/],
@@ -199,6 +200,7 @@ test('the checker catches deliberate forbidden imports', () => {
     ['src/providers/asr/base.ts', "import { ProviderError } from '../provider-error.js';"],
     ['src/server/realtime-runtime.ts', "const tts = await import('../providers/tts/index.js');"],
     ['src/media/avatar-output.ts', "import type { AvatarOutput } from '../realtime/avatar-output.js';"],
+    ['src/media/input-images.ts', "import type { InputImages } from '../realtime/input-images.js';"],
   ];
   for (const [file, source] of allowed) assert.equal(report(importsOf(file, source)), [], `${file}: ${source}`);
 });

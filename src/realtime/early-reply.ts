@@ -4,12 +4,14 @@
  * asks the model for the reply the turn would get, here, while the end-of-turn decision is still
  * being made. Nothing of it reaches the client: the model's text is only buffered. Then either
  *  - the turn ends in that pause and its response asks for exactly the same request (same model,
- *    same messages, same output limit: anything else, e.g. a session.update in between, and the
- *    early reply is discarded): `take()` hands the response a LanguageModel whose stream is the
+ *    same messages, same output limit, same tools: anything else, e.g. a session.update in
+ *    between, and the early reply is discarded): `take()` hands the response a LanguageModel whose stream is the
  *    buffered text followed by the rest as it is generated, so the response's first clause is
  *    often ready at once; or
  *  - the user speaks on (or anything else makes it stale): `discard()` aborts the generation and
  *    drops the text. The response that comes later never sees it.
+ * A reply that turns out to be a function call is buffered like text: its function_call item is
+ * shown only by the response that takes it, after the turn is confirmed.
  * Only with a model running in this process (`LanguageModel.local`): a remote API would bill for
  * replies thrown away. The early reply holds one of the local model's sequences while it runs; a
  * discarded one frees it at once, and leaves that sequence holding the conversation's prompt, so
@@ -20,12 +22,8 @@
  * ends with the model's own `done` (or its error). Aborting the taken stream's signal aborts the
  * generation, as for a direct request.
  */
-import type { ChatMessage, GenerateChunk, GenerateRequest, LanguageModel } from '../providers/llm/base.js';
-
-export interface EarlyReplyRequest {
-  messages: ChatMessage[];
-  maxOutputTokens: number | null;
-}
+import type { GenerateChunk, GenerateRequest, LanguageModel } from '../providers/llm/base.js';
+import type { ModelRequest } from './response.js';
 
 export class EarlyReply {
   private readonly abort = new AbortController();
@@ -38,7 +36,7 @@ export class EarlyReply {
 
   constructor(
     private readonly model: LanguageModel,
-    private readonly request: EarlyReplyRequest,
+    private readonly request: ModelRequest,
   ) {
     void this.pump();
   }
@@ -56,13 +54,14 @@ export class EarlyReply {
   }
 
   /** Whether a response asking `model` for `request` would get exactly this reply. */
-  matches(model: LanguageModel, request: EarlyReplyRequest): boolean {
+  matches(model: LanguageModel, request: ModelRequest): boolean {
     return (
       !this.taken &&
       !this.abort.signal.aborted &&
       model.id === this.model.id &&
       request.maxOutputTokens === this.request.maxOutputTokens &&
-      sameMessages(request.messages, this.request.messages)
+      sameJson(request.messages, this.request.messages) &&
+      sameJson([request.tools, request.toolChoice, request.parallelToolCalls], [this.request.tools, this.request.toolChoice, this.request.parallelToolCalls])
     );
   }
 
@@ -87,7 +86,13 @@ export class EarlyReply {
 
   private async pump(): Promise<void> {
     try {
-      const stream = this.model.generate({ messages: this.request.messages, maxOutputTokens: this.request.maxOutputTokens, signal: this.abort.signal });
+      const { messages, maxOutputTokens, tools, toolChoice, parallelToolCalls } = this.request;
+      const stream = this.model.generate({
+        messages,
+        maxOutputTokens,
+        signal: this.abort.signal,
+        ...(tools.length > 0 ? { tools, toolChoice, parallelToolCalls } : {}),
+      });
       for await (const chunk of stream) {
         if (this.abort.signal.aborted && !this.taken) break;
         this.chunks.push(chunk);
@@ -138,6 +143,7 @@ export class EarlyReply {
   }
 }
 
-function sameMessages(a: readonly ChatMessage[], b: readonly ChatMessage[]): boolean {
-  return a.length === b.length && a.every((m, i) => m.role === b[i]?.role && m.content === b[i]?.content);
+/** Whether two request parts are the same (the messages, tool calls and images included). */
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }

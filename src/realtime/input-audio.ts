@@ -40,6 +40,8 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
   private vad: VoiceActivityDetector | null = null;
   private chunks: Int16Array[] = [];
   private samples = 0;
+  /** Samples heard since the session started (appended or from the microphone): the input clock. */
+  private heardSamples = 0;
   /** The item id announced by speech_started, used again by speech_stopped and the commit. */
   private speechItemId: string | null = null;
 
@@ -50,6 +52,16 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
     private readonly log: Logger,
   ) {
     super();
+  }
+
+  /** Milliseconds of input audio heard so far (the time base of audio_start_ms / audio_end_ms). */
+  get heardMs(): number {
+    return Math.round((this.heardSamples * 1000) / PCM_RATE_HZ);
+  }
+
+  /** Milliseconds of audio in the input buffer (not yet committed). */
+  get bufferedMs(): number {
+    return (this.samples * 1000) / PCM_RATE_HZ;
   }
 
   /** Whether the VAD hears the user speaking now. */
@@ -96,11 +108,13 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
     }
     this.chunks.push(pcm);
     this.samples += pcm.length;
+    this.heardSamples += pcm.length;
     this.segmenter?.push(pcm);
   }
 
   /** A call's microphone: heard by the VAD only (dropped with turn detection off). */
   pushMicrophone(pcm: Int16Array): void {
+    this.heardSamples += pcm.length;
     this.segmenter?.push(pcm);
   }
 

@@ -13,8 +13,8 @@
  *    tests instead.
  *  - The avatar's own events (`response.output_image.delta` / `.done`) have no OpenAI type; they
  *    are declared here beside the GA ones with the same part reference fields.
- *  - Events the server never sends (MCP, DTMF, rate limits, function-call arguments) are left
- *    out, so emitting one by mistake is also a type error.
+ *  - Events the server never sends (MCP, DTMF, rate limits) are left out, so emitting one by
+ *    mistake is also a type error.
  */
 import type {
   ConversationItemAdded,
@@ -28,6 +28,7 @@ import type {
   InputAudioBufferCommittedEvent,
   InputAudioBufferSpeechStartedEvent,
   InputAudioBufferSpeechStoppedEvent,
+  InputAudioBufferTimeoutTriggered,
   RealtimeErrorEvent,
   RealtimeServerEvent as OpenAIServerEvent,
   ResponseAudioDeltaEvent,
@@ -38,6 +39,8 @@ import type {
   ResponseContentPartDoneEvent,
   ResponseCreatedEvent,
   ResponseDoneEvent,
+  ResponseFunctionCallArgumentsDeltaEvent,
+  ResponseFunctionCallArgumentsDoneEvent,
   ResponseOutputItemAddedEvent,
   ResponseOutputItemDoneEvent,
   ResponseTextDeltaEvent,
@@ -94,6 +97,7 @@ export type ServerEvent =
   | InputAudioBufferClearedEvent
   | InputAudioBufferSpeechStartedEvent
   | InputAudioBufferSpeechStoppedEvent
+  | InputAudioBufferTimeoutTriggered
   | OpenAIServerEvent.OutputAudioBufferStarted
   | OpenAIServerEvent.OutputAudioBufferStopped
   | OpenAIServerEvent.OutputAudioBufferCleared
@@ -109,6 +113,8 @@ export type ServerEvent =
   | ResponseAudioDoneEvent
   | ResponseAudioTranscriptDeltaEvent
   | ResponseAudioTranscriptDoneEvent
+  | ResponseFunctionCallArgumentsDeltaEvent
+  | ResponseFunctionCallArgumentsDoneEvent
   | ResponseOutputImageDeltaEvent
   | ResponseOutputImageDoneEvent;
 

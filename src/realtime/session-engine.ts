@@ -34,7 +34,7 @@
  *    MAX_RECORDED_CHAT_CHARS of chat history is written to the store per session.
  */
 import type { Logger } from '../core/log.js';
-import type { LanguageModels, LanguageModel, ChatMessage } from '../providers/llm/base.js';
+import type { LanguageModels, LanguageModel, ChatMessage, ToolChoice, ToolDefinition } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
 import { audioSeconds, type SpeechRecognizers, type Transcriber, type TranscriptionResult } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
@@ -43,15 +43,18 @@ import { checkedByWords } from './turn-judge.js';
 import { AppError } from '../core/errors.js';
 import type { AvatarOutput } from './avatar-output.js';
 import { InputAudio } from './input-audio.js';
-import { Conversation, MAX_CONVERSATION_ITEMS, type MessageItem, itemText, parseMessageItem, toMessages } from './conversation.js';
-import { MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
+import { Conversation } from './conversation.js';
+import { type Item, type MessageItem, type ParsedItem, itemText, parseItem, toMessages } from './items.js';
+import type { InputImages } from './input-images.js';
+import { parseResponseRequest } from './response-request.js';
+import { InputAudioDecoder, type WireAudioFormat } from '../audio/wire-format.js';
 import {
   type ClientEvent,
   type Dialect,
   type Json,
   type ServerEventDraft,
   RealtimeError,
-  checkMaxLength,
+  decodeBase64,
   decodePcm16,
   errorEvent,
   eventIdOf,
@@ -59,7 +62,6 @@ import {
   newConversationId,
   newItemId,
   newResponseId,
-  optionalMetadata,
   optionalString,
   readClientEvent,
   requireInteger,
@@ -67,12 +69,10 @@ import {
   requireString,
   MAX_CLIENT_EVENT_BYTES,
 } from './protocol.js';
-import { ResponseRun, type ResponseOutcome } from './response.js';
-import { EarlyReply, type EarlyReplyRequest } from './early-reply.js';
+import { ResponseRun, type ModelRequest, type ResponseOutcome } from './response.js';
+import { EarlyReply } from './early-reply.js';
 import { applySessionUpdate, type SessionSettings } from './session-update.js';
 
-/** Voice names in a response.create: at most this long (as in session.update). */
-const MAX_VOICE_NAME_CHARS = 200;
 /**
  * Chat history (user and assistant turns) one session writes to the store, in characters. Turns
  * beyond it are not recorded (a warning says so, once): 4M characters is hours of conversation, and
@@ -136,6 +136,8 @@ export interface EngineDeps {
   /** semantic_vad's end-of-turn model (shared by the process), or null when none is installed. */
   endOfTurnModel(): Promise<EndOfTurnModel | null>;
   assets: AssetChecker;
+  /** Checks input_image parts (src/media/input-images.ts). */
+  images: InputImages;
   recorder: SessionRecorder;
   log: Logger;
 }
@@ -255,6 +257,7 @@ export class RealtimeSessionEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.disarmIdleTimeout();
     this.active?.cancel('client_cancelled');
     this.dropSpeculation();
     this.dropEarlyReply();
@@ -348,6 +351,59 @@ export class RealtimeSessionEngine {
   /** Creates, reconfigures or removes the VAD to match the settings. */
   private async applyTurnDetection(): Promise<void> {
     await this.input.configure(this.settings.turnDetection);
+    if (!this.settings.turnDetection?.idleTimeoutMs) this.disarmIdleTimeout();
+  }
+
+  // ---- idle timeout (turn_detection.idle_timeout_ms) ----
+
+  private idleTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * Starts the idle timeout once a response has played out: if the user says nothing for
+   * idle_timeout_ms, the turn times out (onIdleTimeout). Speech, a new response, or any change of
+   * the turn detection settings stops it.
+   */
+  private armIdleTimeout(): void {
+    this.disarmIdleTimeout();
+    const ms = this.settings.turnDetection?.idleTimeoutMs;
+    if (!ms || this.closed) return;
+    const startMs = this.input.heardMs;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      this.chain = this.chain.then(() => this.onIdleTimeout(startMs, ms));
+    }, ms);
+    this.idleTimer.unref?.();
+  }
+
+  private disarmIdleTimeout(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+  }
+
+  /**
+   * input_audio_buffer.timeout_triggered, as OpenAI's: the buffer is committed as the user's
+   * (silent) turn and, with create_response, the model is asked to check in on the user.
+   */
+  private async onIdleTimeout(startMs: number, idleMs: number): Promise<void> {
+    if (this.closed || this.active || this.input.isSpeaking || !this.settings.turnDetection?.idleTimeoutMs) return;
+    try {
+      const itemId = newItemId();
+      this.emit({ type: 'input_audio_buffer.timeout_triggered', audio_start_ms: startMs, audio_end_ms: this.input.heardMs, item_id: itemId });
+      this.input.clear();
+      this.dropSpeculation();
+      const item: MessageItem = { id: itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: '' }] };
+      const previousItemId = this.conversation.insert(item, null);
+      this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
+      this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
+      this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
+      this.enforceConversationBound();
+      if (this.settings.turnDetection.createResponse) {
+        const seconds = Math.round(idleMs / 100) / 10;
+        await this.startResponse({ instructions: `${this.settings.session.instructions}\n\n${idleNudge(seconds)}` }, null);
+      }
+    } catch (err) {
+      this.emit(errorEvent(err, null));
+    }
   }
 
   // ---- conversation items ----
@@ -355,18 +411,44 @@ export class RealtimeSessionEngine {
   private async onItemCreate(event: ClientEvent): Promise<void> {
     const { body } = event;
     const previous = optionalString(body, 'previous_item_id', 'previous_item_id');
-    const { item, audio } = parseMessageItem(body.item, 'item');
-    const pcm = audio !== null ? decodePcm16(audio, 'item.content.audio') : null;
+    const parsed = parseItem(body.item, 'item');
+    const { item } = parsed;
+    if (previous !== null && previous !== 'root' && !this.conversation.get(previous)) {
+      this.conversation.require(previous, 'previous_item_id', 'create');
+    }
+    if (item.type === 'function_call_output' && !this.conversation.hasCall(item.call_id)) {
+      throw new RealtimeError(
+        'invalid_call_id',
+        `No function_call item with call_id '${item.call_id}' is in the conversation; a function_call_output answers a call the model made (or one you added first).`,
+        'item.call_id',
+      );
+    }
+    const pcm = parsed.audio !== null ? this.decodeItemAudio(parsed.audio) : null;
+    await this.checkImages(parsed);
+    if (this.closed) return;
     const previousItemId = this.conversation.insert(item, previous);
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
-    if (pcm) {
+    if (pcm && item.type === 'message') {
       this.transcribe(item, previousItemId, pcm, false);
       this.enforceConversationBound();
       return;
     }
     this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
     this.enforceConversationBound();
-    if (item.role !== 'system') this.recordTurn(item.role, itemText(item));
+    if (item.type === 'message' && item.role !== 'system') this.recordTurn(item.role, itemText(item));
+  }
+
+  /** An item's input_audio in the session's input format, as PCM16 24 kHz. */
+  private decodeItemAudio(audio: string): Int16Array {
+    const format = this.settings.inputFormat;
+    if (format.type === 'audio/pcm') return decodePcm16(audio, 'item.content.audio');
+    return new InputAudioDecoder(format).decode(decodeBase64(audio, 'item.content.audio'));
+  }
+
+  /** Checks an item's images (off the event loop) and keeps each as the model will get it. */
+  private async checkImages(parsed: ParsedItem): Promise<void> {
+    const checked = await Promise.all(parsed.images.map(({ part, param }) => this.deps.images.check(part.image_url, param)));
+    parsed.images.forEach(({ part }, i) => (part.image_url = (checked[i] as { url: string }).url));
   }
 
   /**
@@ -381,16 +463,16 @@ export class RealtimeSessionEngine {
     const itemId = requireString(body, 'item_id', 'item_id');
     const contentIndex = requireInteger(body, 'content_index', 'content_index', 0);
     const audioEndMs = requireInteger(body, 'audio_end_ms', 'audio_end_ms', 0);
-    const item = this.conversation.require(itemId, 'item_id');
-    const running = this.active?.itemId === itemId ? this.active : null;
+    const item = this.conversation.require(itemId, 'item_id', 'truncate');
+    const running = this.active?.messageItemId === itemId ? this.active : null;
     if (running) {
       if (contentIndex !== 0) throw new RealtimeError('invalid_value', `Item '${itemId}' has its audio at content_index 0.`, 'content_index');
       const cutMs = running.truncate(audioEndMs);
       this.emit({ type: 'conversation.item.truncated', item_id: itemId, content_index: 0, audio_end_ms: cutMs });
       return;
     }
-    const part = item.content[contentIndex];
-    if (item.role !== 'assistant' || !part || part.type !== 'output_audio') {
+    const part = item.type === 'message' ? item.content[contentIndex] : undefined;
+    if (item.type !== 'message' || item.role !== 'assistant' || !part || part.type !== 'output_audio') {
       throw new RealtimeError('invalid_value', `Item '${itemId}' has no assistant audio at content_index ${contentIndex}.`, 'content_index');
     }
     const run = this.truncatable.get(itemId);
@@ -415,7 +497,7 @@ export class RealtimeSessionEngine {
 
   private onItemDelete(event: ClientEvent): void {
     const itemId = requireString(event.body, 'item_id', 'item_id');
-    if (this.active?.itemId === itemId) {
+    if (this.active?.hasItem(itemId)) {
       throw new RealtimeError('item_in_use', `Item '${itemId}' belongs to the response in progress; cancel it first.`, 'item_id');
     }
     this.conversation.delete(itemId);
@@ -428,8 +510,8 @@ export class RealtimeSessionEngine {
    * progress), announcing each with conversation.item.deleted so a client's mirror stays exact.
    */
   private enforceConversationBound(): void {
-    const activeItem = this.active?.itemId ?? null;
-    const dropped = this.conversation.overflow((id) => id === activeItem);
+    const active = this.active;
+    const dropped = this.conversation.overflow((id) => active?.hasItem(id) ?? false);
     for (const id of dropped) {
       this.conversation.delete(id);
       this.truncatable.delete(id);
@@ -440,7 +522,7 @@ export class RealtimeSessionEngine {
 
   private onItemRetrieve(event: ClientEvent): void {
     const itemId = requireString(event.body, 'item_id', 'item_id');
-    this.emit({ type: 'conversation.item.retrieved', item: this.conversation.require(itemId, 'item_id') });
+    this.emit({ type: 'conversation.item.retrieved', item: this.conversation.require(itemId, 'item_id', 'retrieve') });
   }
 
   // ---- input audio ----
@@ -448,8 +530,18 @@ export class RealtimeSessionEngine {
   private onAppend(event: ClientEvent): void {
     this.refuseOnWebRtc(event);
     const audio = requireString(event.body, 'audio', 'audio');
-    this.input.append(decodePcm16(audio, 'audio'));
+    const format = this.settings.inputFormat;
+    if (format.type === 'audio/pcm') {
+      this.input.append(decodePcm16(audio, 'audio'));
+      return;
+    }
+    // G.711 at 8 kHz: decoded and resampled with state kept across appends (no clicks at their seams).
+    if (this.inputDecoder?.format !== format) this.inputDecoder = { format, decoder: new InputAudioDecoder(format) };
+    this.input.append(this.inputDecoder.decoder.decode(decodeBase64(audio, 'audio')));
   }
+
+  /** The decoder of appended G.711 audio, for the input format it was made for. */
+  private inputDecoder: { format: WireAudioFormat; decoder: InputAudioDecoder } | null = null;
 
   private onCommit(event: ClientEvent): void {
     this.refuseOnWebRtc(event);
@@ -484,6 +576,7 @@ export class RealtimeSessionEngine {
 
   private onSpeechStarted(e: { audioStartMs: number; itemId: string }): void {
     if (this.closed) return;
+    this.disarmIdleTimeout();
     this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: e.itemId });
     this.deps.avatar.listen(true);
     this.dropEarlyReply(); // a turn's reply not started by now is not wanted any more
@@ -520,7 +613,11 @@ export class RealtimeSessionEngine {
     if (text === '' || !model.local) return;
     const session = this.settings.session;
     const turn: MessageItem = { id: s.itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: text }] };
-    const request = replyRequest(session.instructions, session.output_modalities, [...this.conversation.messages(), ...toMessages([turn])], session.max_output_tokens);
+    const request = replyRequest(session.instructions, session.output_modalities, [...this.conversation.messages(), ...toMessages([turn])], session.max_output_tokens, {
+      tools: this.settings.tools,
+      toolChoice: this.settings.toolChoice,
+      parallelToolCalls: this.settings.raw.parallel_tool_calls !== false,
+    });
     s.reply = new EarlyReply(model, request);
   }
 
@@ -655,11 +752,7 @@ export class RealtimeSessionEngine {
   private readonly truncatable = new Map<string, ResponseRun>();
 
   private async onResponseCreate(event: ClientEvent): Promise<void> {
-    const body = event.body.response;
-    if (body !== undefined && body !== null && !isObject(body)) {
-      throw new RealtimeError('invalid_type', "Invalid type for 'response': expected an object.", 'response');
-    }
-    await this.startResponse(body ?? null, event.eventId);
+    await this.startResponse(event.body.response, event.eventId);
   }
 
   /**
@@ -690,84 +783,49 @@ export class RealtimeSessionEngine {
   }
 
   /** Validates a response request and starts its run; `clientEventId` is the response.create's (null: automatic). */
-  private async startResponse(body: Json | null, clientEventId: string | null): Promise<void> {
+  private async startResponse(body: unknown, clientEventId: string | null): Promise<void> {
     if (this.active) {
       throw new RealtimeError(
         'conversation_already_has_active_response',
         `Conversation already has an active response in progress: ${this.active.id}. Wait until the response is finished before creating a new one.`,
       );
     }
-    const r = body ?? {};
+    const r = parseResponseRequest(body, this.settings);
     const s = this.settings.session;
-    const modalitiesRaw = r.output_modalities ?? r.modalities;
-    let modalities = s.output_modalities;
-    if (modalitiesRaw !== undefined) {
-      if (!Array.isArray(modalitiesRaw) || modalitiesRaw.some((m) => m !== 'text' && m !== 'audio' && m !== 'image')) {
-        throw new RealtimeError('invalid_value', "'response.output_modalities' must be a list of 'text', 'audio', 'image'.", 'response.output_modalities');
-      }
-      modalities = modalitiesRaw as string[];
-    }
-    const conversation = r.conversation ?? 'auto';
-    if (conversation !== 'auto' && conversation !== 'none') {
-      throw new RealtimeError('invalid_value', "'response.conversation' must be 'auto' or 'none'.", 'response.conversation');
-    }
-    const instructions =
-      r.instructions === undefined ? s.instructions : checkMaxLength(requireString(r, 'instructions', 'response.instructions'), MAX_INSTRUCTIONS_CHARS, 'response.instructions');
-    const audioOut = isObject(r.audio) && isObject(r.audio.output) ? r.audio.output : {};
-    const voiceName = (key: string, obj: Json, param: string) => {
-      const v = optionalString(obj, key, param);
-      return v === null ? null : checkMaxLength(v, MAX_VOICE_NAME_CHARS, param);
-    };
-    const voiceOverride = voiceName('voice', audioOut, 'response.audio.output.voice') ?? voiceName('voice', r, 'response.voice');
-    const metadata = optionalMetadata(r, 'metadata', 'response.metadata');
-    const maxTokens = r.max_output_tokens ?? r.max_response_output_tokens ?? s.max_output_tokens;
-    if (maxTokens !== 'inf' && !(typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= 4096)) {
-      throw new RealtimeError('invalid_value', "'response.max_output_tokens' must be an integer from 1 to 4096 or 'inf'.", 'response.max_output_tokens');
-    }
-    let context: ChatMessage[];
-    if (Array.isArray(r.input)) {
-      if (r.input.length > MAX_CONVERSATION_ITEMS) {
-        throw new RealtimeError(
-          'array_above_max_length',
-          `Invalid 'response.input': array too long. Expected an array with maximum length ${MAX_CONVERSATION_ITEMS}, but got an array with length ${r.input.length} instead.`,
-          'response.input',
-        );
-      }
-      context = this.inputContext(r.input);
-    } else if (r.input !== undefined && r.input !== null) {
-      throw new RealtimeError('invalid_type', "'response.input' must be an array of items.", 'response.input');
-    } else context = this.conversation.messages();
+    const input = r.input === null ? null : await this.inputItems(r.input);
     // Wait for transcriptions in progress so the model hears what was said.
     if (this.transcriptions.size > 0) await Promise.allSettled([...this.transcriptions]);
     if (this.closed) return;
     if (this.active) throw new RealtimeError('conversation_already_has_active_response', 'Conversation already has an active response in progress.');
 
-    const request = replyRequest(instructions, modalities, context, maxTokens as number | 'inf');
+    const context = input === null ? this.conversation.messages() : toMessages(input);
+    const request = replyRequest(r.instructions, r.outputModalities, context, r.maxOutputTokens, r);
     const responseId = newResponseId();
     const model = this.deps.llm.forModel(s.model);
     // audio.output.voice holds an OpenAI voice name (the speech service maps it) or our voice id.
-    const voiceId = voiceOverride ?? s.audio.output.voice;
-    const inConversation = conversation === 'auto';
-    const item: MessageItem = { id: newItemId(), object: 'realtime.item', type: 'message', status: 'in_progress', role: 'assistant', content: [] };
-    const previousItemId = inConversation ? this.conversation.insert(item, null) : null;
+    const voiceId = r.voice ?? s.audio.output.voice;
+    const conversation = this.conversation;
     const run = new ResponseRun(
       {
         id: responseId,
-        conversationId: inConversation ? this.conversation.id : null,
-        outputModalities: modalities,
-        messages: request.messages,
-        maxOutputTokens: maxTokens as number | 'inf',
-        metadata,
+        conversation: r.inConversation ? { id: conversation.id, insert: (item) => conversation.insert(item, null) } : null,
+        outputModalities: r.outputModalities,
+        request,
+        maxOutputTokens: r.maxOutputTokens,
+        metadata: r.metadata,
         clientEventId,
-        voiceName: voiceOverride ?? s.audio.output.voice,
+        voiceName: voiceId,
         speed: s.audio.output.speed,
-        item,
-        previousItemId,
-        images: this.imagesWanted() && (modalitiesRaw === undefined || modalities.includes('image') || this.options.legacyVideo),
+        images: this.imagesWanted() && (!r.modalitiesGiven || r.outputModalities.includes('image') || this.options.legacyVideo),
         audioDelivery: this.options.transport === 'webrtc' ? 'rtp' : 'deltas',
+        outputFormat: this.settings.outputFormat,
       },
       {
-        emit: (e) => this.emit(e),
+        emit: (e) => {
+          this.emit(e);
+          // A response's items join the conversation as they open: keep it within its bounds.
+          if (e.type === 'conversation.item.added') this.enforceConversationBound();
+        },
         avatar: this.deps.avatar,
         llm: this.takeEarlyReply(model, request, responseId) ?? model,
         voice: () => this.deps.tts.voice({ voiceId, userId: this.options.userId, source: this.options.ttsSource }),
@@ -776,15 +834,15 @@ export class RealtimeSessionEngine {
       },
     );
     this.current = run;
+    this.disarmIdleTimeout();
     run.once('done', (outcome) => this.onResponseDone(run, outcome));
     // start() never throws: a failure on the way finishes the run as failed (response.done), and
     // `active` follows the run's own state, so the session cannot be left with a dead response.
     run.start();
-    if (inConversation) this.enforceConversationBound();
   }
 
   /** The pending early reply as the model's stream, if it is exactly this request's reply; otherwise it is discarded. */
-  private takeEarlyReply(model: LanguageModel, request: EarlyReplyRequest, responseId: string): LanguageModel | null {
+  private takeEarlyReply(model: LanguageModel, request: ModelRequest, responseId: string): LanguageModel | null {
     const early = this.earlyReply;
     this.earlyReply = null;
     if (!early) return null;
@@ -797,22 +855,31 @@ export class RealtimeSessionEngine {
     return early.take();
   }
 
-  private inputContext(input: unknown[]): ChatMessage[] {
-    const items: MessageItem[] = input.map((raw, i) => {
+  /** response.create's `input`: items by reference or given whole (images checked), for an out-of-band context. */
+  private async inputItems(input: unknown[]): Promise<Item[]> {
+    const items: Item[] = [];
+    for (const [i, raw] of input.entries()) {
       if (isObject(raw) && raw.type === 'item_reference') {
-        return this.conversation.require(requireString(raw, 'id', `response.input[${i}].id`), `response.input[${i}].id`);
+        items.push(this.conversation.require(requireString(raw, 'id', `response.input[${i}].id`), `response.input[${i}].id`, 'retrieve'));
+        continue;
       }
-      return parseMessageItem(raw, `response.input[${i}]`).item;
-    });
-    return toMessages(items);
+      const parsed = parseItem(raw, `response.input[${i}]`);
+      await this.checkImages(parsed);
+      items.push(parsed.item);
+    }
+    return items;
   }
 
   private onResponseDone(run: ResponseRun, outcome: ResponseOutcome): void {
     if (this.current === run) this.current = null;
-    if (run.inConversation && this.conversation.get(run.itemId)) {
-      this.truncatable.set(run.itemId, run);
+    if (outcome.status === 'completed' && run.inConversation) this.armIdleTimeout();
+    const messageId = run.messageItemId;
+    if (run.inConversation && messageId !== null && this.conversation.get(messageId)) {
+      this.truncatable.set(messageId, run);
       while (this.truncatable.size > 8) this.truncatable.delete(this.truncatable.keys().next().value as string);
-      this.recordTurn('assistant', itemText(outcome.item));
+    }
+    if (run.inConversation) {
+      for (const item of outcome.items) if (item.type === 'message') this.recordTurn('assistant', itemText(item));
       this.enforceConversationBound();
     }
     void this.record(async () => {
@@ -884,11 +951,30 @@ function transcriptionUsage(audioSeconds: number, transcript: string) {
 
 /**
  * What the model is asked for a reply: the instructions, with the spoken-reply guidance when the
- * reply will be spoken, then the context; the output limit ('inf': the provider's own).
+ * reply will be spoken, then the context; the output limit ('inf': the provider's own); the tools
+ * it may call ('none' or no tools: none are offered).
  */
-export function replyRequest(instructions: string, modalities: readonly string[], context: ChatMessage[], maxTokens: number | 'inf'): EarlyReplyRequest {
+export function replyRequest(
+  instructions: string,
+  modalities: readonly string[],
+  context: ChatMessage[],
+  maxTokens: number | 'inf',
+  tools: { tools: ToolDefinition[]; toolChoice: ToolChoice; parallelToolCalls: boolean } = { tools: [], toolChoice: 'auto', parallelToolCalls: true },
+): ModelRequest {
   const system = modalities.includes('audio') ? `${instructions}\n\n${SPOKEN_REPLY_GUIDANCE}` : instructions;
-  return { messages: [{ role: 'system', content: system }, ...context], maxOutputTokens: maxTokens === 'inf' ? null : maxTokens };
+  const offered = tools.toolChoice === 'none' ? [] : tools.tools;
+  return {
+    messages: [{ role: 'system', content: system }, ...context],
+    maxOutputTokens: maxTokens === 'inf' ? null : maxTokens,
+    tools: offered,
+    toolChoice: offered.length === 0 ? 'auto' : tools.toolChoice,
+    parallelToolCalls: tools.parallelToolCalls,
+  };
+}
+
+/** Told to the model when the user has been silent for idle_timeout_ms. */
+export function idleNudge(seconds: number): string {
+  return `The user has said nothing for ${seconds} seconds since your last reply. Check in with them in one short, friendly sentence (for example, ask whether they are still there).`;
 }
 
 /** A transcription of the turn so far, started in one of its pauses (RealtimeSessionEngine.onSpeechPaused). */

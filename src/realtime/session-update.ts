@@ -14,6 +14,10 @@ import { type Json, RealtimeError, checkMaxLength, describeValue, isObject, quot
 import type { SegmenterConfig } from './speech-segmenter.js';
 import { AppError } from '../core/errors.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
+import { type WireAudioFormat, wireFormat } from '../audio/wire-format.js';
+import type { ToolChoice, ToolDefinition } from '../providers/llm/base.js';
+
+type WireAudioType = WireAudioFormat['type'];
 
 const KNOWN_FIELDS = new Set([
   'type', 'id', 'object', 'model', 'output_modalities', 'modalities', 'instructions', 'voice', 'face', 'driving', 'audio',
@@ -49,7 +53,16 @@ export interface TurnDetection {
   segmenter: SegmenterConfig;
   createResponse: boolean;
   interruptResponse: boolean;
+  /**
+   * idle_timeout_ms: silence after the assistant's last response before the turn times out
+   * (input_audio_buffer.timeout_triggered, and a response that checks in); null: never.
+   */
+  idleTimeoutMs: number | null;
 }
+
+/** idle_timeout_ms's range (OpenAI documents 5-30 s; shorter and longer ones are allowed here). */
+const IDLE_TIMEOUT_MIN_MS = 500;
+const IDLE_TIMEOUT_MAX_MS = 3_600_000;
 
 export interface TranscriptionSettings {
   model: string | null;
@@ -61,6 +74,12 @@ export interface TranscriptionSettings {
 export interface SessionSettings {
   raw: Json;
   session: RealtimeSessionObject;
+  /** The functions the model may call, and how (session.tools, session.tool_choice). */
+  tools: ToolDefinition[];
+  toolChoice: ToolChoice;
+  /** Wire formats of the client's input audio and of the audio sent back (WebSocket). */
+  inputFormat: WireAudioFormat;
+  outputFormat: WireAudioFormat;
   /** Null = manual turns (the client commits and asks for responses). */
   turnDetection: TurnDetection | null;
   transcription: TranscriptionSettings;
@@ -78,6 +97,9 @@ export function applySessionUpdate(previous: Json | null, update: Json, defaultM
       'session.type',
     );
   }
+  if (update.parallel_tool_calls !== undefined && typeof update.parallel_tool_calls !== 'boolean') {
+    throw new RealtimeError('invalid_type', "Invalid type for 'session.parallel_tool_calls': expected a boolean.", 'session.parallel_tool_calls');
+  }
   const normalised = normaliseBeta(update);
   const raw = mergeConfig(previous ?? {}, normalised);
   let session: RealtimeSessionObject;
@@ -90,6 +112,10 @@ export function applySessionUpdate(previous: Json | null, update: Json, defaultM
   return {
     raw,
     session,
+    tools: session.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+    toolChoice: session.tool_choice,
+    inputFormat: wireFormat(session.audio.input.format.type as WireAudioType),
+    outputFormat: wireFormat(session.audio.output.format.type as WireAudioType),
     turnDetection: parseTurnDetection(audioIn.turn_detection),
     transcription: parseTranscription(audioIn.transcription),
   };
@@ -138,18 +164,32 @@ function normaliseBeta(update: Json): Json {
   return out;
 }
 
+/** The beta names: pcm16, and G.711 for telephony. */
 function betaFormat(value: unknown, param: string): Json {
   if (value === 'pcm16') return { type: 'audio/pcm', rate: PCM_RATE_HZ };
-  if (value === 'g711_ulaw' || value === 'g711_alaw') {
-    throw new RealtimeError('unsupported_audio_format', `'${value}' audio is not supported; use 'pcm16' (PCM16 mono 24 kHz).`, param);
-  }
-  throw new RealtimeError('invalid_value', `Invalid value for '${param}': expected 'pcm16'.`, param);
+  if (value === 'g711_ulaw') return { type: 'audio/pcmu' };
+  if (value === 'g711_alaw') return { type: 'audio/pcma' };
+  throw new RealtimeError('unsupported_audio_format', `Invalid value for '${param}': expected 'pcm16', 'g711_ulaw' or 'g711_alaw'.`, param);
 }
 
+/**
+ * GA formats: PCM16 at 24 kHz, or G.711 μ-law / A-law at 8 kHz (telephony: the audio is
+ * converted at the edge, src/audio/wire-format.ts; the engine works at 24 kHz).
+ */
 function checkFormat(format: unknown, param: string): void {
   if (!isObject(format)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
+  if (format.type === 'audio/pcmu' || format.type === 'audio/pcma') {
+    if (format.rate !== undefined && format.rate !== 8000) {
+      throw new RealtimeError('invalid_value', `Invalid value for '${param}.rate': ${format.type} is 8000 Hz.`, `${param}.rate`);
+    }
+    return;
+  }
   if (format.type !== 'audio/pcm') {
-    throw new RealtimeError('unsupported_audio_format', `Audio format ${describeValue(format.type)} is not supported; use {"type":"audio/pcm","rate":${PCM_RATE_HZ}}.`, `${param}.type`);
+    throw new RealtimeError(
+      'unsupported_audio_format',
+      `Audio format ${describeValue(format.type)} is not supported; use {"type":"audio/pcm","rate":${PCM_RATE_HZ}}, {"type":"audio/pcmu"} or {"type":"audio/pcma"}.`,
+      `${param}.type`,
+    );
   }
   if (format.rate !== undefined && format.rate !== PCM_RATE_HZ) {
     throw new RealtimeError('invalid_value', `Invalid value for '${param}.rate': only ${PCM_RATE_HZ} is supported.`, `${param}.rate`);
@@ -233,10 +273,12 @@ function parseTurnDetection(value: unknown): TurnDetection | null {
       endOfTurn: null,
     };
   }
+  const idle = value.idle_timeout_ms;
   return {
     segmenter,
     createResponse: bool('create_response'),
     interruptResponse: bool('interrupt_response'),
+    idleTimeoutMs: idle === undefined || idle === null ? null : Math.round(num('idle_timeout_ms', IDLE_TIMEOUT_MIN_MS, IDLE_TIMEOUT_MAX_MS, 0)),
   };
 }
 

@@ -9,6 +9,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../core/log.js';
 import type { AssetService } from '../assets/asset-service.js';
 import { AvatarAssets, DEFAULT_DRIVING_ID, DEFAULT_FACE_ID } from '../media/avatar-assets.js';
+import { InputImageChecker } from '../media/input-images.js';
 import { DEFAULT_AVATAR_FPS, MediaAvatarOutput } from '../media/avatar-output.js';
 import type { FaceRegistry } from '../media/face-registration.js';
 import { SileroVad } from '../providers/vad/silero.js';
@@ -61,6 +62,7 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
     llm,
     tts,
     asr,
+    images: new InputImageChecker(),
     createVad: overrides.createVad ?? (() => SileroVad.create()),
     endOfTurnModel,
     startAvatar:

@@ -14,6 +14,7 @@ import { type AvatarOutput, type AvatarOutputEvents, type SpeechPlacement } from
 import type { Json } from '../../src/realtime/protocol.js';
 import { RealtimeSessionEngine, type EngineDeps, type EngineOptions } from '../../src/realtime/session-engine.js';
 import { PCM_RATE_HZ } from '../../src/audio/pcm.js';
+import { InputImageChecker } from '../../src/media/input-images.js';
 
 const TICK_SAMPLES = PCM_RATE_HZ / 25;
 const NS_PER_SAMPLE = 1e9 / PCM_RATE_HZ;
@@ -123,6 +124,7 @@ export async function engineHarness(options: HarnessOptions = {}): Promise<Harne
       asr: new FakeSpeechRecognizers({ transcript: transcript ?? 'What time is it?' }),
       createVad: async () => vad,
       endOfTurnModel: async () => null,
+      images: new InputImageChecker(),
       assets: { require: async () => undefined },
       recorder: { appendTurn: async () => undefined, setCurrentTranscript: async () => undefined, addUsage: async () => undefined },
       log: new Logger('silent'),

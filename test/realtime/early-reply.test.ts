@@ -16,6 +16,9 @@ const REQUEST = {
     { role: 'user' as const, content: 'What time is it?' },
   ],
   maxOutputTokens: null,
+  tools: [],
+  toolChoice: 'auto' as const,
+  parallelToolCalls: true,
 };
 
 async function read(stream: AsyncIterable<GenerateChunk>): Promise<GenerateChunk[]> {
@@ -30,7 +33,7 @@ test('matches only the same model, messages and output limit', () => {
   const model = new FakeLlm({ reply: 'It is noon.' });
   const early = new EarlyReply(model, REQUEST);
   try {
-    assert.ok(early.matches(model, { messages: REQUEST.messages.map((m) => ({ ...m })), maxOutputTokens: null }));
+    assert.ok(early.matches(model, { ...REQUEST, messages: REQUEST.messages.map((m) => ({ ...m })) }));
     assert.not.ok(early.matches(model, { ...REQUEST, maxOutputTokens: 100 }));
     assert.not.ok(early.matches(model, { ...REQUEST, messages: [REQUEST.messages[0]!, { role: 'user', content: 'What time is it' }] }));
     assert.not.ok(early.matches(model, { ...REQUEST, messages: REQUEST.messages.slice(1) }));

@@ -7,7 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SentenceSplitter } from '../../src/realtime/sentences.js';
 import { applySessionUpdate } from '../../src/realtime/session-update.js';
-import { Conversation, parseMessageItem } from '../../src/realtime/conversation.js';
+import { Conversation } from '../../src/realtime/conversation.js';
+import { parseItem as parseMessageItem } from '../../src/realtime/items.js';
 import { RealtimeError, type ServerEventDraft, decodePcm16, eventIdOf, parseClientEvent, renameForDialect } from '../../src/realtime/protocol.js';
 
 /** The RealtimeError `fn` throws (fails the test when it throws nothing or something else). */
@@ -102,12 +103,20 @@ test('every voice field agrees, whichever spelling set it: nested (an OpenAI nam
   assert.equal([d.session.voice, d.session.audio.output.voice], ['alloy', 'alloy']);
 });
 
-test('applySessionUpdate rejects unknown fields, a transcription session, bad VAD values and G.711, naming the parameter', () => {
+test('applySessionUpdate rejects unknown fields, a transcription session, bad VAD values and formats, and bad tools, naming the parameter', () => {
   const cases: Array<[Record<string, unknown>, string, string]> = [
     [{ colour: 'red' }, 'unknown_parameter', 'session.colour'],
     [{ type: 'transcription' }, 'invalid_value', 'session.type'],
     [{ audio: { input: { turn_detection: { type: 'server_vad', threshold: 2 } } } }, 'invalid_value', 'session.audio.input.turn_detection.threshold'],
-    [{ input_audio_format: 'g711_ulaw' }, 'unsupported_audio_format', 'session.input_audio_format'],
+    [{ input_audio_format: 'g722' }, 'unsupported_audio_format', 'session.input_audio_format'],
+    [{ audio: { input: { format: { type: 'audio/pcmu', rate: 16000 } } } }, 'invalid_value', 'session.audio.input.format.rate'],
+    [{ tools: [{ type: 'function', name: 'ok' }, { type: 'function', name: 'x', parameters: { type: 'string' } }] }, 'invalid_value', 'session.tools[1].parameters.type'],
+    [{ tools: [{ type: 'function', name: 'bad name' }] }, 'invalid_value', 'session.tools[0].name'],
+    [{ tools: [{ type: 'function', name: 'a' }, { type: 'function', name: 'a' }] }, 'duplicate_tool_name', 'session.tools[1].name'],
+    [{ tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://example.com' }] }, 'unsupported_tool_type', 'session.tools[0].type'],
+    [{ tools: [{ type: 'function', name: 'a' }], tool_choice: { type: 'function', name: 'b' } }, 'invalid_value', 'session.tool_choice.name'],
+    [{ tools: [{ type: 'function', name: 'a', parameters: { type: 'object', properties: { x: { description: 'y'.repeat(70_000) } } } }] }, 'string_above_max_length', 'session.tools[0].parameters'],
+    [{ parallel_tool_calls: 'yes' }, 'invalid_type', 'session.parallel_tool_calls'],
     [{ audio: { output: { speed: 9 } } }, 'invalid_value', 'session.audio.output.speed'],
   ];
   for (const [update, code, param] of cases) {
@@ -132,11 +141,12 @@ test('Conversation inserts after previous_item_id or at root and lists messages 
   assert.is(c.insert(r, 'root'), null);
   assert.equal(c.messages().map((m) => m.content), ['zeroth', 'first', 'second']);
   assert.throws(() => c.insert({ ...b }), (e: RealtimeError) => e.code === 'item_already_exists');
-  assert.throws(() => c.delete('nope'), (e: RealtimeError) => e.code === 'item_not_found');
+  assert.throws(() => c.delete('nope'), (e: RealtimeError) => e.code === 'item_delete_invalid_item_id');
 });
 
-test('parseMessageItem refuses function calls and wrong content for the role', () => {
-  assert.throws(() => parseMessageItem({ type: 'function_call', name: 'x' }, 'item'), (e: RealtimeError) => e.code === 'unsupported_item_type');
+test('parseItem refuses MCP items, a function call without its call_id, and wrong content for the role', () => {
+  assert.throws(() => parseMessageItem({ type: 'mcp_call', name: 'x' }, 'item'), (e: RealtimeError) => e.code === 'unsupported_item_type');
+  assert.throws(() => parseMessageItem({ type: 'function_call', name: 'x' }, 'item'), (e: RealtimeError) => e.code === 'missing_required_parameter' && e.param === 'item.call_id');
   assert.throws(() => parseMessageItem({ type: 'message', role: 'system', content: [{ type: 'input_audio', audio: 'AAAA' }] }, 'item'), (e: RealtimeError) => e.param === 'item.content[0].type');
   assert.throws(() => parseMessageItem({ type: 'message', role: 'user', content: [] }, 'item'), (e: RealtimeError) => e.param === 'item.content');
 });
@@ -152,7 +162,7 @@ test('parseMessageItem bounds an item: 100,000 characters of text and transcript
   assert.equal([err.code, err.param], ['string_above_max_length', 'item.content[1].text']);
   err = thrown(() => parseMessageItem({ type: 'message', role: 'user', content: Array.from({ length: 33 }, () => part('a')) }, 'item'));
   assert.equal([err.code, err.param], ['array_above_max_length', 'item.content']);
-  assert.is(parseMessageItem({ type: 'message', role: 'user', content: [part('x'.repeat(100_000))] }, 'item').item.content.length, 1);
+  assert.is((parseMessageItem({ type: 'message', role: 'user', content: [part('x'.repeat(100_000))] }, 'item').item as { content: unknown[] }).content.length, 1);
 });
 
 test('Conversation.overflow names the oldest items beyond 1000 items or 1,000,000 characters, sparing the one kept', () => {

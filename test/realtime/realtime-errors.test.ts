@@ -137,7 +137,7 @@ test('conversation items are bounded: text over 100,000 characters is refused na
   const deleted = c.ofType('conversation.item.deleted').map((e) => e.item_id);
   assert.equal(deleted, ids.slice(0, 31));
   c.send({ type: 'conversation.item.retrieve', item_id: 'item_big30', event_id: 'gone' });
-  assert.is((await c.waitFor((e) => e.type === 'error' && e.error.event_id === 'gone')).error.code, 'item_not_found');
+  assert.is((await c.waitFor((e) => e.type === 'error' && e.error.event_id === 'gone')).error.code, 'item_retrieve_invalid_item_id');
   c.send({ type: 'conversation.item.retrieve', item_id: 'item_big31' });
   assert.is((await c.waitFor('conversation.item.retrieved')).item.id, 'item_big31');
   const chat = await t.request('GET', `/v1/sessions/${sessionId}/chat`);

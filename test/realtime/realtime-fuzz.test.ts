@@ -5,7 +5,7 @@
  * types, missing and unknown fields, huge and tiny numbers, deep nesting, many elements, long
  * strings, unicode, bad base64, odd PCM, unknown types, valid events in odd orders, binary frames,
  * non-JSON, and a few oversize events and 15 MiB audio appends. Several connections run side by side, each sending
- * one case and then a probe event (an item retrieve that must fail with item_not_found naming
+ * one case and then a probe event (an item retrieve that must fail with item_retrieve_invalid_item_id naming
  * the probe), so what a case caused is known and the session is shown to answer after every case.
  *
  * Asserts: no `server_error` event (the providers here never fail, so every error is the client's);
@@ -73,8 +73,19 @@ const pcm = (rng: Rng, samples: number): string => {
 
 const userText = (rng: Rng) => rng.pick(['Hi', 'What is the weather like?', 'Tell me a story.', oddString(rng, 2000), '😀 héllo \u0000 ok']);
 
+/** A tiny real PNG (1x1), and images that only look like one. */
+const PNG_1X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+const imageUrl = (rng: Rng) =>
+  rng.pick([`data:image/png;base64,${PNG_1X1}`, 'data:image/png;base64,AAAA', 'data:image/jpeg;base64,' + PNG_1X1, 'https://example.com/x.png', 'data:text/plain;base64,aGk=', oddString(rng, 200)]);
+
 function validItem(rng: Rng): Record<string, unknown> {
-  switch (rng.int(0, 5)) {
+  switch (rng.int(0, 8)) {
+    case 6:
+      return { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Look:' }, { type: 'input_image', image_url: imageUrl(rng), detail: rng.pick(['auto', 'low', 'high', 'huge']) }] };
+    case 7:
+      return { type: 'function_call', call_id: rng.pick(['call_fz1', 'call_fz2', oddString(rng, 80)]), name: rng.pick(['get_weather', 'f', '']), arguments: rng.pick(['{}', '{"city":"Paris"}', 'not json']) };
+    case 8:
+      return { type: 'function_call_output', call_id: rng.pick(['call_fz1', 'call_fz2', 'call_unknown']), output: rng.pick(['{"ok":true}', oddString(rng, 500)]) };
     case 0:
       return { type: 'message', role: 'user', content: [{ type: 'input_text', text: userText(rng) }] };
     case 1:
@@ -101,6 +112,18 @@ function validSession(rng: Rng): Record<string, unknown> {
     () => ({ voice: rng.pick(['default', 'alice', 'nobody']), face: rng.pick(['default', 'nobody', null]), driving: rng.pick(['idle', 'nobody', null]) }),
     () => ({ modalities: ['text', 'audio'], turn_detection: null, input_audio_format: rng.pick(['pcm16', 'g711_ulaw', 'x']), temperature: 0.7 }),
     () => ({ type: 'realtime', tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: { a: { type: 'string' } } } }], tool_choice: 'auto' }),
+    () => ({
+      type: 'realtime',
+      tools: rng.pick<unknown>([
+        [{ type: 'function', name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }, { type: 'mcp', server_label: 'x', server_url: 'http://127.0.0.1:1' }],
+        [{ type: 'function', name: 'bad name!' }],
+        [{ type: 'function', name: 'a', parameters: { type: 'array' } }],
+        Array.from({ length: rng.pick([2, 129]) }, (_, i) => ({ type: 'function', name: `t${i}` })),
+      ]),
+      tool_choice: rng.pick<unknown>(['auto', 'none', 'required', { type: 'function', name: 'get_weather' }, { type: 'function', name: 'nope' }, 7]),
+      parallel_tool_calls: rng.pick<unknown>([true, false, 'x']),
+    }),
+    () => ({ type: 'realtime', audio: { input: { format: { type: rng.pick(['audio/pcmu', 'audio/pcma', 'audio/opus']) }, turn_detection: { type: 'server_vad', idle_timeout_ms: rng.pick([1000, 5000, 10, 'x']) } }, output: { format: { type: rng.pick(['audio/pcmu', 'audio/pcm']) } } } }),
     () => ({ type: 'realtime', max_output_tokens: rng.pick([1, 4096, 'inf', 4097, 0]), tracing: 'auto', include: ['item.input_audio_transcription.logprobs'] }),
   ])();
 }
@@ -113,6 +136,8 @@ function validResponse(rng: Rng, known: Known): Record<string, unknown> {
   if (rng.chance(0.2)) r.conversation = rng.pick(['auto', 'none']);
   if (rng.chance(0.2)) r.max_output_tokens = rng.pick([1, 3, 'inf', 4096]);
   if (rng.chance(0.2)) r.audio = { output: { voice: rng.pick(['alloy', 'default']) } };
+  if (rng.chance(0.15)) r.tools = [{ type: 'function', name: rng.pick(['lookup', 'x y']), parameters: rng.pick<unknown>([{ type: 'object', properties: {} }, 'nope']) }];
+  if (rng.chance(0.15)) r.tool_choice = rng.pick<unknown>(['auto', 'none', 'required', { type: 'function', name: 'lookup' }, {}]);
   if (rng.chance(0.2)) {
     r.input = [validItem(rng), ...(known.itemIds.length > 0 ? [{ type: 'item_reference', id: rng.pick(known.itemIds) }] : [])];
   }

@@ -271,7 +271,7 @@ test('conversation.item.truncate keeps the transcript heard by audio_end_ms; del
   c.send({ type: 'conversation.item.delete', item_id: itemId });
   assert.is((await c.waitFor('conversation.item.deleted')).item_id, itemId);
   c.send({ type: 'conversation.item.retrieve', item_id: itemId, event_id: 'gone' });
-  assert.is((await c.waitFor((e) => e.type === 'error' && e.error.event_id === 'gone')).error.code, 'item_not_found');
+  assert.is((await c.waitFor((e) => e.type === 'error' && e.error.event_id === 'gone')).error.code, 'item_retrieve_invalid_item_id');
   // The next response no longer sees the deleted answer.
   say(c, 'Again');
   c.send({ type: 'response.create' });

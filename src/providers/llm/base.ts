@@ -1,9 +1,18 @@
 /**
  * The language-model seam: the realtime engine hands a model the conversation (system
- * instructions first, then the turns in order) and reads the reply back as a stream of text
- * chunks that ends with exactly one `done` chunk (finish reason and token usage). Aborting the
- * request's signal ends the stream promptly with finishReason 'aborted' instead of throwing, so
- * an interrupted turn is not an error. Failures throw ProviderError.
+ * instructions first, then the turns in order) and the tools it may call, and reads the reply back
+ * as a stream of chunks that ends with exactly one `done` chunk (finish reason and token usage).
+ * Aborting the request's signal ends the stream promptly with finishReason 'aborted' instead of
+ * throwing, so an interrupted turn is not an error. Failures throw ProviderError.
+ *
+ * The conversation is the OpenAI chat model: user messages (text, and images a vision model may
+ * see), assistant messages (text and/or the tool calls it made), and `tool` messages carrying a
+ * call's output, each after the assistant message that made the call. A reply streams text
+ * chunks and tool calls in the order the model produces them: a call is announced once
+ * (`tool_call_start`, with its index in this reply, call id and function name) before any of its
+ * argument deltas (`tool_call_arguments`, JSON text that concatenates to the arguments). A
+ * provider that cannot see images gets user messages whose `images` it ignores: the engine has
+ * already put a note in their text (IMAGE_NOTE).
  *
  * Implementations: openai.ts (any OpenAI-compatible chat-completions server), llama-cpp.ts (a
  * local GGUF file through node-llama-cpp), offline-responder.ts (rule-based stand-in when no model
@@ -15,10 +24,44 @@ import { ProviderError } from '../provider-error.js';
 
 export { ProviderError, type ProviderErrorOptions } from '../provider-error.js';
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
+/** An image a user shared, as a data URL the engine has validated (bounded size, decodable). */
+export interface ChatImage {
+  /** `data:image/jpeg;base64,...` (or png, webp, gif). */
+  url: string;
+  detail: 'auto' | 'low' | 'high';
 }
+
+/** A function call the assistant made; `arguments` is the JSON text the model wrote. */
+export interface ToolCall {
+  /** The call id (OpenAI's `call_id`), echoed by the `tool` message that answers it. */
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  /** `images`: shared images in order; `content` already carries a note per image for models that cannot see them. */
+  | { role: 'user'; content: string; images?: ChatImage[] }
+  /** `content` may be '' when the turn was only tool calls. */
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  /** A function call's output, answering the assistant's call `toolCallId`. */
+  | { role: 'tool'; toolCallId: string; content: string };
+
+export type ChatRole = ChatMessage['role'];
+
+/** A function the model may call: OpenAI's function tool (`parameters` is a JSON Schema object). */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** OpenAI's tool_choice: let the model decide, forbid calls, require one, or require this function. */
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; name: string };
+
+/** Printed in a user message's text for each image, for models that cannot see images. */
+export const IMAGE_NOTE = '[The user shared an image here; you cannot see images, so say so if they ask about it.]';
 
 export interface GenerateRequest {
   /** System instructions first, then the conversation in order. */
@@ -29,6 +72,12 @@ export interface GenerateRequest {
   signal: AbortSignal;
   /** Sampling temperature 0..2; undefined = the provider's default. */
   temperature?: number;
+  /** Functions the model may call; none (undefined or empty): a plain reply. */
+  tools?: ToolDefinition[];
+  /** How it may call them; undefined = 'auto'. Ignored without tools. */
+  toolChoice?: ToolChoice;
+  /** Whether it may make several calls in one reply (OpenAI's parallel_tool_calls); undefined = true. */
+  parallelToolCalls?: boolean;
 }
 
 export interface TokenUsage {
@@ -36,11 +85,23 @@ export interface TokenUsage {
   outputTokens: number;
 }
 
-export type FinishReason = 'stop' | 'length' | 'aborted';
+/** 'tool_calls': the reply ended with the calls it made (the model waits for their outputs). */
+export type FinishReason = 'stop' | 'length' | 'aborted' | 'tool_calls';
 
 export type GenerateChunk =
   | { type: 'text'; text: string }
+  /** A new function call, `index` counting the calls of this reply from 0; its arguments follow. */
+  | { type: 'tool_call_start'; index: number; callId: string; name: string }
+  /** More of call `index`'s JSON arguments. */
+  | { type: 'tool_call_arguments'; index: number; delta: string }
   | { type: 'done'; finishReason: FinishReason; usage: TokenUsage | null };
+
+/** Characters a message puts in a prompt: its text, and its tool calls' names and arguments. */
+export function messageChars(m: ChatMessage): number {
+  let n = m.content.length;
+  if (m.role === 'assistant') for (const c of m.toolCalls ?? []) n += c.name.length + c.arguments.length;
+  return n;
+}
 
 export interface LanguageModel {
   /** Provider and model, e.g. 'llama-cpp:qwen2.5-coder-0.5b-instruct-q4_k_m', 'openai:gpt-4o-mini', 'offline-responder'. */

@@ -3,7 +3,10 @@
  * configured text), waits between chunks through an injectable scheduler (real timers by default,
  * or a test's own clock), fails on request (before the first chunk or after a given number), and
  * honours abort like a real provider: the stream ends with finishReason 'aborted', no throw.
- * It records every request it was given, so tests can assert what the engine sent.
+ * It records every request it was given, so tests can assert what the engine sent. It can also
+ * call functions: `toolCalls` (fixed, or chosen from the request: its tools and messages) are
+ * streamed after the text, each announced and then its arguments in two pieces, and the reply
+ * then ends with finishReason 'tool_calls'.
  * FakeLanguageModels routes every session `model` name to such a model, with options a test may
  * change between turns.
  */
@@ -43,7 +46,18 @@ export interface FakeLlmOptions {
   usage?: TokenUsage | null;
   /** Whether it poses as a model in this process (default true) or a remote API. */
   local?: boolean;
+  /** Function calls to make after the text (none: a plain reply). */
+  toolCalls?: FakeToolCall[] | ((request: GenerateRequest) => FakeToolCall[]);
 }
+
+/** A call the fake makes; `callId` defaults to call_fake_<n>. */
+export interface FakeToolCall {
+  name: string;
+  arguments: string;
+  callId?: string;
+}
+
+let fakeCallCount = 0;
 
 export class FakeLlm implements LanguageModel {
   readonly id: string;
@@ -70,14 +84,34 @@ export class FakeLlm implements LanguageModel {
     const failAt = (sent: number): void => {
       if (o.error && sent === (o.failAfterChunks ?? 0)) throw o.error;
     };
-    yield* streamChunks(o.chunks ?? wordChunks(reply), request, {
+    const calls = typeof o.toolCalls === 'function' ? o.toolCalls(request) : (o.toolCalls ?? []);
+    const text = calls.length > 0 && o.chunks === undefined && o.reply === undefined ? [] : (o.chunks ?? wordChunks(reply));
+    for await (const chunk of streamChunks(text, request, {
       beforeChunk: async (sent) => {
         failAt(sent);
         if (o.chunkDelayMs) await schedule(o.chunkDelayMs, request.signal);
       },
       beforeDone: failAt,
       usage: o.usage === undefined ? undefined : () => o.usage ?? null,
-    });
+    })) {
+      if (chunk.type !== 'done' || chunk.finishReason !== 'stop' || calls.length === 0) {
+        yield chunk;
+        continue;
+      }
+      for (const [index, call] of calls.entries()) {
+        yield { type: 'tool_call_start', index, callId: call.callId ?? `call_fake_${++fakeCallCount}`, name: call.name };
+        const half = Math.floor(call.arguments.length / 2);
+        for (const delta of [call.arguments.slice(0, half), call.arguments.slice(half)]) {
+          if (o.chunkDelayMs) await schedule(o.chunkDelayMs, request.signal);
+          if (request.signal.aborted) {
+            yield { type: 'done', finishReason: 'aborted', usage: chunk.usage };
+            return;
+          }
+          if (delta !== '') yield { type: 'tool_call_arguments', index, delta };
+        }
+      }
+      yield { ...chunk, finishReason: 'tool_calls' };
+    }
   }
 
   async close(): Promise<void> {

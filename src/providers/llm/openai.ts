@@ -2,7 +2,25 @@
  * Any OpenAI-compatible chat-completions server as a LanguageModel: the OpenAI API, vLLM, Ollama,
  * llama.cpp's server. One streaming request per reply (`stream: true`, with
  * `stream_options.include_usage` so the last event carries token usage; servers that do not send
- * it give usage null). Deltas are passed on as text chunks as they arrive.
+ * it give usage null).
+ *
+ * What is sent: the messages in chat-completions form (text-only user messages as plain strings; a
+ * user message with images as `text` and `image_url` parts, each image in place of its IMAGE_NOTE
+ * in the text, the note being for models that cannot see; an assistant's tool calls as
+ * `tool_calls`, its content null when it said nothing; `tool` messages with their
+ * `tool_call_id`). With tools: `tools` as function tools, `tool_choice` (always, 'auto' when the
+ * request gives none, so servers whose default is 'none' still call) and `parallel_tool_calls`
+ * when the request sets it; without tools none of the three.
+ *
+ * What is streamed back: text deltas as text chunks as they arrive, and tool calls from
+ * `delta.tool_calls`. The first delta of a call carries its id and name, later ones pieces of its
+ * arguments, several calls possibly interleaved by `index`; each call is announced once
+ * (`tool_call_start`, numbered from 0 in the order they start) before any of its argument pieces.
+ * Servers that stray from that are tolerated: argument pieces before the name are held until it
+ * comes; a call without `index` is told apart by its id; a call without an id gets one. A call
+ * that never gets a name is a broken stream ('llm_request_failed'). The finish reason is
+ * 'length' when the server says so, else 'tool_calls' when the reply made calls (the OpenAI API
+ * itself says 'stop' for a call forced by a named tool_choice), else 'stop'.
  *
  * The output limit is sent as `max_completion_tokens` to the OpenAI API (its newer models refuse
  * `max_tokens`) and as `max_tokens` to other servers (the field they all accept). Failures become
@@ -15,9 +33,16 @@
  * local model gets, so a long conversation is not sent whole on every reply.
  */
 import OpenAI from 'openai';
-import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
-import type { FinishReason, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
-import { ProviderError, llmUnavailable } from './base.js';
+import type {
+  ChatCompletionChunk,
+  ChatCompletionContentPart,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionToolChoiceOption,
+} from 'openai/resources/chat/completions';
+import { randomBase62 } from '../../core/ids.js';
+import type { ChatImage, ChatMessage, FinishReason, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage, ToolChoice } from './base.js';
+import { IMAGE_NOTE, ProviderError, llmUnavailable } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
 
 /** Retries the SDK makes for connection errors, 408, 429 and 5xx before the first byte. */
@@ -65,29 +90,41 @@ export class OpenAiModel implements LanguageModel {
   async *generate(request: GenerateRequest): AsyncGenerator<GenerateChunk> {
     if (this.closed) throw llmUnavailable(`${this.id}: generate() after close()`);
     const limit = request.maxOutputTokens ?? this.options.maxOutputTokens;
+    const tools = request.tools ?? [];
     const params: ChatCompletionCreateParamsStreaming = {
       model: this.options.model,
-      messages: fitMessages(request.messages, promptCharBudget(this.options.contextTokens, limit)).map((m) => ({ role: m.role, content: m.content })),
+      messages: fitMessages(request.messages, promptCharBudget(this.options.contextTokens, limit)).map(toWire),
       stream: true,
       stream_options: { include_usage: true },
       ...(this.officialApi ? { max_completion_tokens: limit } : { max_tokens: limit }),
       ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+      ...(tools.length === 0
+        ? {}
+        : {
+            tools: tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),
+            tool_choice: toolChoiceToWire(request.toolChoice ?? 'auto'),
+            ...(request.parallelToolCalls === undefined ? {} : { parallel_tool_calls: request.parallelToolCalls }),
+          }),
     };
-    let finishReason: FinishReason = 'stop';
+    let serverFinish: ChatCompletionChunk.Choice['finish_reason'] = null;
     let usage: TokenUsage | null = null;
     if (request.signal.aborted) {
       yield { type: 'done', finishReason: 'aborted', usage: null };
       return;
     }
+    const calls = new ToolCallAssembler(this.id);
     try {
       const stream = await this.client.chat.completions.create(params, { signal: request.signal });
       for await (const event of stream) {
+        // Events the SDK had already read when the abort came are not passed on.
+        if (request.signal.aborted) break;
         if (event.usage) usage = { inputTokens: event.usage.prompt_tokens, outputTokens: event.usage.completion_tokens };
         const choice = event.choices[0];
         if (!choice) continue;
         const text = choice.delta?.content;
         if (text) yield { type: 'text', text };
-        if (choice.finish_reason) finishReason = choice.finish_reason === 'length' ? 'length' : 'stop';
+        for (const delta of choice.delta?.tool_calls ?? []) yield* calls.push(delta);
+        if (choice.finish_reason) serverFinish = choice.finish_reason;
       }
     } catch (err) {
       if (request.signal.aborted || err instanceof OpenAI.APIUserAbortError) {
@@ -96,7 +133,14 @@ export class OpenAiModel implements LanguageModel {
       }
       throw this.toProviderError(err);
     }
-    yield { type: 'done', finishReason: request.signal.aborted ? 'aborted' : finishReason, usage };
+    // The SDK ends the iteration quietly (no throw) when the request is aborted mid-stream.
+    if (request.signal.aborted) {
+      yield { type: 'done', finishReason: 'aborted', usage };
+      return;
+    }
+    calls.finish();
+    const finishReason: FinishReason = serverFinish === 'length' ? 'length' : calls.count > 0 ? 'tool_calls' : 'stop';
+    yield { type: 'done', finishReason, usage };
   }
 
   async close(): Promise<void> {
@@ -116,5 +160,143 @@ export class OpenAiModel implements LanguageModel {
       retryable: true,
       cause: err,
     });
+  }
+}
+
+/** One message in chat-completions form (see the header). */
+function toWire(m: ChatMessage): ChatCompletionMessageParam {
+  switch (m.role) {
+    case 'system':
+      return { role: 'system', content: m.content };
+    case 'user':
+      return m.images && m.images.length > 0 ? { role: 'user', content: userParts(m.content, m.images) } : { role: 'user', content: m.content };
+    case 'assistant':
+      if (!m.toolCalls || m.toolCalls.length === 0) return { role: 'assistant', content: m.content };
+      return {
+        role: 'assistant',
+        content: m.content === '' ? null : m.content,
+        tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+      };
+    case 'tool':
+      return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+  }
+}
+
+/**
+ * A user message's text and images as content parts. The engine notes every image in the text
+ * (IMAGE_NOTE) but attaches only the newest few, the last ones of the message: the last
+ * `images.length` notes become the images, in place; earlier notes stay as text. Without enough
+ * notes (a caller that wrote none) the text comes first, then the images.
+ */
+function userParts(content: string, images: ChatImage[]): ChatCompletionContentPart[] {
+  const imagePart = (i: number): ChatCompletionContentPart => {
+    const image = images[i] as ChatImage;
+    return { type: 'image_url', image_url: { url: image.url, detail: image.detail } };
+  };
+  const pieces = content.split(IMAGE_NOTE);
+  const notes = pieces.length - 1;
+  const parts: ChatCompletionContentPart[] = [];
+  if (notes < images.length) {
+    if (content.trim() !== '') parts.push({ type: 'text', text: content });
+    images.forEach((_, i) => parts.push(imagePart(i)));
+    return parts;
+  }
+  const firstShown = notes - images.length;
+  let text = pieces[0] as string;
+  for (let n = 0; n < notes; n++) {
+    if (n < firstShown) {
+      text += IMAGE_NOTE + (pieces[n + 1] as string);
+      continue;
+    }
+    if (text.trim() !== '') parts.push({ type: 'text', text: text.trim() });
+    parts.push(imagePart(n - firstShown));
+    text = pieces[n + 1] as string;
+  }
+  if (text.trim() !== '') parts.push({ type: 'text', text: text.trim() });
+  return parts;
+}
+
+function toolChoiceToWire(choice: ToolChoice): ChatCompletionToolChoiceOption {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
+}
+
+/** One call of the reply being streamed, as its deltas have told it so far. */
+interface CallSlot {
+  /** Our number for it once announced (tool_call_start), else null. */
+  index: number | null;
+  id: string | null;
+  name: string | null;
+  /** Argument pieces that came before the name, sent after the announcement. */
+  pending: string;
+}
+
+/**
+ * Turns `delta.tool_calls` entries into tool_call_start / tool_call_arguments chunks (see the
+ * header for the stray server shapes it accepts).
+ */
+class ToolCallAssembler {
+  /** Calls by the server's `index` (or `id:<id>` for entries without one). */
+  private readonly slots = new Map<number | string, CallSlot>();
+  /** Calls whose index a later call took over. */
+  private readonly retired: CallSlot[] = [];
+  private last: CallSlot | null = null;
+  /** Calls announced so far. */
+  count = 0;
+
+  constructor(private readonly modelId: string) {}
+
+  *push(delta: ChatCompletionChunk.Choice.Delta.ToolCall): Generator<GenerateChunk> {
+    const slot = this.slotFor(delta);
+    this.last = slot;
+    const name = delta.function?.name;
+    if (slot.name === null && name) slot.name = name;
+    const args = delta.function?.arguments ?? '';
+    if (slot.index === null) {
+      slot.pending += args;
+      if (slot.name === null) return;
+      slot.index = this.count++;
+      yield { type: 'tool_call_start', index: slot.index, callId: slot.id ?? `call_${randomBase62(24)}`, name: slot.name };
+      if (slot.pending !== '') yield { type: 'tool_call_arguments', index: slot.index, delta: slot.pending };
+      slot.pending = '';
+    } else if (args !== '') {
+      yield { type: 'tool_call_arguments', index: slot.index, delta: args };
+    }
+  }
+
+  /** Throws for a call that never got a name (its arguments could not be announced). */
+  finish(): void {
+    for (const slot of [...this.retired, ...this.slots.values()]) {
+      if (slot.index === null) {
+        throw new ProviderError('llm_request_failed', `${this.modelId}: the server streamed a tool call without a function name (id ${slot.id ?? 'none'}).`, {
+          retryable: true,
+        });
+      }
+    }
+  }
+
+  private slotFor(delta: ChatCompletionChunk.Choice.Delta.ToolCall): CallSlot {
+    const id = delta.id || null;
+    // Entries without an index (some servers): a new id is a new call; no id continues the last.
+    if (typeof delta.index !== 'number') {
+      if (id === null && this.last) return this.last;
+      return this.slot(`id:${id ?? ''}`, id);
+    }
+    const known = this.slots.get(delta.index);
+    // A different id at a known index is a new call (servers that number every call 0).
+    if (known && id !== null && known.id !== null && known.id !== id) {
+      this.retired.push(known);
+      this.slots.delete(delta.index);
+    }
+    return this.slot(delta.index, id);
+  }
+
+  private slot(key: number | string, id: string | null): CallSlot {
+    let slot = this.slots.get(key);
+    if (!slot) {
+      slot = { index: null, id, name: null, pending: '' };
+      this.slots.set(key, slot);
+    }
+    if (slot.id === null && id !== null) slot.id = id;
+    return slot;
   }
 }

@@ -1,0 +1,101 @@
+/**
+ * response.create's `response`, validated against the session's settings into what the engine
+ * starts a ResponseRun with. Every field falls back to the session's (GA names first, then the
+ * older dialect's: `modalities`, `voice`, `max_response_output_tokens`); an invalid one is a
+ * RealtimeError naming it (`response.tools[0].name`), and nothing starts.
+ *
+ * Fields: output_modalities, instructions, audio.output.voice, max_output_tokens, metadata,
+ * conversation ("auto" | "none"), input (items for an out-of-band context, parsed by the engine
+ * since they may reference conversation items and hold images), tools, tool_choice,
+ * parallel_tool_calls. `prompt` and `reasoning` (OpenAI-hosted features) are accepted and not
+ * used (README: what is accepted and ignored).
+ */
+import type { ToolChoice, ToolDefinition } from '../providers/llm/base.js';
+import { MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
+import { MAX_CONVERSATION_ITEMS } from './conversation.js';
+import { type Json, RealtimeError, checkMaxLength, isObject, optionalMetadata, optionalString, requireString } from './protocol.js';
+import type { SessionSettings } from './session-update.js';
+import { parseToolChoice, parseTools } from './tools.js';
+
+/** Voice names in a response.create: at most this long (as in session.update). */
+const MAX_VOICE_NAME_CHARS = 200;
+
+export interface ResponseRequest {
+  outputModalities: string[];
+  /** Whether the request named its modalities (images then follow them, not the session's). */
+  modalitiesGiven: boolean;
+  inConversation: boolean;
+  instructions: string;
+  /** A voice for this response only, or null for the session's. */
+  voice: string | null;
+  metadata: Record<string, string> | null;
+  maxOutputTokens: number | 'inf';
+  /** Out-of-band context items as sent (null: the conversation). */
+  input: unknown[] | null;
+  tools: ToolDefinition[];
+  toolChoice: ToolChoice;
+  parallelToolCalls: boolean;
+}
+
+export function parseResponseRequest(body: unknown, settings: SessionSettings): ResponseRequest {
+  if (body !== undefined && body !== null && !isObject(body)) {
+    throw new RealtimeError('invalid_type', "Invalid type for 'response': expected an object.", 'response');
+  }
+  const r: Json = body ?? {};
+  const s = settings.session;
+  const modalitiesRaw = r.output_modalities ?? r.modalities;
+  let outputModalities = s.output_modalities;
+  if (modalitiesRaw !== undefined) {
+    if (!Array.isArray(modalitiesRaw) || modalitiesRaw.some((m) => m !== 'text' && m !== 'audio' && m !== 'image')) {
+      throw new RealtimeError('invalid_value', "'response.output_modalities' must be a list of 'text', 'audio', 'image'.", 'response.output_modalities');
+    }
+    outputModalities = modalitiesRaw as string[];
+  }
+  const conversation = r.conversation ?? 'auto';
+  if (conversation !== 'auto' && conversation !== 'none') {
+    throw new RealtimeError('invalid_value', "'response.conversation' must be 'auto' or 'none'.", 'response.conversation');
+  }
+  const instructions =
+    r.instructions === undefined ? s.instructions : checkMaxLength(requireString(r, 'instructions', 'response.instructions'), MAX_INSTRUCTIONS_CHARS, 'response.instructions');
+  const audioOut = isObject(r.audio) && isObject(r.audio.output) ? r.audio.output : {};
+  const voiceName = (key: string, obj: Json, param: string) => {
+    const v = optionalString(obj, key, param);
+    return v === null ? null : checkMaxLength(v, MAX_VOICE_NAME_CHARS, param);
+  };
+  const voice = voiceName('voice', audioOut, 'response.audio.output.voice') ?? voiceName('voice', r, 'response.voice');
+  const metadata = optionalMetadata(r, 'metadata', 'response.metadata');
+  const maxTokens = r.max_output_tokens ?? r.max_response_output_tokens ?? s.max_output_tokens;
+  if (maxTokens !== 'inf' && !(typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= 4096)) {
+    throw new RealtimeError('invalid_value', "'response.max_output_tokens' must be an integer from 1 to 4096 or 'inf'.", 'response.max_output_tokens');
+  }
+  let input: unknown[] | null = null;
+  if (Array.isArray(r.input)) {
+    if (r.input.length > MAX_CONVERSATION_ITEMS) {
+      throw new RealtimeError(
+        'array_above_max_length',
+        `Invalid 'response.input': array too long. Expected an array with maximum length ${MAX_CONVERSATION_ITEMS}, but got an array with length ${r.input.length} instead.`,
+        'response.input',
+      );
+    }
+    input = r.input;
+  } else if (r.input !== undefined && r.input !== null) {
+    throw new RealtimeError('invalid_type', "'response.input' must be an array of items.", 'response.input');
+  }
+  const tools = r.tools === undefined ? settings.tools : parseTools(r.tools, 'response.tools');
+  const toolChoice = r.tool_choice === undefined ? (r.tools === undefined ? settings.toolChoice : 'auto') : parseToolChoice(r.tool_choice, tools, 'response.tool_choice');
+  const parallel = r.parallel_tool_calls ?? settings.raw.parallel_tool_calls ?? true;
+  if (typeof parallel !== 'boolean') throw new RealtimeError('invalid_type', "Invalid type for 'response.parallel_tool_calls': expected a boolean.", 'response.parallel_tool_calls');
+  return {
+    outputModalities,
+    modalitiesGiven: modalitiesRaw !== undefined,
+    inConversation: conversation === 'auto',
+    instructions,
+    voice,
+    metadata,
+    maxOutputTokens: maxTokens as number | 'inf',
+    input,
+    tools,
+    toolChoice,
+    parallelToolCalls: parallel,
+  };
+}
