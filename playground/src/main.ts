@@ -3,13 +3,16 @@
  * URL; the server never serves a key), picks a face, voice and motion from the server's lists, and
  * talks to the avatar over WebRTC (video and voice as media) or WebSocket (JPEG frames on a
  * canvas, PCM through Web Audio). Each connection gets its own ephemeral key
- * (/v1/realtime/client_secrets) bound to the chosen session config.
+ * (/v1/realtime/client_secrets) bound to the chosen session config. With "Demo tools" on, the
+ * model is offered functions the page itself answers (demo-tools.ts); their calls and outputs show
+ * in the transcript.
  *
  * `window.playground` exposes a read-only snapshot of what the page shows (for the end-to-end tests
  * and for anyone curious in the console).
  */
 import { Api, Problem, type AssetEntry } from './api.js';
 import type { Connection, LiveStats, ServerEvent } from './connection.js';
+import { DEMO_TOOLS, runDemoTool } from './demo-tools.js';
 import { RtcConnection } from './rtc.js';
 import { WsConnection } from './ws.js';
 
@@ -43,6 +46,7 @@ const ui = {
   micMode: $<HTMLSelectElement>('mic-mode'),
   talk: $<HTMLButtonElement>('talk'),
   interrupt: $<HTMLButtonElement>('interrupt'),
+  demoTools: $<HTMLInputElement>('demo-tools'),
   error: $('error'),
   errorText: $('error-text'),
   errorAction: $<HTMLButtonElement>('error-action'),
@@ -62,6 +66,14 @@ const ui = {
 
 type State = 'idle' | 'connecting' | 'connected' | 'ended' | 'error';
 
+/** A function call the model made, and what the page answered (null: not answered here). */
+interface ToolCall {
+  callId: string;
+  name: string;
+  arguments: string;
+  output: string | null;
+}
+
 const page = {
   state: 'idle' as State,
   conn: null as Connection | null,
@@ -77,6 +89,11 @@ const page = {
   endedSession: null as { id: string; status: string; durationSeconds: number | null } | null,
   statsTimer: 0,
   micTracks: [] as MediaStreamTrack[],
+  /** Whether the demo tools were offered to this connection's session (the last session.update said so). */
+  toolsOffered: false,
+  toolCalls: [] as ToolCall[],
+  /** Outputs of the calls each response made, sent when it is done (response id → calls). */
+  toolOutputs: new Map<string, ToolCall[]>(),
 };
 
 let storedKey: string | null = null;
@@ -173,7 +190,10 @@ function send(event: Record<string, unknown>): void {
 
 const bubbles = new Map<string, HTMLLIElement>();
 
-function bubble(key: string, role: 'user' | 'assistant', text = ''): HTMLLIElement {
+/** A line of the transcript: what a side said, or a function call and its output. */
+type Line = 'user' | 'assistant' | 'tool call' | 'tool output';
+
+function bubble(key: string, role: Line, text = ''): HTMLLIElement {
   let li = bubbles.get(key);
   if (!li) {
     li = document.createElement('li');
@@ -218,8 +238,28 @@ function onServerEvent(event: ServerEvent): void {
     case 'output_audio_buffer.started':
       firstAudio();
       break;
+    case 'response.output_item.added': {
+      const item = event.item as { id?: string; type?: string; name?: string };
+      if (item.type === 'function_call') bubble(`call:${String(item.id)}`, 'tool call', `${String(item.name)}(`).classList.add('pending');
+      break;
+    }
+    case 'response.function_call_arguments.delta':
+      bubble(`call:${String(event.item_id)}`, 'tool call').textContent += String(event.delta);
+      break;
+    case 'response.function_call_arguments.done':
+      functionCall(String(event.response_id), String(event.item_id), String(event.call_id), String(event.name), String(event.arguments));
+      break;
+    case 'response.output_item.done': {
+      // A call cut off (interrupted, or the output limit) has no arguments.done: it is not run.
+      const item = event.item as { id?: string; type?: string; status?: string };
+      const li = item.type === 'function_call' && item.status === 'incomplete' ? bubbles.get(`call:${String(item.id)}`) : undefined;
+      li?.classList.remove('pending');
+      li?.classList.add('cut');
+      break;
+    }
     case 'response.done': {
       const response = event.response as { id: string; status: string; output?: Array<{ content?: Array<{ transcript?: string; text?: string }> }> };
+      answerCalls(response.id, response.status);
       const li = bubbles.get(`reply:${response.id}`);
       if (li && response.status === 'cancelled') {
         li.classList.add('cut');
@@ -241,6 +281,47 @@ function onServerEvent(event: ServerEvent): void {
       break;
     }
   }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Demo tools: offered by session.update, answered here
+
+function offerTools(): void {
+  page.toolsOffered = ui.demoTools.checked;
+  send({ type: 'session.update', session: { type: 'realtime', tools: page.toolsOffered ? DEMO_TOOLS : [], tool_choice: 'auto' } });
+}
+
+/** The page's background: what set_background_color changes. */
+function setBackground(color: string): void {
+  document.documentElement.style.setProperty('--bg', color);
+}
+
+/** A call the model finished: shown, and run at once when the page offered the tools. */
+function functionCall(responseId: string, itemId: string, callId: string, name: string, args: string): void {
+  const li = bubble(`call:${itemId}`, 'tool call');
+  li.classList.remove('pending');
+  li.textContent = `${name}(${args})`;
+  const call: ToolCall = { callId, name, arguments: args, output: null };
+  page.toolCalls.push(call);
+  // Tools this page did not offer are someone else's to answer (a backend on the call's sideband).
+  if (!page.toolsOffered) return;
+  const { output, failed } = runDemoTool(name, args, { setBackground });
+  call.output = output;
+  bubble(`output:${itemId}`, 'tool output', output).classList.toggle('failed', failed);
+  page.toolOutputs.set(responseId, [...(page.toolOutputs.get(responseId) ?? []), call]);
+}
+
+/**
+ * The response is done: its calls' outputs go to the conversation, then one response.create asks
+ * the model to go on with them (not before: a response.create while one is active is refused). A
+ * response cut short (the person spoke over it) gets no follow-up: the person's turn comes first.
+ */
+function answerCalls(responseId: string, status: string): void {
+  const calls = page.toolOutputs.get(responseId);
+  if (!calls) return;
+  page.toolOutputs.delete(responseId);
+  for (const call of calls) send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: call.callId, output: call.output } });
+  if (status === 'completed') send({ type: 'response.create' });
 }
 
 function firstAudio(): void {
@@ -405,6 +486,9 @@ async function connect(): Promise<void> {
   }
   const conn = page.conn;
   conn.setMicOpen(ui.micMode.value !== 'ptt');
+  page.toolsOffered = false;
+  page.toolOutputs.clear();
+  if (ui.demoTools.checked) offerTools();
   page.micTracks = mic?.getTracks() ?? [];
   ui.video.hidden = conn.transport !== 'webrtc';
   ui.canvas.hidden = conn.transport !== 'websocket';
@@ -521,6 +605,9 @@ ui.voice.onchange = () => {
 ui.driving.onchange = () => {
   if (page.state === 'connected') send({ type: 'session.update', session: { type: 'realtime', driving: ui.driving.value } });
 };
+ui.demoTools.onchange = () => {
+  if (page.state === 'connected') offerTools();
+};
 ui.faceFile.onchange = () => {
   const file = ui.faceFile.files?.[0];
   ui.faceFile.value = '';
@@ -563,6 +650,8 @@ Object.defineProperty(window, 'playground', {
       eventTypes: page.events.map((e) => e.type),
       lastError: page.lastError,
       endedSession: page.endedSession,
+      toolCalls: page.toolCalls.map((c) => ({ ...c })),
+      background: getComputedStyle(document.documentElement).backgroundColor,
     }),
     events: () => page.events.map((e) => ({ ...e, delta: typeof e.delta === 'string' && e.delta.length > 200 ? '(base64)' : e.delta })),
     refreshStats: () => refreshStats(),

@@ -5,13 +5,17 @@
  * session ended with a duration); a spoken question from the fake microphone gets a spoken answer;
  * and failures are told in words (a bad key, no worker free, a photo without a face, a refused
  * microphone, a lost connection). The server is the real one with the fake providers
- * (test/helpers/realtime-server.ts), so replies are known and quick.
+ * (test/helpers/realtime-server.ts), so replies are known and quick. For the demo tools the
+ * server's language model is its OpenAI-compatible provider talking to a scripted
+ * chat-completions server (test/helpers/chat-completions-server.ts) that calls the page's
+ * functions, so what the page sent back is seen in the model's next request.
  */
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
 import { buildPlayground } from '../../src/cli/build-playground.js';
+import { startChatCompletionsServer, type ChatCompletionsServer, type ChatRequestBody, type ChatScript } from '../helpers/chat-completions-server.js';
 import { chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, frameCells, launchChromium, regionMotion, waitInPage } from '../helpers/browser.js';
 import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { speechPcm24k } from '../helpers/speech.js';
@@ -28,6 +32,9 @@ interface Snapshot {
   eventTypes: string[];
   lastError: string | null;
   endedSession: { id: string; status: string; durationSeconds: number | null } | null;
+  toolCalls: { callId: string; name: string; arguments: string; output: string | null }[];
+  /** The page's computed background colour. */
+  background: string;
 }
 
 interface Ctx {
@@ -327,3 +334,104 @@ async function plainImage(ctx: Ctx): Promise<string> {
 }
 
 if (chromiumAvailable()) Failures.run();
+
+interface ToolsCtx extends Ctx {
+  model: ChatCompletionsServer;
+  /** Answers the model requests of the running test. */
+  script: ChatScript;
+}
+
+const Tools = suite<ToolsCtx>('playground: demo tools', {} as ToolsCtx);
+Tools.before(async (ctx) => {
+  await buildPlayground();
+  ctx.script = () => ({ text: 'Hello.' });
+  ctx.model = await startChatCompletionsServer((body, n) => ctx.script(body, n));
+  // The configured OpenAI-compatible provider (not the fake model) answers, from the scripted server.
+  ctx.t = await startRealtimeTestServer({ env: { LLM_PROVIDER: 'openai', LLM_BASE_URL: ctx.model.baseUrl }, runtime: { llm: undefined } });
+  ctx.chromium = await launchChromium({ microphone: 'silence' });
+});
+Tools.after(async (ctx) => {
+  await ctx.chromium.close();
+  await ctx.t.close();
+  await ctx.model.close();
+});
+
+const TEAL = 'rgb(0, 128, 128)';
+const toolNames = (body: ChatRequestBody | undefined) => (body?.tools ?? []).map((t) => (t as { function: { name: string } }).function.name);
+/** The tool messages of a request: [tool_call_id, content]. */
+const toolMessages = (body: ChatRequestBody | undefined) => (body?.messages ?? []).flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, m.content]] : []));
+const responsesDone = (s: Snapshot) => s.eventTypes.filter((e) => e === 'response.done').length;
+
+for (const transport of ['webrtc', 'websocket'] as const) {
+  Tools(`${transport}: the model calls set_background_color: the page runs it, shows the call and its output, and the model's next request holds the output`, async (ctx) => {
+    const first = ctx.model.requests.length;
+    // Asked to change the colour, the model calls the function; given its output, it says so.
+    ctx.script = (body) => (body.messages.at(-1)?.role === 'tool' ? { text: 'Done: the page is teal now.' } : { toolCalls: [{ name: 'set_background_color', arguments: '{"color":"teal"}' }] });
+    const page = await openPage(ctx, 'off');
+    await connect(page, transport);
+    await until(page, (s) => s.eventTypes.includes('session.updated'), 'the tools offered by session.update');
+    assert.is.not((await snapshot(page)).background, TEAL);
+
+    await say(page, 'Make the page teal, please.');
+    const done = await until(page, (s) => responsesDone(s) === 2, 'the call and the reply after it', 60_000);
+    assert.is(done.background, TEAL, 'the page is teal');
+    assert.is(done.toolCalls.length, 1);
+    const call = done.toolCalls[0]!;
+    assert.equal({ ...call, callId: '' }, { callId: '', name: 'set_background_color', arguments: '{"color":"teal"}', output: '{"ok":true,"color":"teal"}' });
+    assert.equal(
+      await page.$$eval('#transcript li', (li) => li.map((l) => [l.className, l.textContent])),
+      [
+        ['user', 'Make the page teal, please.'],
+        ['tool call', 'set_background_color({"color":"teal"})'],
+        ['tool output', '{"ok":true,"color":"teal"}'],
+        ['assistant', 'Done: the page is teal now.'],
+      ],
+    );
+
+    const requests = ctx.model.requests.slice(first);
+    assert.is(requests.length, 2, 'one request for the call, one for the reply (one response.create)');
+    assert.equal(toolNames(requests[0]), ['get_local_time', 'set_background_color'], 'the demo tools were offered');
+    const followUp = requests[1]!;
+    const asked = followUp.messages.find((m) => m.role === 'assistant' && m.tool_calls);
+    assert.equal(asked && 'tool_calls' in asked ? asked.tool_calls : null, [{ id: call.callId, type: 'function', function: { name: 'set_background_color', arguments: '{"color":"teal"}' } }]);
+    assert.equal(toolMessages(followUp), [[call.callId, '{"ok":true,"color":"teal"}']], 'the output went back to the model');
+    await page.click('#hangup');
+    await until(page, (s) => s.state === 'ended', 'hang up');
+    await page.close();
+  });
+}
+
+Tools('an unknown function and arguments that are not JSON get error outputs; with Demo tools off mid-call, none are offered', async (ctx) => {
+  const first = ctx.model.requests.length;
+  // Two calls in one reply: a function the page does not have, and arguments cut off mid-JSON.
+  ctx.script = (body) =>
+    body.messages.at(-1)?.role === 'tool'
+      ? { text: 'Sorry, that did not work.' }
+      : { toolCalls: [{ name: 'open_the_pod_bay_doors', arguments: '{}' }, { name: 'set_background_color', arguments: '{"color": "teal"' }] };
+  const page = await openPage(ctx, 'off');
+  await connect(page, 'websocket');
+  await until(page, (s) => s.eventTypes.includes('session.updated'), 'the tools offered by session.update');
+  await say(page, 'Open the doors and make it teal.');
+  const done = await until(page, (s) => responsesDone(s) === 2, 'the calls and the reply after them', 60_000);
+  assert.is.not(done.background, TEAL, 'the background is unchanged');
+  const unknown = '{"error":"unknown function"}';
+  const notJson = '{"error":"arguments are not valid JSON"}';
+  assert.equal(done.toolCalls.map((c) => [c.name, c.output]), [['open_the_pod_bay_doors', unknown], ['set_background_color', notJson]]);
+  assert.equal(await page.$$eval('#transcript li.tool.output.failed', (li) => li.map((l) => l.textContent)), [unknown, notJson], 'the errors are shown as failed outputs');
+  const requests = ctx.model.requests.slice(first);
+  assert.is(requests.length, 2, 'one response.create after both outputs');
+  assert.equal(toolMessages(requests[1]), [[done.toolCalls[0]!.callId, unknown], [done.toolCalls[1]!.callId, notJson]]);
+
+  // Demo tools off: session.update with no tools, and the model is offered none.
+  ctx.script = () => ({ text: 'Just talking.' });
+  await page.uncheck('#demo-tools');
+  await until(page, (s) => s.eventTypes.filter((e) => e === 'session.updated').length === 2, 'the tools withdrawn');
+  await say(page, 'Hello?');
+  await until(page, (s) => responsesDone(s) === 3, 'a reply without tools', 60_000);
+  assert.equal(toolNames(ctx.model.requests.at(-1)), [], 'no tools offered');
+  await page.click('#hangup');
+  await until(page, (s) => s.state === 'ended', 'hang up');
+  await page.close();
+});
+
+if (chromiumAvailable()) Tools.run();

@@ -1,7 +1,8 @@
 /**
  * `npm run screenshots`: pictures of the playground for the README and for reviewing the page,
  * taken in headless Chromium against the real server with the fake providers (known replies):
- * before connecting, mid-reply, and after an error (a wrong key). Written to docs/screenshots/.
+ * before connecting, mid-reply, after a demo tool call (the model makes the page teal), and after
+ * an error (a wrong key). Written to docs/screenshots/.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -39,6 +40,19 @@ async function main(): Promise<void> {
     await waitInPage(page, `window.playground.snapshot().firstAudioMs.length === 2`, 30_000);
     await page.waitForTimeout(2500);
     await shot(page, 'playground-reply.png');
+
+    // A demo tool: the model calls set_background_color, the page runs it and the model says so.
+    await waitInPage(page, `window.playground.snapshot().eventTypes.filter((e) => e === 'response.done').length === 2`, 30_000);
+    const answered = (messages: { role: string }[]) => messages.at(-1)?.role === 'tool';
+    t.llm.options = {
+      reply: (r) => (answered(r.messages) ? 'Done. Your page is teal now.' : ''),
+      toolCalls: (r) => (answered(r.messages) ? [] : [{ name: 'set_background_color', arguments: '{"color":"teal"}' }]),
+      chunkDelayMs: 2,
+    };
+    await page.fill('#text', 'Make the page teal, please.');
+    await page.click('#send');
+    await waitInPage(page, `window.playground.snapshot().eventTypes.filter((e) => e === 'response.done').length === 4`, 30_000);
+    await shot(page, 'playground-tools.png');
     await page.click('#hangup');
     await waitInPage(page, `window.playground.snapshot().state === 'ended'`);
 
