@@ -18,9 +18,11 @@ export interface CheckedImage {
 
 export interface InputImages {
   /**
-   * Validates `imageUrl` (the part's `image_url`); rejects with a RealtimeError naming `param` (an
+   * Validates `imageUrl` (the part's `image_url`); rejects with an AppError naming `param` (an
    * unsupported URL, a bad data URL, an image too large in bytes or pixels, one that does not
-   * decode). Never blocks the event loop for longer than reading the header.
+   * decode; 429 rate_limit_exceeded when too many wait). `detail` bounds the size handed back
+   * (OpenAI's vision detail: low is smaller). Never blocks the event loop for longer than
+   * reading the header.
    */
-  check(imageUrl: string, param: string): Promise<CheckedImage>;
+  check(imageUrl: string, param: string, detail: 'auto' | 'low' | 'high'): Promise<CheckedImage>;
 }

@@ -447,7 +447,7 @@ export class RealtimeSessionEngine {
 
   /** Checks an item's images (off the event loop) and keeps each as the model will get it. */
   private async checkImages(parsed: ParsedItem): Promise<void> {
-    const checked = await Promise.all(parsed.images.map(({ part, param }) => this.deps.images.check(part.image_url, param)));
+    const checked = await Promise.all(parsed.images.map(({ part, param }) => this.deps.images.check(part.image_url, param, part.detail)));
     parsed.images.forEach(({ part }, i) => (part.image_url = (checked[i] as { url: string }).url));
   }
 
