@@ -145,7 +145,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const { app } = createApp(services);
   const server = http.createServer(app.callback());
   const gateway = new RealtimeGateway(
-    { connection, registry, keys, authThrottle: services.authThrottle, rateLimiter: services.rateLimiter, isAccepting: () => accepting, routing, log },
+    { connection, registry, calls, keys, authThrottle: services.authThrottle, rateLimiter: services.rateLimiter, isAccepting: () => accepting, routing, log },
     { authTimeoutMs: options.realtimeAuthTimeoutMs },
   );
   gateway.attach(server);

@@ -25,6 +25,14 @@
  *                       data channel text <-> engine events (no output_audio.delta: audio is RTP)
  *   peer closed/failed, hangup, session ended (DELETE, max duration), key revoked, shutdown
  *                       -> the connection closes: engine, avatar, then the session ends with usage
+ *
+ * Sidebands (`/v1/realtime?call_id=`, OpenAI's server-side controls: how a backend runs the tools
+ * of a browser's call): a WebSocket of the call's owner attaches to the call's connection as a
+ * listener (realtime-connection.ts), from the answer on, at most MAX_SIDEBANDS_PER_CALL at once.
+ * Refusals: a call unknown or of another user → call_id_not_found (404); a call that has ended →
+ * call_ended (409); one sideband too many → too_many_sideband_connections (409). Fleet mode: a
+ * call of another worker is found through its route in Redis (sidebandRoute), and the socket is
+ * relayed there.
  */
 import { randomBase62 } from '../core/ids.js';
 import { AppError } from '../core/errors.js';
@@ -36,8 +44,8 @@ import { MEDIA_FIELDS, parseMediaFields } from '../sessions/session-config.js';
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
-import { type ConnectionDeps, type ConnectionRegistry, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
-import { type FleetRouting, type ForwardedCall, INTERNAL_CALLS_PATH, postToWorker } from './worker-relay.js';
+import { type ConnectionDeps, type ConnectionRegistry, type Listener, type ListenerSink, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+import { type FleetRouting, type ForwardedCall, type RemoteWorker, INTERNAL_CALLS_PATH, postToWorker } from './worker-relay.js';
 
 /** Server events held while the data channel opens (session.created and what follows it). */
 const MAX_QUEUED_EVENTS = 256;
@@ -46,6 +54,16 @@ const MAX_QUEUED_EVENTS = 256;
  * than 25 frames a second): frames are dropped, never the conversation's events.
  */
 const MAX_CHANNEL_BACKLOG_BYTES = 1024 * 1024;
+/**
+ * Sideband WebSockets one call takes at once: a backend's control socket, one more while it
+ * reconnects, a monitor; each gets every event (image deltas included), so not a fan-out service.
+ */
+export const MAX_SIDEBANDS_PER_CALL = 4;
+/**
+ * Ended calls of this process remembered (id → user), so a late sideband hears call_ended rather
+ * than call_id_not_found; the oldest are forgotten first (fleet mode asks the call's route instead).
+ */
+const REMEMBERED_ENDED_CALLS = 1024;
 
 export interface CallRequest {
   sdp: string;
@@ -68,8 +86,8 @@ export interface CallGatewayDeps {
   log: Logger;
 }
 
-/** Who made a call: the user and the API key behind their key. */
-interface Caller {
+/** Who made a call (or opens its sideband): the user and the API key behind their key. */
+export interface Caller {
   userId: string;
   apiKeyId: string | null;
 }
@@ -83,6 +101,8 @@ interface Call {
 
 export class CallGateway {
   private readonly calls = new Map<string, Call>();
+  /** Calls of this process that have ended, id → user (REMEMBERED_ENDED_CALLS at most). */
+  private readonly endedCalls = new Map<string, string>();
   private readonly log: Logger;
 
   constructor(private readonly deps: CallGatewayDeps) {
@@ -188,6 +208,43 @@ export class CallGateway {
   }
 
   /**
+   * Attaches a sideband of `caller` to a call of this process: it gets the call's events and sends
+   * client events into it (see the header for the refusals, thrown as AppErrors). Null when the
+   * call is not here and may run on another worker (fleet mode: sidebandRoute()).
+   */
+  attachSideband(caller: Caller, callId: string, sink: ListenerSink): Listener | null {
+    const call = this.calls.get(callId);
+    if (!call) {
+      if (this.endedCalls.get(callId) === caller.userId) throw callEnded(callId);
+      if (this.deps.routing) return null;
+      throw callNotFound(callId);
+    }
+    if (call.userId !== caller.userId) throw callNotFound(callId);
+    if (!call.connection.live) throw callEnded(callId);
+    if (call.connection.listenerCount >= MAX_SIDEBANDS_PER_CALL) {
+      throw new AppError('too_many_sideband_connections', `Call ${callId} already has ${MAX_SIDEBANDS_PER_CALL} sideband connections; close one before opening another.`, { status: 409, param: 'call_id' });
+    }
+    return call.connection.attach(sink);
+  }
+
+  /**
+   * Fleet mode: where a call of another node runs, for its sideband (found through the call's
+   * route; its session checked for owner and state). Throws as attachSideband.
+   */
+  async sidebandRoute(userId: string, callId: string): Promise<{ sessionId: string; worker: RemoteWorker }> {
+    const routing = this.deps.routing;
+    const sessionId = routing ? await routing.callSession(callId) : null;
+    if (!routing || !sessionId) throw callNotFound(callId);
+    const session = await this.deps.connection.store.getSession(sessionId);
+    if (!session || session.userId !== userId) throw callNotFound(callId);
+    if (session.status !== 'pending' && session.status !== 'active') throw callEnded(callId);
+    const worker = await routing.remoteWorkerOf(sessionId);
+    // Its lease is on this node, yet the call is not here: it is ending.
+    if (!worker) throw callEnded(callId);
+    return { sessionId, worker };
+  }
+
+  /**
    * Ends every call (shutdown; the registry has ended their connections already), then frees
    * node-datachannel's hold on closed peers if no peer of this process is open.
    */
@@ -249,6 +306,8 @@ export class CallGateway {
     peer.once('closed', (reason) => {
       log.info('call ended', { reason, peer: peer.stats(), microphone: mic?.stats, droppedImages });
       this.calls.delete(id);
+      this.endedCalls.set(id, caller.userId);
+      if (this.endedCalls.size > REMEMBERED_ENDED_CALLS) this.endedCalls.delete(this.endedCalls.keys().next().value!);
       void connection.close();
     });
     return call;
@@ -286,6 +345,14 @@ export class CallGateway {
     avatar.requestKeyframe(); // the video track may have opened before the avatar existed
     for (const text of pendingEvents.drain()) connection.receive(text);
   }
+}
+
+function callNotFound(callId: string): AppError {
+  return new AppError('call_id_not_found', `No call found with id '${callId}'.`, { status: 404, param: 'call_id' });
+}
+
+function callEnded(callId: string): AppError {
+  return new AppError('call_ended', `Call ${callId} has ended; a sideband attaches to a live call.`, { status: 409, param: 'call_id' });
 }
 
 /** Reads the body of POST /v1/realtime/calls in any of its three forms. */

@@ -15,6 +15,14 @@
  * duration), its API key was revoked, or the server is shutting down. Each becomes one call of
  * the transport's `end(reason, errorEvent)`, whichever comes first.
  *
+ * Listeners (`attach(sink)`: a call's sideband WebSockets) are second receivers of the same
+ * session: each gets every server event the transport gets (the same stamped text; session.created
+ * with the session as it is now when it attaches after the engine's own), and its client events go
+ * into the same engine, in arrival order with the transport's. An `error` caused by a listener's
+ * event goes to that listener alone, with its own event_id (event-attribution.ts); every other
+ * event goes to all. A listener ends with the connection, with the same reason; its own end
+ * (detach) leaves the connection running; its own key's revocation ends it alone.
+ *
  * Teardown never throws; a failure is logged. Nothing here knows about sockets or peers.
  */
 import type { Clock } from '../core/clock.js';
@@ -22,12 +30,14 @@ import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, newServerEventId, renameForDialect } from '../realtime/protocol.js';
+import { EventAttribution } from './event-attribution.js';
 import { RealtimeSessionEngine, type AssetChecker, type EngineTransport } from '../realtime/session-engine.js';
 import type { LanguageModels } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
 import type { SpeechRecognizers } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
+import type { InputImages } from '../realtime/input-images.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { SessionConfig } from '../sessions/session-config.js';
 import { applySessionUpdate } from '../realtime/session-update.js';
@@ -75,6 +85,8 @@ export class PendingEvents {
 /** What connections use besides the REST services: providers and the avatar. */
 export interface RealtimeRuntime {
   llm: LanguageModels;
+  /** Checks input_image parts before the engine keeps them. */
+  images: InputImages;
   tts: SpeechService;
   asr: SpeechRecognizers;
   createVad(): Promise<VoiceActivityDetector>;
@@ -125,6 +137,33 @@ export interface ConnectionTransport {
   sendText(text: string): void;
   /** Ends the connection for `reason`; `errorText` (a stamped `error` event, when given) is the last thing to send. */
   end(reason: EndReason, errorText: string | null): void;
+}
+
+/** A second receiver of a connection's events (a call's sideband WebSocket); see RealtimeConnection.attach. */
+export interface ListenerSink {
+  /** The API key of the listener's caller: its revocation ends this listener alone. */
+  readonly apiKeyId: string | null;
+  /** One stamped server event as JSON text. */
+  sendText(text: string): void;
+  /** The connection ended for `reason` (or the listener's key was revoked); `errorText` is the last thing to send. */
+  end(reason: EndReason, errorText: string | null): void;
+}
+
+/** What attach() hands back: the listener's way in, and its way out. */
+export interface Listener {
+  /** One client event (JSON text) of the listener; held while the session starts. */
+  receive(text: string): void;
+  /** The listener went away: it gets nothing more; the connection goes on. */
+  detach(): void;
+}
+
+interface AttachedListener {
+  /** Its number in the event ids of its events (EventAttribution). */
+  no: number;
+  sink: ListenerSink;
+  /** Its events that arrived before the engine ran. */
+  pending: PendingEvents;
+  revoked: boolean;
 }
 
 export interface RunOptions {
@@ -194,12 +233,18 @@ export class ConnectionRegistry {
    * sessions ends them as key_revoked, not session_ended) and ended by endRevokedKeys().
    */
   markRevokedKeys(keyIds: readonly string[]): void {
-    for (const conn of this.connections) if (conn.apiKeyId !== null && keyIds.includes(conn.apiKeyId)) conn.revoked = true;
+    for (const conn of this.connections) {
+      if (conn.apiKeyId !== null && keyIds.includes(conn.apiKeyId)) conn.revoked = true;
+      conn.markRevokedListeners(keyIds);
+    }
   }
 
-  /** Ends the marked connections still open (those attached to sessions that outlive the key). */
+  /** Ends the marked connections still open (those attached to sessions that outlive the key), and the marked listeners of the others. */
   endRevokedKeys(): void {
-    for (const conn of this.connections) if (conn.revoked) conn.end('key_revoked');
+    for (const conn of this.connections) {
+      if (conn.revoked) conn.end('key_revoked');
+      else conn.endRevokedListeners();
+    }
   }
 
   get size(): number {
@@ -224,6 +269,14 @@ export class RealtimeConnection {
   private ended = false;
   private closing: Promise<void> | null = null;
   private log: Logger;
+  private readonly listeners = new Map<number, AttachedListener>();
+  private listenersAttached = 0;
+  /** Made with the first listener: a connection that never has one tags nothing. */
+  private attribution: EventAttribution | null = null;
+  /** The listener whose event the engine is reading right now: what it refuses at once is that listener's. */
+  private receivingFrom: AttachedListener | null = null;
+  /** Whether the engine has sent session.created (a listener attaching later is greeted with its own). */
+  private greeted = false;
 
   constructor(
     private readonly deps: ConnectionDeps,
@@ -315,6 +368,7 @@ export class RealtimeConnection {
         createVad: () => runtime.createVad(),
         endOfTurnModel: () => runtime.endOfTurnModel(),
         assets: this.deps.assets,
+        images: runtime.images,
         recorder: {
           appendTurn: (role, content) => store.appendChatTurn(session.id, { role, content }, clock.nowUs()),
           setCurrentTranscript: (text) => store.setCurrentTranscript(session.id, text),
@@ -335,6 +389,7 @@ export class RealtimeConnection {
     this.engine = engine;
     for (const pcm of this.earlyMicrophone.splice(0)) engine.pushMicrophone(pcm);
     this.earlyMicrophoneSamples = 0;
+    for (const listener of this.listeners.values()) for (const text of listener.pending.drain()) this.receiveFrom(listener, text);
     return true;
   }
 
@@ -367,10 +422,91 @@ export class RealtimeConnection {
     }
   }
 
-  /** Sends one server event, stamped and named for this connection's dialect. */
+  /** Whether the connection still runs (or will): not ended, not closing. Listeners attach only then. */
+  get live(): boolean {
+    return !this.ended && this.closing === null;
+  }
+
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
+  /**
+   * Adds a listener (see the header): from now on it gets every server event, and what it sends
+   * goes to the engine. Greeted with session.created when the engine has sent its own already
+   * (otherwise it gets the engine's). Only while `live`.
+   */
+  attach(sink: ListenerSink): Listener {
+    if (!this.live) throw new Error('attach() on a connection that has ended');
+    const listener: AttachedListener = { no: ++this.listenersAttached, sink, pending: new PendingEvents(), revoked: false };
+    this.listeners.set(listener.no, listener);
+    this.attribution ??= new EventAttribution();
+    if (this.greeted && this.created) this.sendTo(listener, { type: 'session.created', session: this.created.sessionObject() });
+    return {
+      receive: (text) => this.receiveFrom(listener, text),
+      detach: () => {
+        this.listeners.delete(listener.no);
+        listener.pending.drain();
+      },
+    };
+  }
+
+  private receiveFrom(listener: AttachedListener, text: string): void {
+    if (!this.listeners.has(listener.no)) return;
+    if (!this.engine) {
+      const refused = listener.pending.push(text);
+      if (refused) this.sendTo(listener, refused);
+      return;
+    }
+    const tagged = this.attribution!.tag(listener.no, text);
+    this.receivingFrom = listener;
+    try {
+      this.engine.receive(tagged ?? text);
+    } finally {
+      this.receivingFrom = null;
+    }
+  }
+
+  /** Marks the listeners of revoked keys (ended by endRevokedListeners, unless the connection ends first). */
+  markRevokedListeners(keyIds: readonly string[]): void {
+    for (const listener of this.listeners.values()) if (listener.sink.apiKeyId !== null && keyIds.includes(listener.sink.apiKeyId)) listener.revoked = true;
+  }
+
+  /** Ends the marked listeners; the connection goes on. */
+  endRevokedListeners(): void {
+    const text = this.stamp(errorEvent(new AppError('api_key_revoked', 'The API key of this connection has been revoked.', { status: 401 }), null));
+    for (const listener of [...this.listeners.values()]) {
+      if (!listener.revoked) continue;
+      this.listeners.delete(listener.no);
+      listener.sink.end('key_revoked', text);
+    }
+  }
+
+  /**
+   * Sends one server event, stamped and named for this connection's dialect: to the transport and
+   * every listener, except an error caused by a listener's event, which goes to that listener only.
+   */
   send(draft: ServerEventDraft): void {
+    if (draft.type === 'session.created') this.greeted = true;
+    if (draft.type === 'error' && this.attribution) {
+      const origin = this.attribution.resolve(draft.error.event_id);
+      if (origin) {
+        const listener = this.listeners.get(origin.source);
+        // A listener that has gone hears nothing more, its errors included.
+        if (listener) this.sendTo(listener, { ...draft, error: { ...draft.error, event_id: origin.eventId } });
+        return;
+      }
+      if (this.receivingFrom) return this.sendTo(this.receivingFrom, draft);
+    }
     const text = this.stamp(draft);
-    if (text !== null) this.transport.sendText(text);
+    if (text === null) return;
+    this.transport.sendText(text);
+    for (const listener of this.listeners.values()) listener.sink.sendText(text);
+  }
+
+  private sendTo(listener: AttachedListener, draft: ServerEventDraft): void {
+    const text = this.stamp(draft);
+    if (text !== null) listener.sink.sendText(text);
   }
 
   private stamp(draft: ServerEventDraft): string | null {
@@ -398,7 +534,15 @@ export class RealtimeConnection {
         : error === null
           ? null
           : errorEvent(error, null);
-    this.transport.end(reason, event === null ? null : this.stamp(event));
+    const text = event === null ? null : this.stamp(event);
+    this.transport.end(reason, text);
+    this.endListeners(reason, text);
+  }
+
+  private endListeners(reason: EndReason, errorText: string | null): void {
+    const listeners = [...this.listeners.values()];
+    this.listeners.clear();
+    for (const listener of listeners) listener.sink.end(reason, errorText);
   }
 
   private async teardown(): Promise<void> {
@@ -412,6 +556,8 @@ export class RealtimeConnection {
     } catch (err) {
       this.log.error('connection teardown failed', { err });
     } finally {
+      // Listeners still here were not ended with the session (one this connection does not own).
+      if (this.listeners.size > 0) this.endListeners('session_ended', this.stamp(errorEvent(new RealtimeError('session_ended', 'The connection of this session ended.'), null)));
       this.onClosed();
     }
   }

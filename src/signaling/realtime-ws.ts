@@ -14,7 +14,11 @@
  *
  * Sessions: `?model=` (or nothing) creates one (origin realtime; it ends when the socket closes);
  * `?session_id=` attaches to a session made by POST /v1/sessions (owner only; it stays until
- * DELETE or its maximum duration). The older form (`voice`, `video`, `face_id`, `voice_id`
+ * DELETE or its maximum duration); `?call_id=` is a sideband of a WebRTC call (OpenAI's
+ * server-side controls: the call's owner, by an API key or an ephemeral key of theirs, gets the
+ * call's events from a session.created on, and its client events go into the call's engine; it
+ * never creates a session, and closing it leaves the call running; realtime-calls.ts has the
+ * rules). The older form (`voice`, `video`, `face_id`, `voice_id`
  * query parameters, a session made by the older REST form, or a beta client's
  * `OpenAI-Beta: realtime=v1` / `openai-beta.realtime-v1`) gets the older event names.
  *
@@ -24,8 +28,9 @@
  *
  * Close codes (also in the README):
  *   1000 normal · 1001 server shutting down · 1011 internal error · 1013 no worker free (try again
- *   later) · 4001 authentication failed · 4003 the key was revoked · 4004 session not found ·
- *   4008 no authentication in time · 4009 session not usable (ended, or attached elsewhere) ·
+ *   later) · 4001 authentication failed · 4003 the key was revoked · 4004 session (or call) not
+ *   found · 4008 no authentication in time · 4009 session not usable (ended, or attached
+ *   elsewhere; a call that has ended, or has its most sidebands) ·
  *   4010 the session ended while connected · 4029 too many requests (failed authentications from
  *   this address, or connections with this key).
  */
@@ -37,9 +42,12 @@ import type { AuthThrottle } from '../auth/throttle.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, isObject, newServerEventId, renameForDialect, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
+import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
-import { type ConnectionDeps, type ConnectionRegistry, type EndReason, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+import type { CallGateway } from './realtime-calls.js';
+import { type ConnectionDeps, type ConnectionRegistry, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+import { type SidebandLink, SidebandGateway } from './realtime-sideband.js';
+import { CLOSE, END_CODES, closeSocket, sendEvent } from './realtime-socket.js';
 import { type FleetRouting, type RelayedRun, type RemoteWorker, type SocketRelay, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, readRelayedRun, relaySocket } from './worker-relay.js';
 
 export const REALTIME_PATH = '/v1/realtime';
@@ -54,33 +62,15 @@ const INSECURE_KEY_PROTOCOL = 'openai-insecure-api-key.';
  * socket, so only known clients get to make the server parse large messages (issue 8).
  */
 const MAX_AUTH_MESSAGE_CHARS = 4096;
-/** A socket asked to close that does not answer the close frame is cut this long after. */
-const CLOSE_GRACE_MS = 1000;
 
-export const CLOSE = {
-  NORMAL: 1000,
-  GOING_AWAY: 1001,
-  INTERNAL: 1011,
-  TRY_AGAIN_LATER: 1013,
-  AUTH_FAILED: 4001,
-  KEY_REVOKED: 4003,
-  NOT_FOUND: 4004,
-  AUTH_TIMEOUT: 4008,
-  SESSION_UNUSABLE: 4009,
-  SESSION_ENDED: 4010,
-  TOO_MANY_REQUESTS: 4029,
-} as const;
-
-const END_CODES: Record<EndReason, [number, string]> = {
-  session_ended: [CLOSE.SESSION_ENDED, 'session ended'],
-  key_revoked: [CLOSE.KEY_REVOKED, 'API key revoked'],
-  shutdown: [CLOSE.GOING_AWAY, 'server shutting down'],
-};
+export { CLOSE } from './realtime-socket.js';
 
 /** What the gateway needs besides the connection core's dependencies. */
 export interface WebSocketGatewayDeps {
   connection: ConnectionDeps;
   registry: ConnectionRegistry;
+  /** The WebRTC calls, for their sidebands (`?call_id=`). */
+  calls: CallGateway;
   keys: KeyService;
   authThrottle: AuthThrottle;
   rateLimiter: RateLimiter | null;
@@ -97,6 +87,7 @@ export class RealtimeGateway {
   /** Connections' teardowns in progress; close() waits for them. */
   private readonly teardowns = new Set<Promise<void>>();
   private readonly authTimeoutMs: number;
+  private readonly sidebands: SidebandGateway;
 
   constructor(
     private readonly deps: WebSocketGatewayDeps,
@@ -104,6 +95,7 @@ export class RealtimeGateway {
   ) {
     this.authTimeoutMs = options.authTimeoutMs ?? AUTH_TIMEOUT_MS;
     this.log = deps.log.child({ module: 'realtime-ws' });
+    this.sidebands = new SidebandGateway({ calls: deps.calls, routing: deps.routing, log: this.log });
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: MAX_FRAME_BYTES,
@@ -172,6 +164,8 @@ export class RealtimeGateway {
     /** Fleet mode: the session runs on another worker, and messages go there. */
     let relay: SocketRelay | null = null;
     let relayedSession: { id: string; owns: boolean } | null = null;
+    /** A sideband (`?call_id=`): the call's way in. */
+    let sideband: SidebandLink | null = null;
     let closed = false;
     let authWaiter: ((msg: string) => void) | null = null;
     let authenticated = false;
@@ -183,7 +177,8 @@ export class RealtimeGateway {
       }
       const text = data.toString();
       if (authenticated && isAuthMessage(text)) return; // already authenticated (header or subprotocol)
-      if (relay?.opened) relay.send(text);
+      if (sideband) sideband.receive(text);
+      else if (relay?.opened) relay.send(text);
       else if (conn?.ready) conn.receive(text);
       else if (authWaiter) authWaiter(text);
       else {
@@ -194,6 +189,7 @@ export class RealtimeGateway {
     ws.on('close', () => {
       closed = true;
       this.sockets.delete(ws);
+      sideband?.close();
       if (relay) {
         // Gone before the worker's side opened: the worker may never run the session it owns.
         if (!relay.opened && relayedSession?.owns) void this.deps.connection.sessions.end(relayedSession.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
@@ -218,6 +214,12 @@ export class RealtimeGateway {
       return;
     }
     if (closed) return;
+    const callId = query.get('call_id');
+    if (callId !== null) {
+      // A sideband: it attaches to the call (here or on its worker) and never makes a session.
+      sideband = await this.sidebands.attach(ws, { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, callId, dialect, pending, () => closed);
+      return;
+    }
     const connection = this.track(ws, { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, dialect);
     conn = connection;
 
@@ -289,6 +291,12 @@ export class RealtimeGateway {
    * placed its session here. The session runs as if the client had connected here.
    */
   private async onRelayed(ws: WebSocket, run: RelayedRun): Promise<void> {
+    if (run.callId !== undefined) {
+      // A call's sideband: attached to the call running here, not a session run.
+      this.sockets.add(ws);
+      ws.on('close', () => this.sockets.delete(ws));
+      return this.sidebands.attachRelayed(ws, run, run.callId);
+    }
     this.sockets.add(ws);
     const pending = new PendingEvents();
     let conn: RealtimeConnection | null = null;
@@ -463,23 +471,6 @@ export class RealtimeGateway {
 
 /** Thrown by authenticate() when the socket closed while waiting for credentials. */
 const SOCKET_CLOSED = Symbol('socket closed');
-
-/** Sends a server event before the connection core exists (auth and session errors). */
-function sendEvent(ws: WebSocket, dialect: Dialect, draft: ServerEventDraft): void {
-  if (ws.readyState !== ws.OPEN) return;
-  const type = renameForDialect(draft.type, dialect);
-  if (type === null) return;
-  ws.send(JSON.stringify({ ...draft, type, event_id: newServerEventId() }));
-}
-
-/** Closes with `code`; a peer that does not answer the close frame is cut after CLOSE_GRACE_MS. */
-function closeSocket(ws: WebSocket, code: number, reason: string): void {
-  if (ws.readyState !== ws.OPEN && ws.readyState !== ws.CONNECTING) return;
-  ws.close(code, reason.slice(0, 120));
-  const kill = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
-  kill.unref();
-  ws.once('close', () => clearTimeout(kill));
-}
 
 function isAuthMessage(text: string): boolean {
   if (text.length > MAX_AUTH_MESSAGE_CHARS) return false;

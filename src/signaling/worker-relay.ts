@@ -11,6 +11,8 @@
  *              dialect, ownership) travel in headers. Relayed, not redirected: WebSocket clients
  *              (browsers, the OpenAI SDKs) do not follow redirects on the upgrade, and the API
  *              node has already answered the handshake by the time it knows the session.
+ *              A call's sideband (`?call_id=`) is relayed the same way to the worker running the
+ *              call (the run names the call; the worker attaches it there, running nothing).
  *   POST       /internal/calls                 a call's offer for its session, placed here; the
  *              worker builds the peer, so the SDP answer carries the worker's own ICE candidates
  *              and media flows between client and worker directly.
@@ -57,6 +59,8 @@ export interface RelayedRun {
   ownsSession: boolean;
   dialect: Dialect;
   legacyVideo: boolean;
+  /** A sideband of this call (`?call_id=`): attached to the call's connection on the worker; the session is not run. */
+  callId?: string;
 }
 
 /** An offer forwarded to the worker its session was placed on. */
@@ -80,7 +84,7 @@ export function hasFleetToken(token: string, presented: string | string[] | unde
 export function readRelayedRun(header: string | string[] | undefined): RelayedRun {
   if (typeof header !== 'string') throw new AppError('invalid_request', `The internal upgrade needs ${RUN_HEADER}.`, { status: 400 });
   const run = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as RelayedRun;
-  if (typeof run.sessionId !== 'string' || typeof run.caller?.userId !== 'string') throw new AppError('invalid_request', `Malformed ${RUN_HEADER}.`, { status: 400 });
+  if (typeof run.sessionId !== 'string' || typeof run.caller?.userId !== 'string' || (run.callId !== undefined && typeof run.callId !== 'string')) throw new AppError('invalid_request', `Malformed ${RUN_HEADER}.`, { status: 400 });
   return run;
 }
 
