@@ -17,26 +17,21 @@
  *  - a voice turn: speech_started → speech_stopped → input_audio_buffer.committed →
  *    conversation.item.added → transcription (.delta*, .completed | .failed) →
  *    conversation.item.done → response (when create_response);
- *  - speculative transcription: when the turn pauses (speech_paused, about 200 ms of silence) a
- *    local recogniser starts on the turn so far; if the turn ends in that same pause its result is
- *    the transcript (the rest is silence), its deltas sent only then; if the user speaks on
- *    (speech_resumed) it is aborted, and nothing of it ever reaches the client. Never with a
- *    remote recogniser (it would be billed for work thrown away). semantic_vad's judge also reads
- *    it (turn-judge.ts: a pause after "a table for" is not the end of the turn);
- *  - early reply: once that transcript is ready (create_response on, no response running, a
- *    model in this process), the model starts on the reply the turn would get, while the end of
- *    the turn is still being decided (early-reply.ts). Its text is only buffered: the turn's
- *    response takes it if it asks for exactly the same request, and it is discarded unseen when
- *    the user speaks on, or on anything else that makes it stale;
+ *  - the voice-turn machinery (transcription, speculative transcription in a turn's pauses, the
+ *    early reply) lives in voice-turn.ts; the engine hands it the VAD's events and answers the
+ *    turn once its transcript is in;
+ *  - items are parsed by items.ts, response.create by response-request.ts, and a response runs in
+ *    response.ts; what remains here is the protocol: dispatch, session.update, the item events,
+ *    the input buffer, turns and responses in order;
  *  - memory is bounded: the conversation keeps at most MAX_CONVERSATION_ITEMS items and
  *    MAX_CONVERSATION_TEXT_CHARS characters (conversation.ts), dropping the oldest (each announced
  *    with conversation.item.deleted, never the response in progress), and at most
  *    MAX_RECORDED_CHAT_CHARS of chat history is written to the store per session.
  */
 import type { Logger } from '../core/log.js';
-import type { LanguageModels, LanguageModel, ChatMessage, ToolChoice, ToolDefinition } from '../providers/llm/base.js';
+import type { LanguageModels, ChatMessage, ToolChoice, ToolDefinition } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
-import { audioSeconds, type SpeechRecognizers, type Transcriber, type TranscriptionResult } from '../providers/asr/base.js';
+import type { SpeechRecognizers } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
 import { checkedByWords } from './turn-judge.js';
@@ -70,7 +65,7 @@ import {
   MAX_CLIENT_EVENT_BYTES,
 } from './protocol.js';
 import { ResponseRun, type ModelRequest, type ResponseOutcome } from './response.js';
-import { EarlyReply } from './early-reply.js';
+import { VoiceTurns, type Speculation } from './voice-turn.js';
 import { applySessionUpdate, type SessionSettings } from './session-update.js';
 
 /**
@@ -154,25 +149,38 @@ export class RealtimeSessionEngine {
   private chatLimitWarned = false;
   /** The input audio buffer, a call's microphone, and server-VAD turns. */
   private readonly input: InputAudio;
-  private readonly transcriptions = new Set<Promise<void>>();
-  /** A transcription started in a pause of the current turn (see the header). */
-  private speculation: Speculation | null = null;
-  /** The early reply of a turn that ended, until that turn's response takes or declines it. */
-  private earlyReply: EarlyReply | null = null;
+  /** Transcription, speculation in a turn's pauses, and the early reply (voice-turn.ts). */
+  private readonly voice: VoiceTurns;
 
   constructor(
     private readonly options: EngineOptions,
     private readonly deps: EngineDeps,
   ) {
     this.settings = applySessionUpdate(null, options.initial, options.defaultModel);
+    this.voice = new VoiceTurns({
+      sessionId: options.sessionId,
+      emit: (e) => this.emit(e),
+      settings: () => this.settings,
+      asr: deps.asr,
+      llm: deps.llm,
+      log: deps.log,
+      closed: () => this.closed,
+      responding: () => this.active !== null,
+      messages: () => this.conversation.messages(),
+      replyRequest: (context) => {
+        const { session, tools, toolChoice, raw } = this.settings;
+        return replyRequest(session.instructions, session.output_modalities, context, session.max_output_tokens, { tools, toolChoice, parallelToolCalls: raw.parallel_tool_calls !== false });
+      },
+      transcribed: (item, previousItemId, heardWords, transcript) => this.onTranscribed(item, previousItemId, heardWords, transcript),
+    });
     const judge = async (): Promise<EndOfTurnModel | null> => {
       const model = await deps.endOfTurnModel();
-      return model && checkedByWords(model, () => this.wordsOfLatestPause());
+      return model && checkedByWords(model, () => this.voice.wordsOfLatestPause());
     };
     this.input = new InputAudio(deps.createVad, judge, deps.log.child({ sessionId: options.sessionId }));
     this.input.on('speech_started', (e) => this.onSpeechStarted(e));
-    this.input.on('speech_paused', (e) => this.onSpeechPaused(e));
-    this.input.on('speech_resumed', (e) => this.onSpeechResumed(e));
+    this.input.on('speech_paused', (e) => this.voice.paused(e));
+    this.input.on('speech_resumed', (e) => this.voice.resumed(e));
     this.input.on('speech_stopped', (e) => this.onSpeechStopped(e));
     // Runs guard their own callbacks (a failure fails the run); nothing here can throw into the avatar.
     deps.avatar.on('audio', (chunk) => this.active?.onAudio(chunk));
@@ -259,10 +267,8 @@ export class RealtimeSessionEngine {
     this.closed = true;
     this.disarmIdleTimeout();
     this.active?.cancel('client_cancelled');
-    this.dropSpeculation();
-    this.dropEarlyReply();
     await this.input.close();
-    await Promise.allSettled([...this.transcriptions]);
+    await this.voice.close();
   }
 
   /**
@@ -390,7 +396,7 @@ export class RealtimeSessionEngine {
       const itemId = newItemId();
       this.emit({ type: 'input_audio_buffer.timeout_triggered', audio_start_ms: startMs, audio_end_ms: this.input.heardMs, item_id: itemId });
       this.input.clear();
-      this.dropSpeculation();
+      this.voice.dropSpeculation();
       const item: MessageItem = { id: itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: '' }] };
       const previousItemId = this.conversation.insert(item, null);
       this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
@@ -429,7 +435,7 @@ export class RealtimeSessionEngine {
     const previousItemId = this.conversation.insert(item, previous);
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
     if (pcm && item.type === 'message') {
-      this.transcribe(item, previousItemId, pcm, false);
+      this.voice.transcribe(item, previousItemId, pcm);
       this.enforceConversationBound();
       return;
     }
@@ -547,7 +553,7 @@ export class RealtimeSessionEngine {
     this.refuseOnWebRtc(event);
     const { itemId, pcm } = this.input.commit();
     this.deps.avatar.listen(false);
-    this.dropSpeculation();
+    this.voice.dropSpeculation();
     this.commitAudio(itemId, pcm, false);
   }
 
@@ -555,7 +561,7 @@ export class RealtimeSessionEngine {
     this.refuseOnWebRtc(event);
     this.input.clear();
     this.deps.avatar.listen(false);
-    this.dropSpeculation();
+    this.voice.dropSpeculation();
     this.emit({ type: 'input_audio_buffer.cleared' });
   }
 
@@ -579,97 +585,25 @@ export class RealtimeSessionEngine {
     this.disarmIdleTimeout();
     this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: e.itemId });
     this.deps.avatar.listen(true);
-    this.dropEarlyReply(); // a turn's reply not started by now is not wanted any more
+    this.voice.dropEarlyReply(); // a turn's reply not started by now is not wanted any more
     const td = this.settings.turnDetection;
     if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
-  }
-
-  /** Starts transcribing the turn so far, in case the turn ends in this pause. */
-  private onSpeechPaused(e: { itemId: string; pause: number; audio: Int16Array }): void {
-    this.dropSpeculation();
-    if (this.closed) return;
-    const { model, language, prompt } = this.settings.transcription;
-    const transcriber = this.deps.asr.forModel(model);
-    if (!transcriber.local) return;
-    const deltas: string[] = [];
-    const abort = new AbortController();
-    const result = transcriber.transcribe({ pcm: e.audio, language: language ?? 'en', prompt, signal: abort.signal }, (delta) => deltas.push(delta));
-    const speculation: Speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result, reply: null };
-    this.speculation = speculation;
-    // Registered before the end-of-turn judge reads the same transcript: the reply starts first.
-    result.then(
-      (r) => this.startEarlyReply(speculation, r.text),
-      () => undefined, // a failure (or the abort) is handled by whoever takes the result
-    );
-  }
-
-  /** Starts the reply the turn would get if it ends in this pause (see the header); buffered, unseen. */
-  private startEarlyReply(s: Speculation, transcript: string): void {
-    if (this.speculation !== s || this.closed || s.reply || this.active) return;
-    // A transcription still running elsewhere would add words to the conversation first.
-    if (!this.settings.turnDetection?.createResponse || this.transcriptions.size > 0) return;
-    const text = transcript.trim();
-    const model = this.deps.llm.forModel(this.settings.session.model);
-    if (text === '' || !model.local) return;
-    const session = this.settings.session;
-    const turn: MessageItem = { id: s.itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: text }] };
-    const request = replyRequest(session.instructions, session.output_modalities, [...this.conversation.messages(), ...toMessages([turn])], session.max_output_tokens, {
-      tools: this.settings.tools,
-      toolChoice: this.settings.toolChoice,
-      parallelToolCalls: this.settings.raw.parallel_tool_calls !== false,
-    });
-    s.reply = new EarlyReply(model, request);
-  }
-
-  /** The user spoke on: the speculation of that pause is stale. */
-  private onSpeechResumed(e: { pause: number }): void {
-    if (this.speculation?.pause === e.pause) this.dropSpeculation();
-  }
-
-  private dropSpeculation(): void {
-    this.speculation?.abort.abort();
-    this.speculation?.reply?.discard();
-    this.speculation = null;
-  }
-
-  private dropEarlyReply(): void {
-    this.earlyReply?.discard();
-    this.earlyReply = null;
-  }
-
-  /** The words of the current pause's speculation, for the end-of-turn judge (null: none, or it failed). */
-  private async wordsOfLatestPause(): Promise<string | null> {
-    const s = this.speculation;
-    if (!s) return null;
-    return s.result.then((r) => r.text, () => null);
   }
 
   private onSpeechStopped(e: { audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model'; endOfTurnProbability: number | null }): void {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: e.itemId });
     this.deps.avatar.listen(false);
-    // The speculation is this turn's only if the turn ended in the pause it started in, with the
-    // same recogniser settings.
-    const s = this.speculation;
-    const t = this.settings.transcription;
-    const usable =
-      s !== null && e.pause !== null && s.pause === e.pause && s.itemId === e.itemId &&
-      s.transcriber.id === this.deps.asr.forModel(t.model).id && s.language === t.language && s.prompt === t.prompt;
-    if (usable) {
-      // Its reply (if it started one) waits for this turn's response.
-      this.dropEarlyReply();
-      this.earlyReply = s.reply;
-      this.speculation = null;
-    } else this.dropSpeculation();
+    const speculation = this.voice.stopped(e);
     this.deps.log.info('turn ended', {
       sessionId: this.options.sessionId,
       itemId: e.itemId,
       endedBy: e.endedBy,
       endOfTurnProbability: e.endOfTurnProbability,
-      speculativeTranscript: usable,
-      earlyReply: usable && s.reply !== null,
+      speculativeTranscript: speculation !== null,
+      earlyReply: speculation?.reply != null,
     });
-    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, usable ? s : null);
+    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, speculation);
   }
 
   /** input_audio_buffer.committed, the user item, its transcription, and (VAD) the response. */
@@ -685,62 +619,26 @@ export class RealtimeSessionEngine {
     const previousItemId = this.conversation.insert(item, null);
     this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
-    this.transcribe(item, previousItemId, pcm, respond, speculation);
+    if (respond) this.respondAfter.add(item.id);
+    this.voice.transcribe(item, previousItemId, pcm, speculation);
     this.enforceConversationBound();
   }
 
-  /**
-   * Transcribes a user audio item (or takes the speculation's result for it, falling back to a
-   * fresh transcription if that failed); responses wait for transcriptions in progress.
-   */
-  private transcribe(item: MessageItem, previousItemId: string | null, pcm: Int16Array, respond: boolean, speculation: Speculation | null = null): void {
-    const { transcription } = this.settings;
-    const recognizer = this.deps.asr.forModel(transcription.model);
-    const sendDelta = (delta: string): void => this.emit({ type: 'conversation.item.input_audio_transcription.delta', item_id: item.id, content_index: 0, delta });
-    const job = (async () => {
-      let ok = false;
-      try {
-        let result: TranscriptionResult | null = null;
-        if (speculation) {
-          result = await speculation.result.catch(() => null);
-          if (result) {
-            for (const delta of speculation.deltas) sendDelta(delta);
-            result = { ...result, audioSeconds: audioSeconds(pcm) };
-          }
-        }
-        result ??= await recognizer.transcribe({ pcm, language: transcription.language ?? 'en', prompt: transcription.prompt }, sendDelta);
-        const transcript = result.text.trim();
-        item.content = [{ type: 'input_audio', transcript }];
-        this.emit({
-          type: 'conversation.item.input_audio_transcription.completed',
-          item_id: item.id,
-          content_index: 0,
-          transcript,
-          usage: transcriptionUsage(result.audioSeconds, transcript),
-        });
-        this.recordTurn('user', transcript);
-        ok = transcript !== '';
-      } catch (err) {
-        const e = err instanceof AppError ? err : new RealtimeError('transcription_failed', 'Transcription failed.', null, 'server_error');
-        this.deps.log.warn('transcription failed', { sessionId: this.options.sessionId, itemId: item.id, err });
-        this.emit({
-          type: 'conversation.item.input_audio_transcription.failed',
-          item_id: item.id,
-          content_index: 0,
-          error: { type: e.type, code: e.code, message: e.message, param: e.param },
-        });
-      }
-      if (this.conversation.get(item.id)) {
-        this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
-        this.enforceConversationBound();
-      }
-      if (respond && !this.closed) {
-        // Chained like a client's response.create, so it is ordered with the client's events.
-        this.chain = this.chain.then(() => this.respondToTurn(ok));
-      }
-    })();
-    this.transcriptions.add(job);
-    void job.finally(() => this.transcriptions.delete(job));
+  /** Items whose turn gets the automatic response once transcribed (create_response). */
+  private readonly respondAfter = new Set<string>();
+
+  /** A user audio item's transcription ended: the item is done, and a VAD turn is answered. */
+  private onTranscribed(item: MessageItem, previousItemId: string | null, heardWords: boolean, transcript: string | null): void {
+    if (transcript !== null) this.recordTurn('user', transcript);
+    if (this.conversation.get(item.id)) {
+      this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
+      this.enforceConversationBound();
+    }
+    const respond = this.respondAfter.delete(item.id);
+    if (respond && !this.closed) {
+      // Chained like a client's response.create, so it is ordered with the client's events.
+      this.chain = this.chain.then(() => this.respondToTurn(heardWords));
+    }
   }
 
   // ---- responses ----
@@ -778,7 +676,7 @@ export class RealtimeSessionEngine {
     } catch (err) {
       this.emit(errorEvent(err, null));
     } finally {
-      this.dropEarlyReply(); // the turn's response took it, or asked for another reply
+      this.voice.dropEarlyReply(); // the turn's response took it, or asked for another reply
     }
   }
 
@@ -794,7 +692,7 @@ export class RealtimeSessionEngine {
     const s = this.settings.session;
     const input = r.input === null ? null : await this.inputItems(r.input);
     // Wait for transcriptions in progress so the model hears what was said.
-    if (this.transcriptions.size > 0) await Promise.allSettled([...this.transcriptions]);
+    await this.voice.settled();
     if (this.closed) return;
     if (this.active) throw new RealtimeError('conversation_already_has_active_response', 'Conversation already has an active response in progress.');
 
@@ -827,7 +725,7 @@ export class RealtimeSessionEngine {
           if (e.type === 'conversation.item.added') this.enforceConversationBound();
         },
         avatar: this.deps.avatar,
-        llm: this.takeEarlyReply(model, request, responseId) ?? model,
+        llm: this.voice.takeEarlyReply(model, request, responseId) ?? model,
         voice: () => this.deps.tts.voice({ voiceId, userId: this.options.userId, source: this.options.ttsSource }),
         log: this.deps.log,
         onProgress: (text) => void this.record(() => this.deps.recorder.setCurrentTranscript(text)),
@@ -839,20 +737,6 @@ export class RealtimeSessionEngine {
     // start() never throws: a failure on the way finishes the run as failed (response.done), and
     // `active` follows the run's own state, so the session cannot be left with a dead response.
     run.start();
-  }
-
-  /** The pending early reply as the model's stream, if it is exactly this request's reply; otherwise it is discarded. */
-  private takeEarlyReply(model: LanguageModel, request: ModelRequest, responseId: string): LanguageModel | null {
-    const early = this.earlyReply;
-    this.earlyReply = null;
-    if (!early) return null;
-    if (!early.matches(model, request)) {
-      early.discard();
-      this.deps.log.debug('early reply discarded: the response asked for another', { sessionId: this.options.sessionId, responseId });
-      return null;
-    }
-    this.deps.log.info('early reply taken', { sessionId: this.options.sessionId, responseId, readyChars: early.readyChars, ageMs: early.ageMs });
-    return early.take();
   }
 
   /** response.create's `input`: items by reference or given whole (images checked), for an out-of-band context. */
@@ -933,23 +817,6 @@ export class RealtimeSessionEngine {
 }
 
 /**
- * Transcription usage in the token form (strict SDK schemas, e.g. @openai/agents-realtime, accept
- * only this one): audio at OpenAI's published rate of one token per 100 ms, and the transcript at
- * the usual estimate of one token per four characters (local recognisers report no tokens).
- */
-function transcriptionUsage(audioSeconds: number, transcript: string) {
-  const audioTokens = Math.ceil(audioSeconds * 10);
-  const outputTokens = Math.ceil(transcript.length / 4);
-  return {
-    type: 'tokens' as const,
-    total_tokens: audioTokens + outputTokens,
-    input_tokens: audioTokens,
-    input_token_details: { text_tokens: 0, audio_tokens: audioTokens },
-    output_tokens: outputTokens,
-  };
-}
-
-/**
  * What the model is asked for a reply: the instructions, with the spoken-reply guidance when the
  * reply will be spoken, then the context; the output limit ('inf': the provider's own); the tools
  * it may call ('none' or no tools: none are offered).
@@ -975,20 +842,4 @@ export function replyRequest(
 /** Told to the model when the user has been silent for idle_timeout_ms. */
 export function idleNudge(seconds: number): string {
   return `The user has said nothing for ${seconds} seconds since your last reply. Check in with them in one short, friendly sentence (for example, ask whether they are still there).`;
-}
-
-/** A transcription of the turn so far, started in one of its pauses (RealtimeSessionEngine.onSpeechPaused). */
-interface Speculation {
-  itemId: string;
-  /** The speech_paused it started in. */
-  pause: number;
-  transcriber: Transcriber;
-  language: string | null;
-  prompt: string | null;
-  /** Deltas held back until the turn is known to end in this pause. */
-  deltas: string[];
-  abort: AbortController;
-  result: Promise<TranscriptionResult>;
-  /** The reply started on its transcript (startEarlyReply), or null. */
-  reply: EarlyReply | null;
 }
