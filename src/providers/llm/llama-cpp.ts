@@ -17,19 +17,69 @@
  * less the reply's room, applied before anything is tokenized), so formatting and tokenizing on
  * the event loop cost the same for a conversation of a megabyte as for one of a page; llama.cpp's
  * context shift does the exact fit of that bounded text. Usage is computed by tokenizing: input =
- * the formatted prompt, output = the reply text. A request's output limit (or
+ * the formatted prompt, output = the reply text and the calls it made. A request's output limit (or
  * the configured default) becomes llama.cpp's maxTokens; abort stops generation between tokens.
+ *
+ * Function calling uses the model's own template too (for Qwen2.5, node-llama-cpp's Qwen wrapper:
+ * the tools as JSON signatures in the system turn, `<tool_call>{"name": ..., "arguments": ...}`
+ * replies, outputs in `<tool_response>`), so the formatted prompt includes the tools, and the
+ * affinity above compares prompts formatted with them.
+ *  - History: an assistant message's tool calls become its model turn's function calls, and the
+ *    `tool` messages answering them (by call id) become those calls' results. A call that has no
+ *    output yet (a client may ask for a response before sending it) keeps an undefined result,
+ *    which the template renders as node-llama-cpp's `void` (a call that returned nothing); an
+ *    output whose call is not in the history (cut off with older turns) becomes a user turn.
+ *    Outputs that are JSON are given to the template as values (it prints them as JSON), others as
+ *    strings.
+ *  - Reply: node-llama-cpp detects the call syntax (also the bare, pretty-printed or fenced
+ *    JSON this model often writes without its `<tool_call>` tag: sequenceTemplate()), constrains
+ *    the function name to the tools given and the arguments to a grammar from the tool's JSON
+ *    Schema (toGrammarSchema(): the subset it supports; every declared property is generated,
+ *    optional ones too), and hands each call over whole; it becomes one `tool_call_start` (id
+ *    `call_` + 24 base62) and one `tool_call_arguments` with the arguments as JSON, formatted as
+ *    the template prints them (so the next turn's prompt matches what the sequence holds up to
+ *    the end of the arguments, where generation stopped). A reply that ends in a call
+ *    finishes with 'tool_calls'; node-llama-cpp stops at the calls, so no text follows them. At
+ *    most one call per reply, parallelToolCalls or not (MAX_CALLS_PER_REPLY says why). A call
+ *    identical (name and arguments) to one whose output the reply follows is the model repeating
+ *    itself, which this one does after nearly every output: under 'auto' it is dropped and the
+ *    reply generated again, same prompt, under a grammar that admits only words (WORDS_GBNF), so
+ *    a client that answers calls does not loop on the same call.
+ *  - tool_choice: 'none' gives the model no functions (nor their description); 'auto' gives them
+ *    and lets it choose; 'required' and a named function force a call: each sequence's chat
+ *    template is wrapped (sequenceTemplate()) so that, for such a request, its context state says
+ *    `noPrefixTrigger: functionCall`, node-llama-cpp's own mechanism that puts the call prefix in
+ *    the context right after the prompt and makes the model choose a function name under the
+ *    name grammar; a named function is the only one given, so it is the only name the grammar
+ *    allows (and the only one described).
+ * The history mapping, the tool schemas and the template switches live in llama-cpp-tools.ts.
  *
  * Only the CPU build is used (`gpu: false`): package.json's overrides replace the CUDA and Vulkan
  * prebuilt packages by the CPU one to keep the install small, and nothing is compiled or
  * downloaded at run time (`build: 'never'`, `skipDownload`).
  */
 import path from 'node:path';
-import type { Llama, LlamaChat, LlamaContext, LlamaModel, ChatHistoryItem, Token } from 'node-llama-cpp';
+import type {
+  ChatHistoryItem,
+  ChatModelFunctions,
+  ChatWrapper,
+  LLamaChatGenerateResponseOptions,
+  Llama,
+  LlamaChat,
+  LlamaContext,
+  LlamaGrammar,
+  LlamaModel,
+  LlamaText,
+  Token,
+} from 'node-llama-cpp';
+import { randomBase62 } from '../../core/ids.js';
 import type { Logger } from '../../core/log.js';
 import type { ChatMessage, FinishReason, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
 import { ProviderError, llmUnavailable } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
+import { MAX_CALLS_PER_REPLY, type SequenceTemplate, answeredCalls, callKey, functionsFor, sequenceTemplate, toHistory } from './llama-cpp-tools.js';
+
+export { functionsFor, toGrammarSchema, toHistory } from './llama-cpp-tools.js';
 
 export interface LlamaCppModelOptions {
   /** The GGUF file. */
@@ -44,18 +94,41 @@ export interface LlamaCppModelOptions {
   log: Logger;
 }
 
+/** One context sequence: the chat that generates on it and the switches of its chat template. */
+interface Slot {
+  chat: LlamaChat;
+  template: SequenceTemplate;
+}
+
 interface Loaded {
   llama: Llama;
   model: LlamaModel;
   context: LlamaContext;
   /** The chat template every sequence formats with (node-llama-cpp resolves it from the GGUF). */
-  wrapper: LlamaChat['chatWrapper'];
-  /** One chat per sequence; a chat is either free or serving exactly one request. */
-  free: LlamaChat[];
+  wrapper: ChatWrapper;
+  /** node-llama-cpp's LlamaText (loaded with the module): counts the tokens of a call's raw text. */
+  text: typeof LlamaText;
+  /** node-llama-cpp's Python-style JSON formatting, as its templates print call arguments. */
+  jsonDumps: (value: unknown) => string;
+  /** Replies in words only (WORDS_GBNF), for a model that repeats an answered call. */
+  wordsGrammar: LlamaGrammar;
+  /** One slot per sequence; a slot is either free or serving exactly one request. */
+  free: Slot[];
 }
 
+/**
+ * Spoken sentences: no JSON, markup or code (braces, brackets, angle brackets, backticks), not
+ * starting with a quote or parenthesis, one line, ending as a sentence does. The Qwen2.5-Coder
+ * 0.5B model given a function's output writes its call again as JSON (and the output after it)
+ * instead of an answer; held to this it answers in words, not always well (greedy, measured:
+ * "This response indicates that Cairo is currently experiencing a sunny day with a temperature of
+ * 35 degrees Celsius.", "Here's a response for the given input: "14:05" (14:05 PM) for the
+ * function call "get_time".", but also a reply that only repeats the question).
+ */
+const WORDS_GBNF = String.raw`root ::= [^{}<>\x60\[\]\n"( ] [^{}<>\x60\[\]\n]* [.!?]`;
+
 interface Waiter {
-  resolve: (chat: LlamaChat) => void;
+  resolve: (slot: Slot) => void;
   reject: (err: unknown) => void;
 }
 
@@ -87,15 +160,17 @@ export class LlamaCppModel implements LanguageModel {
       yield { type: 'done', finishReason: 'aborted', usage: null };
       return;
     }
+    const calling = functionsFor(request, this.id);
     const loaded = await this.loaded();
     const limit = request.maxOutputTokens ?? this.options.maxOutputTokens;
     const history = toHistory(fitMessages(request.messages, promptCharBudget(this.options.contextTokens, limit)));
-    const prompt = promptTokens(loaded, history);
-    const chat = await this.acquire(loaded, request.signal, prompt);
-    if (chat === null) {
+    const prompt = promptTokens(loaded, history, calling.functions);
+    const slot = await this.acquire(loaded, request.signal, prompt);
+    if (slot === null) {
       yield { type: 'done', finishReason: 'aborted', usage: null };
       return;
     }
+    const { chat } = slot;
     const reused = sharedPrefix(chat.sequence.contextTokens, prompt);
     this.promptStats.requests++;
     this.promptStats.promptTokens += prompt.length;
@@ -107,30 +182,69 @@ export class LlamaCppModel implements LanguageModel {
     request.signal.addEventListener('abort', onAbort, { once: true });
     this.active.add(stop);
     const queue = new ChunkQueue();
+    slot.template.forceCall = calling.force;
     try {
       const inputTokens = prompt.length;
-      const run = chat
-        .generateResponse(history, {
-          maxTokens: limit,
-          signal: stop.signal,
-          stopOnAbortSignal: true,
-          ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-          onTextChunk: (text) => {
-            if (text) queue.push(text);
-          },
-        })
-        .then(
-          (res) => {
-            const usage: TokenUsage = { inputTokens, outputTokens: loaded.model.tokenize(res.response).length };
-            const reason: FinishReason =
-              res.metadata.stopReason === 'abort' || stop.signal.aborted ? 'aborted' : res.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
-            queue.end({ finishReason: reason, usage });
-          },
-          (err: unknown) => queue.fail(err),
-        );
+      let calls = 0;
+      // A call identical to one whose output this reply follows: the model repeating itself.
+      const answered = answeredCalls(history, loaded.jsonDumps);
+      const repeat = new AbortController();
+      const options: LLamaChatGenerateResponseOptions<ChatModelFunctions> = {
+        maxTokens: limit,
+        signal: AbortSignal.any([stop.signal, repeat.signal]),
+        stopOnAbortSignal: true,
+        ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+        onTextChunk: (text) => {
+          if (text) queue.push({ type: 'text', text });
+        },
+      };
+      if (calling.functions) {
+        options.functions = calling.functions;
+        options.documentFunctionParams = true;
+        options.maxParallelFunctionCalls = MAX_CALLS_PER_REPLY;
+        // A call arrives whole, its arguments parsed and checked against the grammar's schema.
+        options.onFunctionCall = (call) => {
+          if (stop.signal.aborted || repeat.signal.aborted) return;
+          const args = loaded.jsonDumps(call.params ?? {});
+          if (!calling.force && answered.has(callKey(call.functionName, args))) return repeat.abort();
+          const index = calls++;
+          queue.push({ type: 'tool_call_start', index, callId: `call_${randomBase62(24)}`, name: call.functionName });
+          queue.push({ type: 'tool_call_arguments', index, delta: args });
+        };
+      }
+      // node-llama-cpp ends an aborted text reply with stopReason 'abort', but throws an AbortError
+      // when the abort comes in function-calling mode: either way the reply was aborted (null).
+      const attempt = (o: LLamaChatGenerateResponseOptions<ChatModelFunctions>) =>
+        chat.generateResponse(history, o).catch((err: unknown) => {
+          if (stop.signal.aborted || repeat.signal.aborted) return null;
+          throw err;
+        });
+      const run = (async () => {
+        let res = await attempt(options);
+        if (repeat.signal.aborted && !stop.signal.aborted) {
+          // Answer in words instead: the same prompt (the functions still described), none to call.
+          slot.template.documented = calling.functions;
+          res = await attempt({
+            maxTokens: limit,
+            signal: stop.signal,
+            stopOnAbortSignal: true,
+            ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+            onTextChunk: options.onTextChunk,
+            grammar: loaded.wordsGrammar,
+          });
+        }
+        if (res === null || stop.signal.aborted) return queue.end({ finishReason: 'aborted', usage: null });
+        let outputTokens = loaded.model.tokenize(res.response).length;
+        for (const call of res.functionCalls ?? []) outputTokens += loaded.text.fromJSON(call.raw).tokenize(loaded.model.tokenizer).length;
+        const usage: TokenUsage = { inputTokens, outputTokens };
+        const stopped = res.metadata.stopReason;
+        const reason: FinishReason =
+          stopped === 'abort' ? 'aborted' : stopped === 'maxTokens' ? 'length' : stopped === 'functionCalls' && calls > 0 ? 'tool_calls' : 'stop';
+        queue.end({ finishReason: reason, usage });
+      })().catch((err: unknown) => queue.fail(err));
       try {
         for await (const item of queue) {
-          if (item.type === 'text' && stop.signal.aborted) continue; // decoded before the abort was seen
+          if (item.type !== 'done' && stop.signal.aborted) continue; // decoded before the abort was seen
           yield item;
         }
       } finally {
@@ -143,9 +257,11 @@ export class LlamaCppModel implements LanguageModel {
       if (err instanceof ProviderError) throw err;
       throw new ProviderError('llm_request_failed', `${this.id}: generation failed: ${(err as Error).message}`, { retryable: false, cause: err });
     } finally {
+      slot.template.forceCall = false;
+      slot.template.documented = undefined;
       request.signal.removeEventListener('abort', onAbort);
       this.active.delete(stop);
-      this.release(loaded, chat);
+      this.release(loaded, slot);
     }
   }
 
@@ -157,16 +273,17 @@ export class LlamaCppModel implements LanguageModel {
   async prefill(messages: ChatMessage[]): Promise<void> {
     if (this.closed) throw llmUnavailable(`${this.id}: prefill() after close()`);
     const loaded = await this.loaded();
-    const tokens = promptTokens(loaded, toHistory(messages));
-    for (const chat of [...loaded.free]) {
-      if (this.closed || !loaded.free.includes(chat)) continue;
-      if (sharedPrefix(chat.sequence.contextTokens, tokens) === tokens.length) continue;
-      loaded.free.splice(loaded.free.indexOf(chat), 1); // held: a request must not evaluate on it meanwhile
+    const tokens = promptTokens(loaded, toHistory(messages), undefined);
+    for (const slot of [...loaded.free]) {
+      if (this.closed || !loaded.free.includes(slot)) continue;
+      const { sequence } = slot.chat;
+      if (sharedPrefix(sequence.contextTokens, tokens) === tokens.length) continue;
+      loaded.free.splice(loaded.free.indexOf(slot), 1); // held: a request must not evaluate on it meanwhile
       try {
-        await chat.sequence.clearHistory();
-        await chat.sequence.evaluateWithoutGeneratingNewTokens(tokens);
+        await sequence.clearHistory();
+        await sequence.evaluateWithoutGeneratingNewTokens(tokens);
       } finally {
-        this.release(loaded, chat);
+        this.release(loaded, slot);
       }
     }
   }
@@ -197,7 +314,8 @@ export class LlamaCppModel implements LanguageModel {
     const started = performance.now();
     const o = this.options;
     try {
-      const { getLlama, LlamaChat: Chat, LlamaLogLevel } = await import('node-llama-cpp');
+      const lib = await import('node-llama-cpp');
+      const { getLlama, LlamaChat: Chat, LlamaLogLevel, jsonDumps, resolveChatWrapper } = lib;
       const llama = await getLlama({
         gpu: false,
         build: 'never',
@@ -208,12 +326,17 @@ export class LlamaCppModel implements LanguageModel {
       });
       const model = await llama.loadModel({ modelPath: o.modelFile });
       const context = await model.createContext({ contextSize: o.contextTokens, sequences: o.parallel, threads: o.threads });
-      const free: LlamaChat[] = [];
-      for (let i = 0; i < o.parallel; i++) free.push(new Chat({ contextSequence: context.getSequence() }));
-      const wrapper = (free[0] as LlamaChat).chatWrapper;
+      const wrapper = resolveChatWrapper(model);
+      const wordsGrammar = await llama.createGrammar({ grammar: WORDS_GBNF });
+      const free: Slot[] = [];
+      for (let i = 0; i < o.parallel; i++) {
+        const template = sequenceTemplate(wrapper, lib);
+        free.push({ chat: new Chat({ contextSequence: context.getSequence(), chatWrapper: template.wrapper }), template });
+      }
       o.log.info('local language model loaded', {
         model: this.id,
         file: o.modelFile,
+        template: wrapper.wrapperName,
         loadMs: Math.round(performance.now() - started),
         contextTokens: context.contextSize,
         sequences: o.parallel,
@@ -224,7 +347,7 @@ export class LlamaCppModel implements LanguageModel {
         await model.dispose();
         throw llmUnavailable(`${this.id}: closed`);
       }
-      return { llama, model, context, wrapper, free };
+      return { llama, model, context, wrapper, text: lib.LlamaText, jsonDumps, wordsGrammar, free };
     } catch (err) {
       if (err instanceof ProviderError) throw err;
       throw new ProviderError('llm_unavailable', `${this.id}: cannot load ${o.modelFile}: ${(err as Error).message}`, {
@@ -236,22 +359,22 @@ export class LlamaCppModel implements LanguageModel {
   }
 
   /**
-   * A free chat (sequence): the one already holding the longest start of `prompt` (see the
+   * A free slot (sequence): the one already holding the longest start of `prompt` (see the
    * header); when none is free, waiting in arrival order. Null when the signal aborts first.
    */
-  private acquire(loaded: Loaded, signal: AbortSignal, prompt: readonly Token[]): Promise<LlamaChat | null> {
+  private acquire(loaded: Loaded, signal: AbortSignal, prompt: readonly Token[]): Promise<Slot | null> {
     let best = -1;
     let bestShared = -1;
     for (const [i, candidate] of loaded.free.entries()) {
-      const shared = sharedPrefix(candidate.sequence.contextTokens, prompt);
+      const shared = sharedPrefix(candidate.chat.sequence.contextTokens, prompt);
       if (shared > bestShared) [best, bestShared] = [i, shared];
     }
-    if (best >= 0) return Promise.resolve(loaded.free.splice(best, 1)[0] as LlamaChat);
-    return new Promise<LlamaChat | null>((resolve, reject) => {
+    if (best >= 0) return Promise.resolve(loaded.free.splice(best, 1)[0] as Slot);
+    return new Promise<Slot | null>((resolve, reject) => {
       const waiter: Waiter = {
-        resolve: (c) => {
+        resolve: (s) => {
           signal.removeEventListener('abort', onAbort);
-          resolve(c);
+          resolve(s);
         },
         reject: (err) => {
           signal.removeEventListener('abort', onAbort);
@@ -268,16 +391,18 @@ export class LlamaCppModel implements LanguageModel {
     });
   }
 
-  private release(loaded: Loaded, chat: LlamaChat): void {
+  private release(loaded: Loaded, slot: Slot): void {
     const next = this.waiters.shift();
-    if (next) next.resolve(chat);
-    else loaded.free.push(chat);
+    if (next) next.resolve(slot);
+    else loaded.free.push(slot);
   }
 }
 
-/** The tokens a request's prompt evaluates to (what the usage reports as input). */
-function promptTokens(loaded: Loaded, history: ChatHistoryItem[]): Token[] {
-  return loaded.wrapper.generateContextState({ chatHistory: history }).contextText.tokenize(loaded.model.tokenizer);
+/** The tokens a request's prompt evaluates to (what the usage reports as input), with the functions it offers. */
+function promptTokens(loaded: Loaded, history: ChatHistoryItem[], functions: ChatModelFunctions | undefined): Token[] {
+  return loaded.wrapper
+    .generateContextState({ chatHistory: history, availableFunctions: functions, documentFunctionParams: true })
+    .contextText.tokenize(loaded.model.tokenizer);
 }
 
 /** How many leading tokens `a` and `b` share. */
@@ -288,37 +413,15 @@ export function sharedPrefix(a: readonly Token[], b: readonly Token[]): number {
   return i;
 }
 
-/** The engine's messages as node-llama-cpp chat history (consecutive same-role turns merged). */
-export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
-  const history: ChatHistoryItem[] = [];
-  for (const m of messages) {
-    const last = history[history.length - 1];
-    if (m.role === 'system') {
-      if (last?.type === 'system') last.text += '\n\n' + m.content;
-      else history.push({ type: 'system', text: m.content });
-    } else if (m.role === 'user') {
-      if (last?.type === 'user') last.text += '\n' + m.content;
-      else history.push({ type: 'user', text: m.content });
-    } else if (last?.type === 'model') {
-      last.response.push('\n' + m.content);
-    } else {
-      history.push({ type: 'model', response: [m.content] });
-    }
-  }
-  return history;
-}
-
-type QueueItem = GenerateChunk;
-
-/** Bridges llama.cpp's text callback to an async iterator: text chunks, then one 'done' or an error. */
-class ChunkQueue implements AsyncIterable<QueueItem> {
-  private readonly items: QueueItem[] = [];
+/** Bridges llama.cpp's callbacks to an async iterator: chunks in order, then one 'done' or an error. */
+class ChunkQueue implements AsyncIterable<GenerateChunk> {
+  private readonly items: GenerateChunk[] = [];
   private error: unknown = null;
   private finished = false;
   private wake: (() => void) | null = null;
 
-  push(text: string): void {
-    this.items.push({ type: 'text', text });
+  push(chunk: Exclude<GenerateChunk, { type: 'done' }>): void {
+    this.items.push(chunk);
     this.notify();
   }
 
@@ -334,7 +437,7 @@ class ChunkQueue implements AsyncIterable<QueueItem> {
     this.notify();
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<QueueItem> {
+  async *[Symbol.asyncIterator](): AsyncGenerator<GenerateChunk> {
     for (;;) {
       const item = this.items.shift();
       if (item) {

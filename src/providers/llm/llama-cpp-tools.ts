@@ -1,0 +1,267 @@
+/**
+ * Function calling on the local GGUF model (llama-cpp.ts), the parts node-llama-cpp needs adapted:
+ *  - toHistory(): the engine's messages as node-llama-cpp chat history, tool calls and their
+ *    outputs inside the model turn that made them;
+ *  - functionsFor(): which functions a request gives the model and whether it must call one
+ *    (tool_choice), with their schemas cut to the subset node-llama-cpp's grammar supports
+ *    (toGrammarSchema());
+ *  - sequenceTemplate(): the chat template each sequence formats with, switched per request so a
+ *    call can be forced and a call written without its special tokens is still recognised;
+ *  - answeredCalls()/callKey(): a call repeated after its own output is recognised (the small
+ *    model loops on it otherwise).
+ * Why each exists is in llama-cpp.ts's header and beside each function.
+ */
+import type {
+  ChatHistoryItem,
+  ChatModelFunctionCall,
+  ChatModelFunctions,
+  ChatWrapper,
+  ChatWrapperGeneratedContextState,
+  ChatWrapperSettings,
+  LlamaText,
+  SpecialTokensText,
+} from 'node-llama-cpp';
+import type { ChatMessage, GenerateRequest, ToolChoice, ToolDefinition } from './base.js';
+import { ProviderError } from './base.js';
+
+/**
+ * The engine's messages as node-llama-cpp chat history (see the header): consecutive turns of one
+ * role merged, tool calls and their outputs inside the model turn that made them, images ignored
+ * (the text carries a note for each).
+ */
+export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
+  const history: ChatHistoryItem[] = [];
+  const calls = new Map<string, ChatModelFunctionCall>();
+  for (const m of messages) {
+    const last = history[history.length - 1];
+    if (m.role === 'system') {
+      if (last?.type === 'system') last.text += '\n\n' + m.content;
+      else history.push({ type: 'system', text: m.content });
+    } else if (m.role === 'user') {
+      if (last?.type === 'user') last.text += '\n' + m.content;
+      else history.push({ type: 'user', text: m.content });
+    } else if (m.role === 'tool') {
+      const call = calls.get(m.toolCallId);
+      if (call && call.result === undefined) call.result = toolResult(m.content);
+      else if (last?.type === 'user') last.text += '\nFunction output: ' + m.content;
+      else history.push({ type: 'user', text: 'Function output: ' + m.content });
+    } else {
+      const toolCalls = m.toolCalls ?? [];
+      const turn = last?.type === 'model' ? last : null;
+      const response: ChatHistoryItem & { type: 'model' } = turn ?? { type: 'model', response: [] };
+      if (!turn) history.push(response);
+      const previous = response.response[response.response.length - 1];
+      // After calls and their outputs the template has already opened the model's next turn.
+      if (m.content !== '' || toolCalls.length === 0) {
+        response.response.push(turn && typeof previous === 'string' ? '\n' + m.content : m.content);
+      }
+      for (const [i, c] of toolCalls.entries()) {
+        const call: ChatModelFunctionCall = { type: 'functionCall', name: c.name, params: parseArguments(c.arguments), result: undefined };
+        if (i === 0) call.startsNewChunk = true; // not one parallel section with an earlier turn's calls
+        response.response.push(call);
+        calls.set(c.id, call);
+      }
+    }
+  }
+  return history;
+}
+
+/**
+ * The calls whose outputs the reply follows (those of the model turn the history ends with, which
+ * the reply continues), as callKey()s with arguments formatted by `jsonDumps`. Calls of earlier
+ * turns are not counted: a user asking again may want a fresh output.
+ */
+export function answeredCalls(history: readonly ChatHistoryItem[], jsonDumps: (value: unknown) => string): Set<string> {
+  const keys = new Set<string>();
+  const last = history[history.length - 1];
+  for (const part of last?.type === 'model' ? last.response : []) {
+    if (typeof part === 'object' && part.type === 'functionCall' && part.result !== undefined) keys.add(callKey(part.name, jsonDumps(part.params ?? {})));
+  }
+  return keys;
+}
+
+export const callKey = (name: string, args: string) => `${name}\u0000${args}`;
+
+/** A call's arguments as the value the template prints; text that is not JSON stays text. */
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text; // the model (or a client's history) wrote something else: shown as it was
+  }
+}
+
+/** A tool's output as the value the template prints: JSON as its value, anything else as a string. */
+function toolResult(content: string): unknown {
+  try {
+    return JSON.parse(content) as unknown;
+  } catch {
+    return content; // plain text output (the usual case besides JSON)
+  }
+}
+
+/**
+ * Function calls one reply may make, whatever parallelToolCalls says. After a call this model
+ * writes a line break and <|endoftext|>, where the Qwen template has <|im_end|>; node-llama-cpp
+ * reads anything but <|im_end|> there as the start of another call and makes the model choose
+ * one: with parallel calls allowed, every reply that called went on inventing calls until its
+ * token limit (get_weather for London, then Paris, then Tokyo, ...). One call per reply is what
+ * it can do; the client answers it and asks for the next response, which may call again.
+ */
+export const MAX_CALLS_PER_REPLY = 1;
+
+/** What a request gives node-llama-cpp for tools: the functions, and whether a call is forced. */
+export interface Calling {
+  functions: ChatModelFunctions | undefined;
+  force: boolean;
+}
+
+/** The functions a request offers under its tool_choice (see the header). */
+export function functionsFor(request: Pick<GenerateRequest, 'tools' | 'toolChoice'>, modelId = 'llama-cpp'): Calling {
+  const choice: ToolChoice = request.toolChoice ?? 'auto';
+  let tools: ToolDefinition[] = request.tools ?? [];
+  if (tools.length === 0 || choice === 'none') return { functions: undefined, force: false };
+  if (typeof choice === 'object') {
+    tools = tools.filter((t) => t.name === choice.name);
+    if (tools.length === 0) {
+      throw new ProviderError('llm_request_failed', `${modelId}: tool_choice names '${choice.name}', which is not among the tools`, { status: 400, retryable: false });
+    }
+  }
+  const functions: Record<string, ChatModelFunctions[string]> = {};
+  for (const t of tools) {
+    functions[t.name] = { description: t.description, params: toGrammarSchema(t.parameters) as ChatModelFunctions[string]['params'] };
+  }
+  return { functions, force: choice !== 'auto' };
+}
+
+type Schema = Record<string, unknown>;
+
+/** Any JSON value, in node-llama-cpp's schema subset (it has no "anything" schema of its own). */
+const ANY_JSON: Schema = {
+  oneOf: [{ type: ['string', 'number', 'boolean', 'null'] }, { type: 'object', additionalProperties: true }, { type: 'array' }],
+};
+
+const isSchema = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isLiteral = (v: unknown) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
+
+/**
+ * A tool's JSON Schema in the subset node-llama-cpp builds grammars from (GbnfJsonSchema), keeping
+ * the descriptions the model reads. Without this, what the subset does not know reads as `null`
+ * (a property typed by `anyOf`, a list of types naming object or array, a schema with no type), so
+ * the model could only write null there: `anyOf` becomes `oneOf`, a list of types one alternative
+ * per type, a schema without a type any JSON value, an object without `properties` or
+ * `additionalProperties` any properties, string formats other than date/time plain strings.
+ * Other keywords (pattern, minimum, allOf, ...) are dropped: not enforced.
+ */
+export function toGrammarSchema(schema: unknown): Schema {
+  if (!isSchema(schema)) return ANY_JSON; // `true`, or nothing: any value
+  const meta: Schema = {};
+  if (typeof schema.description === 'string') meta.description = schema.description;
+  if (isSchema(schema.$defs)) meta.$defs = mapValues(schema.$defs, toGrammarSchema);
+  if (typeof schema.$ref === 'string') return { $ref: schema.$ref, ...meta };
+  if (schema.const !== undefined && isLiteral(schema.const)) return { const: schema.const, ...meta };
+  if (Array.isArray(schema.enum)) return { enum: schema.enum.filter(isLiteral), ...meta };
+  const alternatives = schema.oneOf ?? schema.anyOf;
+  if (Array.isArray(alternatives)) return { oneOf: alternatives.map(toGrammarSchema), ...meta };
+  const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? (schema.type as unknown[]) : [];
+  if (types.length > 1) return { oneOf: types.map((type) => toGrammarSchema({ ...schema, type, description: undefined, $defs: undefined })), ...meta };
+  const type = types[0] ?? (isSchema(schema.properties) ? 'object' : schema.items !== undefined ? 'array' : null);
+  switch (type) {
+    case 'object': {
+      const out: Schema = { type, ...meta };
+      if (isSchema(schema.properties)) out.properties = mapValues(schema.properties, toGrammarSchema);
+      const extra = schema.additionalProperties;
+      out.additionalProperties = extra === undefined ? out.properties === undefined : isSchema(extra) ? toGrammarSchema(extra) : extra === true;
+      if (Array.isArray(schema.required)) out.required = schema.required;
+      return out;
+    }
+    case 'array': {
+      const out: Schema = { type, ...meta };
+      if (schema.items !== undefined) out.items = toGrammarSchema(schema.items);
+      if (Array.isArray(schema.prefixItems)) out.prefixItems = schema.prefixItems.map(toGrammarSchema);
+      if (typeof schema.minItems === 'number') out.minItems = schema.minItems;
+      if (typeof schema.maxItems === 'number') out.maxItems = schema.maxItems;
+      return out;
+    }
+    case 'string': {
+      if (['date-time', 'time', 'date'].includes(schema.format as string)) return { type, format: schema.format, ...meta };
+      const out: Schema = { type, ...meta };
+      if (typeof schema.minLength === 'number') out.minLength = schema.minLength;
+      if (typeof schema.maxLength === 'number') out.maxLength = schema.maxLength;
+      return out;
+    }
+    case 'number':
+    case 'integer':
+    case 'boolean':
+    case 'null':
+      return { type, ...meta };
+    default:
+      return { ...ANY_JSON, ...meta };
+  }
+}
+
+function mapValues(o: Schema, f: (v: unknown) => Schema): Schema {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+}
+
+/** A chat template with switches, set per request (see sequenceTemplate()). */
+export interface SequenceTemplate {
+  wrapper: ChatWrapper;
+  /** The reply must open with a function call. */
+  forceCall: boolean;
+  /** Functions the prompt describes while none is given to call (a reply in words after a repeated call). */
+  documented: ChatModelFunctions | undefined;
+}
+
+/**
+ * `base` as each sequence's chat uses it: an object whose prototype is `base`, so every member is
+ * base's own (and the prompt is formatted by base itself) except what node-llama-cpp reads while
+ * generating:
+ *  - while `documented` holds functions and a request gives none, the prompt still describes them
+ *    (so it is the prompt the sequence holds, not evaluated again);
+ *  - while `forceCall` is on, the context state makes node-llama-cpp enter its function-calling
+ *    mode right after the prompt (a template that uses prefix triggers gets `noPrefixTrigger:
+ *    functionCall` and no other trigger; one that starts replies in that mode gets it engaged with
+ *    nothing to leave it);
+ *  - the call prefix without its special tokens (Qwen: `{"name": "` without `<tool_call>`, and the
+ *    other ways callWritings() lists) also starts a call (`prefixAlternateMatches`, which detects
+ *    but never formats; the call goes into the context in the template's own form): the
+ *    Qwen2.5-Coder 0.5B model often writes the JSON without the tag, which was spoken text before.
+ * A LlamaChat's template is fixed when it is made, so each sequence's chat has its own, switched
+ * per request.
+ */
+export function sequenceTemplate(base: ChatWrapper, lib: { LlamaText: typeof LlamaText; SpecialTokensText: typeof SpecialTokensText }): SequenceTemplate {
+  const template = { forceCall: false, documented: undefined } as SequenceTemplate;
+  const wrapper = Object.create(base) as ChatWrapper & { settings: ChatWrapperSettings };
+  const call = base.settings.functions.call;
+  const prefix = lib.LlamaText(call.prefix);
+  const bare = prefix.values.every((v) => typeof v === 'string' || v instanceof lib.SpecialTokensText)
+    ? prefix.values.filter((v) => typeof v === 'string').join('').trimStart()
+    : '';
+  if (bare !== '' && bare !== prefix.toString()) {
+    const prefixAlternateMatches = [...(call.prefixAlternateMatches ?? []), ...callWritings(bare)];
+    wrapper.settings = { ...base.settings, functions: { ...base.settings.functions, call: { ...call, prefixAlternateMatches } } };
+  }
+  const empty = lib.LlamaText([]);
+  wrapper.generateContextState = (options): ChatWrapperGeneratedContextState => {
+    const state = base.generateContextState(options.availableFunctions ? options : { ...options, availableFunctions: template.documented });
+    if (!template.forceCall) return state;
+    if (state.functionCall) return { ...state, functionCall: { initiallyEngaged: true, disengageInitiallyEngaged: [] } };
+    return { ...state, prefixTriggers: undefined, noPrefixTrigger: { type: 'functionCall', inject: empty } } as ChatWrapperGeneratedContextState;
+  };
+  template.wrapper = wrapper;
+  return template;
+}
+
+/**
+ * How the model writes the start of a call without the template's special tokens: `bare` itself,
+ * and when it is JSON (Qwen: `{"name": "`) also pretty-printed and in a Markdown code block, as
+ * the Qwen2.5-Coder 0.5B model writes calls about half the time it misses the tag (measured:
+ * "```json\n{\n  \"name\": \"set_timer\", ..." for "Set a timer for ten minutes.").
+ */
+function callWritings(bare: string): string[] {
+  if (!bare.startsWith('{')) return [bare];
+  const pretty = '{\n  ' + bare.slice(1).trimStart();
+  return [bare, pretty, '```json\n' + bare, '```json\n' + pretty];
+}
+
