@@ -20,6 +20,8 @@
  *  - the voice-turn machinery (transcription, speculative transcription in a turn's pauses, the
  *    early reply) lives in voice-turn.ts; the engine hands it the VAD's events and answers the
  *    turn once its transcript is in;
+ *  - client events are checked and typed at the edge (client-events.ts, on the openai package's GA
+ *    client-event types) before a handler sees them;
  *  - items are parsed by items.ts, response.create by response-request.ts, and a response runs in
  *    response.ts; what remains here is the protocol: dispatch, session.update, the item events,
  *    the input buffer, turns and responses in order;
@@ -42,6 +44,7 @@ import { Conversation } from './conversation.js';
 import { type Item, type MessageItem, type ParsedItem, itemText, parseItem, toMessages } from './items.js';
 import type { InputImages } from './input-images.js';
 import { parseResponseRequest } from './response-request.js';
+import { type ClientEventOf, typedClientEvent } from './client-events.js';
 import { InputAudioDecoder, type WireAudioFormat } from '../audio/wire-format.js';
 import {
   type ClientEvent,
@@ -57,10 +60,7 @@ import {
   newConversationId,
   newItemId,
   newResponseId,
-  optionalString,
   readClientEvent,
-  requireInteger,
-  requireObject,
   requireString,
   MAX_CLIENT_EVENT_BYTES,
 } from './protocol.js';
@@ -288,9 +288,10 @@ export class RealtimeSessionEngine {
     }
   }
 
-  private async handle(event: ClientEvent): Promise<void> {
+  private async handle(read: ClientEvent): Promise<void> {
     if (this.closed) return;
     try {
+      const event = typedClientEvent(read);
       switch (event.type) {
         case 'session.update':
           return await this.onSessionUpdate(event);
@@ -317,16 +318,16 @@ export class RealtimeSessionEngine {
       }
     } catch (err) {
       if (!(err instanceof AppError)) {
-        this.deps.log.error('realtime event failed', { sessionId: this.options.sessionId, eventId: event.eventId, type: event.type, err });
+        this.deps.log.error('realtime event failed', { sessionId: this.options.sessionId, eventId: read.eventId, type: read.type, err });
       }
-      this.emit(errorEvent(err, event.eventId));
+      this.emit(errorEvent(err, read.eventId));
     }
   }
 
   // ---- session ----
 
-  private async onSessionUpdate(event: ClientEvent): Promise<void> {
-    const update = requireObject(event.body, 'session', 'session');
+  private async onSessionUpdate(event: ClientEventOf<'session.update'>): Promise<void> {
+    const update = event.session;
     const next = applySessionUpdate(this.settings.raw, update, this.options.defaultModel);
     const before = this.settings.session;
     const after = next.session;
@@ -414,10 +415,9 @@ export class RealtimeSessionEngine {
 
   // ---- conversation items ----
 
-  private async onItemCreate(event: ClientEvent): Promise<void> {
-    const { body } = event;
-    const previous = optionalString(body, 'previous_item_id', 'previous_item_id');
-    const parsed = parseItem(body.item, 'item');
+  private async onItemCreate(event: ClientEventOf<'conversation.item.create'>): Promise<void> {
+    const previous = event.previous_item_id;
+    const parsed = parseItem(event.item, 'item');
     const { item } = parsed;
     if (previous !== null && previous !== 'root' && !this.conversation.get(previous)) {
       this.conversation.require(previous, 'previous_item_id', 'create');
@@ -464,11 +464,8 @@ export class RealtimeSessionEngine {
    * is kept (clamped to what was played: a client's playback clock can run a little ahead of the
    * server's count), and the response ends cancelled before conversation.item.truncated.
    */
-  private onItemTruncate(event: ClientEvent): void {
-    const { body } = event;
-    const itemId = requireString(body, 'item_id', 'item_id');
-    const contentIndex = requireInteger(body, 'content_index', 'content_index', 0);
-    const audioEndMs = requireInteger(body, 'audio_end_ms', 'audio_end_ms', 0);
+  private onItemTruncate(event: ClientEventOf<'conversation.item.truncate'>): void {
+    const { item_id: itemId, content_index: contentIndex, audio_end_ms: audioEndMs } = event;
     const item = this.conversation.require(itemId, 'item_id', 'truncate');
     const running = this.active?.messageItemId === itemId ? this.active : null;
     if (running) {
@@ -493,7 +490,7 @@ export class RealtimeSessionEngine {
   }
 
   /** output_audio_buffer.clear (WebRTC): the avatar stops speaking now and the response ends cancelled. */
-  private onOutputAudioClear(event: ClientEvent): void {
+  private onOutputAudioClear(event: ClientEventOf<'output_audio_buffer.clear'>): void {
     if (this.options.transport !== 'webrtc') {
       throw new RealtimeError('unsupported_on_websocket', "'output_audio_buffer.clear' is for WebRTC calls; on WebSocket send response.cancel, or conversation.item.truncate.", 'type');
     }
@@ -501,8 +498,8 @@ export class RealtimeSessionEngine {
     this.active?.cancel('client_cancelled');
   }
 
-  private onItemDelete(event: ClientEvent): void {
-    const itemId = requireString(event.body, 'item_id', 'item_id');
+  private onItemDelete(event: ClientEventOf<'conversation.item.delete'>): void {
+    const itemId = event.item_id;
     if (this.active?.hasItem(itemId)) {
       throw new RealtimeError('item_in_use', `Item '${itemId}' belongs to the response in progress; cancel it first.`, 'item_id');
     }
@@ -526,16 +523,16 @@ export class RealtimeSessionEngine {
     if (dropped.length > 0) this.deps.log.debug('oldest conversation items dropped', { sessionId: this.options.sessionId, dropped: dropped.length });
   }
 
-  private onItemRetrieve(event: ClientEvent): void {
-    const itemId = requireString(event.body, 'item_id', 'item_id');
+  private onItemRetrieve(event: ClientEventOf<'conversation.item.retrieve'>): void {
+    const itemId = event.item_id;
     this.emit({ type: 'conversation.item.retrieved', item: this.conversation.require(itemId, 'item_id', 'retrieve') });
   }
 
   // ---- input audio ----
 
-  private onAppend(event: ClientEvent): void {
+  private onAppend(event: ClientEventOf<'input_audio_buffer.append'>): void {
     this.refuseOnWebRtc(event);
-    const audio = requireString(event.body, 'audio', 'audio');
+    const { audio } = event;
     const format = this.settings.inputFormat;
     if (format.type === 'audio/pcm') {
       this.input.append(decodePcm16(audio, 'audio'));
@@ -549,7 +546,7 @@ export class RealtimeSessionEngine {
   /** The decoder of appended G.711 audio, for the input format it was made for. */
   private inputDecoder: { format: WireAudioFormat; decoder: InputAudioDecoder } | null = null;
 
-  private onCommit(event: ClientEvent): void {
+  private onCommit(event: ClientEventOf<'input_audio_buffer.commit'>): void {
     this.refuseOnWebRtc(event);
     const { itemId, pcm } = this.input.commit();
     this.deps.avatar.listen(false);
@@ -557,16 +554,17 @@ export class RealtimeSessionEngine {
     this.commitAudio(itemId, pcm, false);
   }
 
-  private onClear(event: ClientEvent): void {
+  private onClear(event: ClientEventOf<'input_audio_buffer.clear'>): void {
     this.refuseOnWebRtc(event);
     this.input.clear();
+    this.inputDecoder?.decoder.reset();
     this.deps.avatar.listen(false);
     this.voice.dropSpeculation();
     this.emit({ type: 'input_audio_buffer.cleared' });
   }
 
   /** Spec 4.5 rule 4: a call's microphone travels as RTP; input_audio_buffer events are WebSocket-only. */
-  private refuseOnWebRtc(event: ClientEvent): void {
+  private refuseOnWebRtc(event: { type: string }): void {
     if (this.options.transport !== 'webrtc') return;
     throw new RealtimeError(
       'unsupported_on_webrtc',
@@ -649,8 +647,8 @@ export class RealtimeSessionEngine {
   /** Runs whose audio can still be truncated, by item id (the latest few). */
   private readonly truncatable = new Map<string, ResponseRun>();
 
-  private async onResponseCreate(event: ClientEvent): Promise<void> {
-    await this.startResponse(event.body.response, event.eventId);
+  private async onResponseCreate(event: ClientEventOf<'response.create'>): Promise<void> {
+    await this.startResponse(event.response, event.event_id);
   }
 
   /**
@@ -777,8 +775,8 @@ export class RealtimeSessionEngine {
     });
   }
 
-  private onResponseCancel(event: ClientEvent): void {
-    const responseId = optionalString(event.body, 'response_id', 'response_id');
+  private onResponseCancel(event: ClientEventOf<'response.cancel'>): void {
+    const responseId = event.response_id;
     if (!this.active || (responseId !== null && responseId !== this.active.id)) {
       throw new RealtimeError(
         'response_cancel_not_active',
