@@ -83,7 +83,7 @@ export function parseResponseRequest(body: unknown, settings: SessionSettings): 
   }
   const tools = r.tools === undefined ? settings.tools : parseTools(r.tools, 'response.tools');
   const toolChoice = r.tool_choice === undefined ? (r.tools === undefined ? settings.toolChoice : 'auto') : parseToolChoice(r.tool_choice, tools, 'response.tool_choice');
-  const parallel = r.parallel_tool_calls ?? settings.raw.parallel_tool_calls ?? true;
+  const parallel = r.parallel_tool_calls ?? settings.parallelToolCalls;
   if (typeof parallel !== 'boolean') throw new RealtimeError('invalid_type', "Invalid type for 'response.parallel_tool_calls': expected a boolean.", 'response.parallel_tool_calls');
   return {
     outputModalities,

@@ -45,7 +45,7 @@ import { type Item, type MessageItem, type ParsedItem, itemText, parseItem, toMe
 import type { InputImages } from './input-images.js';
 import { parseResponseRequest } from './response-request.js';
 import { type ClientEventOf, typedClientEvent } from './client-events.js';
-import { InputAudioDecoder, type WireAudioFormat } from '../audio/wire-format.js';
+import { InputAudioDecoder } from '../audio/wire-format.js';
 import {
   type ClientEvent,
   type Dialect,
@@ -168,10 +168,9 @@ export class RealtimeSessionEngine {
       responding: () => this.active !== null,
       messages: () => this.conversation.messages(),
       replyRequest: (context) => {
-        const { session, tools, toolChoice, raw } = this.settings;
-        return replyRequest(session.instructions, session.output_modalities, context, session.max_output_tokens, { tools, toolChoice, parallelToolCalls: raw.parallel_tool_calls !== false });
+        const { session } = this.settings;
+        return replyRequest(session.instructions, session.output_modalities, context, session.max_output_tokens, this.settings);
       },
-      transcribed: (item, previousItemId, heardWords, transcript) => this.onTranscribed(item, previousItemId, heardWords, transcript),
     });
     const judge = async (): Promise<EndOfTurnModel | null> => {
       const model = await deps.endOfTurnModel();
@@ -419,9 +418,8 @@ export class RealtimeSessionEngine {
     const previous = event.previous_item_id;
     const parsed = parseItem(event.item, 'item');
     const { item } = parsed;
-    if (previous !== null && previous !== 'root' && !this.conversation.get(previous)) {
-      this.conversation.require(previous, 'previous_item_id', 'create');
-    }
+    // Checked before the images are (insert() would refuse it too, after their decoding).
+    if (previous !== null && previous !== 'root') this.conversation.require(previous, 'previous_item_id', 'create');
     if (item.type === 'function_call_output' && !this.conversation.hasCall(item.call_id)) {
       throw new RealtimeError(
         'invalid_call_id',
@@ -429,13 +427,13 @@ export class RealtimeSessionEngine {
         'item.call_id',
       );
     }
-    const pcm = parsed.audio !== null ? this.decodeItemAudio(parsed.audio) : null;
+    const pcm = parsed.audio !== null ? this.decodeInput(parsed.audio, 'item.content.audio', new InputAudioDecoder(this.settings.inputFormat)) : null;
     await this.checkImages(parsed);
     if (this.closed) return;
     const previousItemId = this.conversation.insert(item, previous);
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
     if (pcm && item.type === 'message') {
-      this.voice.transcribe(item, previousItemId, pcm);
+      this.voice.transcribe(item, pcm, null, (transcript) => this.onTranscribed(item, previousItemId, transcript, false));
       this.enforceConversationBound();
       return;
     }
@@ -444,11 +442,13 @@ export class RealtimeSessionEngine {
     if (item.type === 'message' && item.role !== 'system') this.recordTurn(item.role, itemText(item));
   }
 
-  /** An item's input_audio in the session's input format, as PCM16 24 kHz. */
-  private decodeItemAudio(audio: string): Int16Array {
-    const format = this.settings.inputFormat;
-    if (format.type === 'audio/pcm') return decodePcm16(audio, 'item.content.audio');
-    return new InputAudioDecoder(format).decode(decodeBase64(audio, 'item.content.audio'));
+  /**
+   * Base64 audio in the session's input format as PCM16 24 kHz: PCM checked as always, G.711
+   * decoded and resampled by `decoder` (whose state carries across the appends of one stream).
+   */
+  private decodeInput(audio: string, param: string, decoder: InputAudioDecoder): Int16Array {
+    if (decoder.format.type === 'audio/pcm') return decodePcm16(audio, param);
+    return decoder.decode(decodeBase64(audio, param));
   }
 
   /** Checks an item's images (off the event loop) and keeps each as the model will get it. */
@@ -532,19 +532,13 @@ export class RealtimeSessionEngine {
 
   private onAppend(event: ClientEventOf<'input_audio_buffer.append'>): void {
     this.refuseOnWebRtc(event);
-    const { audio } = event;
-    const format = this.settings.inputFormat;
-    if (format.type === 'audio/pcm') {
-      this.input.append(decodePcm16(audio, 'audio'));
-      return;
-    }
-    // G.711 at 8 kHz: decoded and resampled with state kept across appends (no clicks at their seams).
-    if (this.inputDecoder?.format !== format) this.inputDecoder = { format, decoder: new InputAudioDecoder(format) };
-    this.input.append(this.inputDecoder.decoder.decode(decodeBase64(audio, 'audio')));
+    // One decoder per input format, kept across appends (no clicks at their seams).
+    if (this.inputDecoder?.format !== this.settings.inputFormat) this.inputDecoder = new InputAudioDecoder(this.settings.inputFormat);
+    this.input.append(this.decodeInput(event.audio, 'audio', this.inputDecoder));
   }
 
-  /** The decoder of appended G.711 audio, for the input format it was made for. */
-  private inputDecoder: { format: WireAudioFormat; decoder: InputAudioDecoder } | null = null;
+  /** The decoder of appended audio, for the input format it was made for. */
+  private inputDecoder: InputAudioDecoder | null = null;
 
   private onCommit(event: ClientEventOf<'input_audio_buffer.commit'>): void {
     this.refuseOnWebRtc(event);
@@ -557,7 +551,7 @@ export class RealtimeSessionEngine {
   private onClear(event: ClientEventOf<'input_audio_buffer.clear'>): void {
     this.refuseOnWebRtc(event);
     this.input.clear();
-    this.inputDecoder?.decoder.reset();
+    this.inputDecoder?.reset();
     this.deps.avatar.listen(false);
     this.voice.dropSpeculation();
     this.emit({ type: 'input_audio_buffer.cleared' });
@@ -617,24 +611,23 @@ export class RealtimeSessionEngine {
     const previousItemId = this.conversation.insert(item, null);
     this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
-    if (respond) this.respondAfter.add(item.id);
-    this.voice.transcribe(item, previousItemId, pcm, speculation);
+    this.voice.transcribe(item, pcm, speculation, (transcript) => this.onTranscribed(item, previousItemId, transcript, respond));
     this.enforceConversationBound();
   }
 
-  /** Items whose turn gets the automatic response once transcribed (create_response). */
-  private readonly respondAfter = new Set<string>();
-
-  /** A user audio item's transcription ended: the item is done, and a VAD turn is answered. */
-  private onTranscribed(item: MessageItem, previousItemId: string | null, heardWords: boolean, transcript: string | null): void {
+  /**
+   * A user audio item's transcription ended (`transcript` null: it failed): the item is done, and
+   * a VAD turn (`respond`) is answered.
+   */
+  private onTranscribed(item: MessageItem, previousItemId: string | null, transcript: string | null, respond: boolean): void {
     if (transcript !== null) this.recordTurn('user', transcript);
     if (this.conversation.get(item.id)) {
       this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
       this.enforceConversationBound();
     }
-    const respond = this.respondAfter.delete(item.id);
     if (respond && !this.closed) {
       // Chained like a client's response.create, so it is ordered with the client's events.
+      const heardWords = transcript !== null && transcript !== '';
       this.chain = this.chain.then(() => this.respondToTurn(heardWords));
     }
   }

@@ -77,6 +77,8 @@ export interface SessionSettings {
   /** The functions the model may call, and how (session.tools, session.tool_choice). */
   tools: ToolDefinition[];
   toolChoice: ToolChoice;
+  /** session.parallel_tool_calls (default true). */
+  parallelToolCalls: boolean;
   /** Wire formats of the client's input audio and of the audio sent back (WebSocket). */
   inputFormat: WireAudioFormat;
   outputFormat: WireAudioFormat;
@@ -114,6 +116,7 @@ export function applySessionUpdate(previous: Json | null, update: Json, defaultM
     session,
     tools: session.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
     toolChoice: session.tool_choice,
+    parallelToolCalls: raw.parallel_tool_calls !== false,
     inputFormat: wireFormat(session.audio.input.format.type as WireAudioType),
     outputFormat: wireFormat(session.audio.output.format.type as WireAudioType),
     turnDetection: parseTurnDetection(audioIn.turn_detection),

@@ -44,8 +44,6 @@ export interface VoiceTurnHost {
   messages(): ChatMessage[];
   /** The request a reply to `context` would make (instructions, tools, limits of the session). */
   replyRequest(context: ChatMessage[]): ModelRequest;
-  /** A user item's transcription ended (`heardWords`: it has words); the engine closes the item and may respond. */
-  transcribed(item: MessageItem, previousItemId: string | null, heardWords: boolean, transcript: string | null): void;
 }
 
 /** A transcription of the turn so far, started in one of its pauses. */
@@ -164,9 +162,9 @@ export class VoiceTurns {
 
   /**
    * Transcribes a user audio item (or takes the speculation's result for it, falling back to a
-   * fresh transcription if that failed), then hands it back to the engine (`transcribed`).
+   * fresh transcription if that failed), then calls `done` with the transcript (null: it failed).
    */
-  transcribe(item: MessageItem, previousItemId: string | null, pcm: Int16Array, speculation: Speculation | null = null): void {
+  transcribe(item: MessageItem, pcm: Int16Array, speculation: Speculation | null, done: (transcript: string | null) => void): void {
     const host = this.host;
     const { transcription } = host.settings();
     const recognizer = host.asr.forModel(transcription.model);
@@ -202,7 +200,7 @@ export class VoiceTurns {
           error: { type: e.type, code: e.code, message: e.message, param: e.param },
         });
       }
-      host.transcribed(item, previousItemId, transcript !== null && transcript !== '', transcript);
+      done(transcript);
     })();
     this.transcriptions.add(job);
     void job.finally(() => this.transcriptions.delete(job));

@@ -21,6 +21,7 @@
  */
 
 import { ProviderError } from '../provider-error.js';
+import { randomBase62 } from '../../core/ids.js';
 
 export { ProviderError, type ProviderErrorOptions } from '../provider-error.js';
 
@@ -95,6 +96,9 @@ export type GenerateChunk =
   /** More of call `index`'s JSON arguments. */
   | { type: 'tool_call_arguments'; index: number; delta: string }
   | { type: 'done'; finishReason: FinishReason; usage: TokenUsage | null };
+
+/** A call id for a call whose provider gave none (the local model; a server that leaves it out). */
+export const newCallId = (): string => `call_${randomBase62(24)}`;
 
 /** Characters a message puts in a prompt: its text, and its tool calls' names and arguments. */
 export function messageChars(m: ChatMessage): number {

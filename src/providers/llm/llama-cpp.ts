@@ -72,10 +72,9 @@ import type {
   LlamaText,
   Token,
 } from 'node-llama-cpp';
-import { randomBase62 } from '../../core/ids.js';
 import type { Logger } from '../../core/log.js';
 import type { ChatMessage, FinishReason, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage } from './base.js';
-import { ProviderError, llmUnavailable } from './base.js';
+import { ProviderError, llmUnavailable, newCallId } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
 import { MAX_CALLS_PER_REPLY, type SequenceTemplate, answeredCalls, callKey, functionsFor, sequenceTemplate, toHistory } from './llama-cpp-tools.js';
 
@@ -208,7 +207,7 @@ export class LlamaCppModel implements LanguageModel {
           const args = loaded.jsonDumps(call.params ?? {});
           if (!calling.force && answered.has(callKey(call.functionName, args))) return repeat.abort();
           const index = calls++;
-          queue.push({ type: 'tool_call_start', index, callId: `call_${randomBase62(24)}`, name: call.functionName });
+          queue.push({ type: 'tool_call_start', index, callId: newCallId(), name: call.functionName });
           queue.push({ type: 'tool_call_arguments', index, delta: args });
         };
       }

@@ -40,9 +40,8 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
-import { randomBase62 } from '../../core/ids.js';
 import type { ChatImage, ChatMessage, FinishReason, GenerateChunk, GenerateRequest, LanguageModel, TokenUsage, ToolChoice } from './base.js';
-import { IMAGE_NOTE, ProviderError, llmUnavailable } from './base.js';
+import { IMAGE_NOTE, ProviderError, llmUnavailable, newCallId } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
 
 /** Retries the SDK makes for connection errors, 408, 429 and 5xx before the first byte. */
@@ -255,7 +254,7 @@ class ToolCallAssembler {
       slot.pending += args;
       if (slot.name === null) return;
       slot.index = this.count++;
-      yield { type: 'tool_call_start', index: slot.index, callId: slot.id ?? `call_${randomBase62(24)}`, name: slot.name };
+      yield { type: 'tool_call_start', index: slot.index, callId: slot.id ?? newCallId(), name: slot.name };
       if (slot.pending !== '') yield { type: 'tool_call_arguments', index: slot.index, delta: slot.pending };
       slot.pending = '';
     } else if (args !== '') {
