@@ -5,7 +5,7 @@
  *
  * Time is the output clock in integer nanoseconds. Every tick (1/fps) the output emits the audio
  * it played in that tick (`audio`, PCM16 mono 24 kHz, silence included) and, when frames are
- * wanted, the rendered frame with the same pts (`frame`, JPEG). Speech pushed while nothing plays
+ * wanted, the rendered frame with the same pts (`frame`, JPEG, or `raw`, I420). Speech pushed while nothing plays
  * starts at the next tick; speech pushed while something plays follows it without a gap.
  */
 import type { EventEmitter } from 'node:events';
@@ -27,9 +27,19 @@ export interface AvatarFrame {
   ptsNs: number;
 }
 
+/** A rendered frame as raw I420 planes (BT.601 limited range, rows unpadded), when asked for. */
+export interface AvatarRawFrame {
+  i420: Buffer;
+  ptsNs: number;
+  frameIndex: number;
+  width: number;
+  height: number;
+}
+
 export interface AvatarOutputEvents {
   audio: [AvatarAudioChunk];
   frame: [AvatarFrame];
+  raw: [AvatarRawFrame];
   /** The output failed and stopped (a pipeline error); the session cannot speak any more. */
   failed: [Error];
 }
@@ -38,8 +48,8 @@ export interface AvatarOutput extends EventEmitter<AvatarOutputEvents> {
   readonly fps: number;
   /** Queues speech (mono PCM16, 8..48 kHz) with optional phoneme timings for the lips. */
   pushSpeech(pcm: Int16Array, sampleRateHz: number, phonemes: PhonemeTiming[]): SpeechPlacement;
-  /** Drops queued speech: the next frame is idle and the audio silent. */
-  interrupt(): void;
+  /** Drops queued speech: the next frame is idle and the audio silent. Returns where it cut: the first frame without speech. */
+  interrupt(): { ptsNs: number };
   /** Switches the face photo (a standard id or an uploaded face the user owns). */
   setFace(faceId: string): Promise<void>;
   /** Switches the driving motion (idle head motion and blinks). */

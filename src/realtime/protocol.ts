@@ -46,6 +46,10 @@ export const CLIENT_EVENT_TYPES = [
 ] as const;
 export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
 
+/** Client event types of avatar-only sessions (avatar-engine.ts, docs/avatar-mode.md). */
+export const AVATAR_CLIENT_EVENT_TYPES = ['session.update', 'output_audio_buffer.append', 'output_audio_buffer.commit', 'output_audio_buffer.clear', 'avatar.listen'] as const;
+export type AvatarClientEventType = (typeof AVATAR_CLIENT_EVENT_TYPES)[number];
+
 /** Legacy names of the GA events that have one (null: the legacy dialect has no such event). */
 const LEGACY_NAMES: { readonly [T in ServerEventType]?: string | null } = {
   'conversation.item.added': 'conversation.item.created',
@@ -129,8 +133,8 @@ export type Json = Record<string, unknown>;
 export const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** A parsed client event: its type, its event_id (if any) and the whole object. */
-export interface ClientEvent {
-  type: ClientEventType;
+export interface ClientEvent<T extends string = ClientEventType> {
+  type: T;
   eventId: string | null;
   body: Json;
 }
@@ -247,7 +251,7 @@ function paramPath(stack: readonly Frame[]): string {
 }
 
 /** A parsed client event, or why the message is not one (and the event_id it had, if readable). */
-export type ReadEvent = { event: ClientEvent; error: null } | { event: null; error: RealtimeError; eventId: string | null };
+export type ReadEvent<T extends string = ClientEventType> = { event: ClientEvent<T>; error: null } | { event: null; error: RealtimeError; eventId: string | null };
 
 /**
  * Reads one text message as a client event: its shape checked first (a message nested deeper than
@@ -255,7 +259,7 @@ export type ReadEvent = { event: ClientEvent; error: null } | { event: null; err
  * unparsed: nesting_too_deep / too_many_elements, param naming the field), then JSON, an object,
  * its event_id, a known type.
  */
-export function readClientEvent(text: string): ReadEvent {
+export function readClientEvent<T extends string = ClientEventType>(text: string, types: readonly T[] = CLIENT_EVENT_TYPES as readonly string[] as readonly T[]): ReadEvent<T> {
   const scan = scanClientEvent(text);
   if (scan.tooDeepAt !== null || scan.tooManyAt !== null) {
     const at = scan.tooDeepAt ?? scan.tooManyAt;
@@ -273,7 +277,7 @@ export function readClientEvent(text: string): ReadEvent {
   } catch (err) {
     return { event: null, eventId: scan.eventId, error: new RealtimeError('invalid_json', `The message is not valid JSON: ${quoted((err as Error).message, 200)}`) };
   }
-  const fail = (error: RealtimeError, eventId: string | null = scan.eventId): ReadEvent => ({ event: null, error, eventId });
+  const fail = (error: RealtimeError, eventId: string | null = scan.eventId): ReadEvent<T> => ({ event: null, error, eventId });
   if (!isObject(value)) return fail(new RealtimeError('invalid_event', 'A client event must be a JSON object with a "type" field.'), null);
   const eventId = value.event_id;
   if (eventId !== undefined && (typeof eventId !== 'string' || eventId.length > MAX_CLIENT_EVENT_ID_CHARS)) {
@@ -283,10 +287,10 @@ export function readClientEvent(text: string): ReadEvent {
   const type = value.type;
   if (type === undefined) return fail(new RealtimeError('invalid_event', "The 'type' field is missing.", 'type'), id);
   if (typeof type !== 'string') return fail(new RealtimeError('invalid_event', "The 'type' field must be a string.", 'type'), id);
-  if (!(CLIENT_EVENT_TYPES as readonly string[]).includes(type)) {
-    return fail(new RealtimeError('invalid_event', `Invalid value: ${describeValue(type)}. Supported values are: ${CLIENT_EVENT_TYPES.map((t) => `'${t}'`).join(', ')}.`, 'type'), id);
+  if (!(types as readonly string[]).includes(type)) {
+    return fail(new RealtimeError('invalid_event', `Invalid value: ${describeValue(type)}. Supported values are: ${types.map((t) => `'${t}'`).join(', ')}.`, 'type'), id);
   }
-  return { event: { type: type as ClientEventType, eventId: id, body: value }, error: null };
+  return { event: { type: type as T, eventId: id, body: value }, error: null };
 }
 
 /** readClientEvent that throws the RealtimeError (for callers that do not need the event_id of a bad message). */

@@ -235,7 +235,8 @@ export class MessageOutput {
     if (this.options.audio) {
       if (this.options.audioDelivery === 'rtp' && this.samplesSent > 0) {
         // WebRTC: the audio buffer played out, or was cut.
-        this.deps.emit({ type: complete ? 'output_audio_buffer.stopped' : 'output_audio_buffer.cleared', response_id: this.options.responseId });
+        const responseId = this.options.responseId;
+        this.deps.emit(complete ? { type: 'output_audio_buffer.stopped', response_id: responseId } : { type: 'output_audio_buffer.cleared', response_id: responseId });
       }
       const transcript = complete ? this.sentences.map((s) => s.text).join(' ') : this.transcriptAt(cutAtMs ?? this.playedMs);
       item.content = [{ type: 'output_audio', transcript }];

@@ -80,6 +80,60 @@ export interface ResponseOutputImageDoneEvent extends PartRef {
   total_frames: number;
 }
 
+/**
+ * Avatar-only sessions (avatar-engine.ts, docs/avatar-mode.md): the client's spoken segments
+ * instead of responses. The `output_audio_buffer.*` and delta names are OpenAI's; their fields
+ * name the segment (`segment_id`) where realtime sessions name a response.
+ */
+export interface AvatarSegmentStartedEvent {
+  event_id: string;
+  type: 'output_audio_buffer.started';
+  segment_id: string;
+  pts_ms: number;
+}
+
+export interface AvatarSegmentCommittedEvent {
+  event_id: string;
+  type: 'output_audio_buffer.committed';
+  segment_id: string;
+  /** Audio the segment holds, ms. */
+  audio_ms: number;
+}
+
+/** Once per segment: it played out, or a clear cut it. */
+export interface AvatarSegmentStoppedEvent {
+  event_id: string;
+  type: 'output_audio_buffer.stopped';
+  segment_id: string;
+  played_ms: number;
+  interrupted: boolean;
+}
+
+export interface AvatarBufferClearedEvent {
+  event_id: string;
+  type: 'output_audio_buffer.cleared';
+  /** How much of the segment in play when cut had been heard (0 if none was playing). */
+  played_ms: number;
+}
+
+/** The audio one frame interval played, silence included. */
+export interface AvatarAudioDeltaEvent {
+  event_id: string;
+  type: 'response.output_audio.delta';
+  delta: string;
+  segment_id: string | null;
+  pts_ms: number;
+}
+
+export interface AvatarImageDeltaEvent {
+  event_id: string;
+  type: 'response.output_image.delta';
+  delta: string;
+  frame_index: number;
+  pts_ms: number;
+  segment_id: string | null;
+}
+
 /** Every event this server sends, stamped (`event_id` set). */
 export type ServerEvent =
   | Built<SessionCreatedEvent, 'session'>
@@ -116,7 +170,13 @@ export type ServerEvent =
   | ResponseFunctionCallArgumentsDeltaEvent
   | ResponseFunctionCallArgumentsDoneEvent
   | ResponseOutputImageDeltaEvent
-  | ResponseOutputImageDoneEvent;
+  | ResponseOutputImageDoneEvent
+  | AvatarSegmentStartedEvent
+  | AvatarSegmentCommittedEvent
+  | AvatarSegmentStoppedEvent
+  | AvatarBufferClearedEvent
+  | AvatarAudioDeltaEvent
+  | AvatarImageDeltaEvent;
 
 /** Omit distributed over a union, so each member keeps its own discriminated shape. */
 type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

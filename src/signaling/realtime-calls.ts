@@ -122,9 +122,12 @@ export class CallGateway {
     // Media fields are the session record's settings, not realtime session fields.
     const realtime: Json = Object.fromEntries(Object.entries(sent).filter(([k]) => !MEDIA_FIELDS.includes(k)));
     const base: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
+    if (base.type !== undefined && realtime.type !== undefined && base.type !== realtime.type) {
+      throw new AppError('invalid_value', `This ephemeral key was minted for a '${String(base.type)}' session; the call cannot open a '${String(realtime.type)}' one.`, { status: 400, param: 'session.type' });
+    }
     const initial: Json = { ...base, ...realtime, audio: mergeAudio(base.audio, realtime.audio) };
     if (initial.audio === undefined) delete initial.audio;
-    const config = asBadRequest(() => sessionConfigFrom(initial, defaultModel));
+    const config = asBadRequest(() => sessionConfigFrom(initial, defaultModel, 'webrtc'));
     // 2. The offer.
     const negotiated = negotiate(parseOffer(request.sdp), media.videoCodec ?? 'h264');
     // 3. The session, pending, its slot reserved.

@@ -31,7 +31,7 @@ import type { Logger } from '../core/log.js';
 import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { EventAttribution } from './event-attribution.js';
-import { RealtimeSessionEngine, type AssetChecker, type EngineTransport } from '../realtime/session-engine.js';
+import { RealtimeSessionEngine, type AssetChecker, type EngineTransport, type SessionRecorder } from '../realtime/session-engine.js';
 import type { LanguageModels } from '../providers/llm/base.js';
 import type { SpeechService } from '../providers/tts/base.js';
 import type { SpeechRecognizers } from '../providers/asr/base.js';
@@ -39,8 +39,10 @@ import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
 import type { InputImages } from '../realtime/input-images.js';
 import type { SessionService } from '../sessions/session-service.js';
-import type { SessionConfig } from '../sessions/session-config.js';
+import { DEFAULT_VOICE, type SessionConfig } from '../sessions/session-config.js';
 import { applySessionUpdate } from '../realtime/session-update.js';
+import { AvatarSessionEngine, avatarSettingsFrom } from '../realtime/avatar-engine.js';
+import { isAvatarConfig } from '../realtime/avatar-session-update.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 
@@ -108,10 +110,12 @@ export interface ConnectionDeps {
 /**
  * The REST session record fields of a realtime session config (an ephemeral key's session, a
  * call's `session` JSON, WebSocket query parameters): validated by the same rules as
- * session.update, so a bad config is refused before a session exists.
+ * session.update, so a bad config is refused before a session exists. An avatar-only config
+ * (`type: "avatar"`) is read by its own rules (avatar-session-update.ts); raw frames are for
+ * WebSocket clients only.
  */
-export function sessionConfigFrom(initial: Json, defaultModel: string): SessionConfig {
-  const { session } = applySessionUpdate(null, initial, defaultModel);
+export function sessionConfigFrom(initial: Json, defaultModel: string, transport: EngineTransport = 'websocket'): SessionConfig {
+  const session = isAvatarConfig(initial) ? avatarConfig(initial, defaultModel, transport) : applySessionUpdate(null, initial, defaultModel).session;
   return {
     model: session.model,
     voice: session.voice,
@@ -127,6 +131,27 @@ export function sessionConfigFrom(initial: Json, defaultModel: string): SessionC
   };
 }
 
+function avatarConfig(initial: Json, defaultModel: string, transport: EngineTransport): { model: string; voice: string; face: string | null; driving: string | null; instructions: string } {
+  const settings = avatarSettingsFrom(initial);
+  if (transport === 'webrtc' && settings.videoFormat === 'i420') {
+    throw new RealtimeError('invalid_value', "Raw frames ('video.format': 'i420') are for WebSocket clients; a call's video travels as RTP.", 'session.video.format');
+  }
+  // No model or voice runs; the record keeps the defaults in those fields (GET shows type-less REST fields).
+  return { model: typeof initial.model === 'string' ? initial.model : defaultModel, voice: DEFAULT_VOICE, face: settings.face, driving: settings.driving, instructions: '' };
+}
+
+/**
+ * What the connection drives: the realtime engine (session-engine.ts) or, for an avatar-only
+ * session, the avatar engine (avatar-engine.ts).
+ */
+interface ConnectionEngine {
+  start(): Promise<void>;
+  receive(text: string): void;
+  pushMicrophone(pcm: Int16Array): void;
+  sessionObject(): Json;
+  close(): Promise<void>;
+}
+
 /** Why a connection is ended from outside. */
 export type EndReason = 'session_ended' | 'key_revoked' | 'shutdown';
 
@@ -135,6 +160,10 @@ export interface ConnectionTransport {
   readonly kind: EngineTransport;
   /** One stamped server event as JSON text. */
   sendText(text: string): void;
+  /** A binary message (an avatar-only session's raw frames); transports without binary messages leave it out. */
+  sendBinary?(data: Buffer): void;
+  /** Bytes queued for the client and not sent yet (0 when the transport cannot tell). */
+  backlogBytes?(): number;
   /** Ends the connection for `reason`; `errorText` (a stamped `error` event, when given) is the last thing to send. */
   end(reason: EndReason, errorText: string | null): void;
 }
@@ -261,8 +290,8 @@ export class RealtimeConnection {
   private ownsSession = false;
   private avatar: CallAvatar | null = null;
   /** The engine once created; `engine` once it has started (client events go to it from then). */
-  private created: RealtimeSessionEngine | null = null;
-  private engine: RealtimeSessionEngine | null = null;
+  private created: ConnectionEngine | null = null;
+  private engine: ConnectionEngine | null = null;
   private readonly earlyMicrophone: Int16Array[] = [];
   private earlyMicrophoneSamples = 0;
   private starting: Promise<boolean> | null = null;
@@ -326,7 +355,10 @@ export class RealtimeConnection {
 
   private async start(session: SessionRecord, options: RunOptions): Promise<boolean> {
     this.hold(session, options.ownsSession);
-    const { runtime, store, clock } = this.deps;
+    const { runtime } = this.deps;
+    // Checked when the session was made (sessionConfigFrom); read again here for the media it needs.
+    const avatarOnly = isAvatarConfig(options.initial) ? avatarSettingsFrom(options.initial) : null;
+    if (avatarOnly) this.dialect = 'ga';
     try {
       this.avatar = await runtime.startAvatar({
         userId: this.userId,
@@ -335,7 +367,8 @@ export class RealtimeConnection {
         fps: session.targetFps ?? 25,
         outputSize: session.outputSize,
         upsampleFactor: session.upsampleFactor ?? 1,
-        jpeg: options.jpeg,
+        jpeg: options.jpeg && (avatarOnly === null || avatarOnly.videoFormat === 'jpeg'),
+        i420: options.rtp === null && avatarOnly?.videoFormat === 'i420',
         rtp: options.rtp,
       });
     } catch (err) {
@@ -346,37 +379,7 @@ export class RealtimeConnection {
       return false;
     }
     if (this.closing) return false; // the teardown, waiting for this, closes the avatar
-    const engine = new RealtimeSessionEngine(
-      {
-        sessionId: session.id,
-        userId: this.userId,
-        dialect: this.dialect,
-        transport: this.transport.kind,
-        imageEvents: options.imageEvents,
-        defaultModel: this.deps.defaultModel,
-        expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6),
-        ttsSource: session.ttsSource ?? 'auto',
-        legacyVideo: options.legacyVideo,
-        initial: options.initial,
-      },
-      {
-        send: (event) => this.send(event),
-        avatar: this.avatar,
-        llm: runtime.llm,
-        tts: runtime.tts,
-        asr: runtime.asr,
-        createVad: () => runtime.createVad(),
-        endOfTurnModel: () => runtime.endOfTurnModel(),
-        assets: this.deps.assets,
-        images: runtime.images,
-        recorder: {
-          appendTurn: (role, content) => store.appendChatTurn(session.id, { role, content }, clock.nowUs()),
-          setCurrentTranscript: (text) => store.setCurrentTranscript(session.id, text),
-          addUsage: (delta) => store.addUsageCounters(session.id, delta),
-        },
-        log: this.log,
-      },
-    );
+    const engine = avatarOnly ? this.avatarEngine(session, options) : this.realtimeEngine(session, options);
     this.created = engine;
     try {
       await engine.start();
@@ -391,6 +394,68 @@ export class RealtimeConnection {
     this.earlyMicrophoneSamples = 0;
     for (const listener of this.listeners.values()) for (const text of listener.pending.drain()) this.receiveFrom(listener, text);
     return true;
+  }
+
+  private realtimeEngine(session: SessionRecord, options: RunOptions): ConnectionEngine {
+    const { runtime } = this.deps;
+    return new RealtimeSessionEngine(
+      {
+        sessionId: session.id,
+        userId: this.userId,
+        dialect: this.dialect,
+        transport: this.transport.kind,
+        imageEvents: options.imageEvents,
+        defaultModel: this.deps.defaultModel,
+        expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6),
+        ttsSource: session.ttsSource ?? 'auto',
+        legacyVideo: options.legacyVideo,
+        initial: options.initial,
+      },
+      {
+        send: (event) => this.send(event),
+        avatar: this.avatar!,
+        llm: runtime.llm,
+        tts: runtime.tts,
+        asr: runtime.asr,
+        createVad: () => runtime.createVad(),
+        endOfTurnModel: () => runtime.endOfTurnModel(),
+        assets: this.deps.assets,
+        images: runtime.images,
+        recorder: this.recorder(session),
+        log: this.log,
+      },
+    );
+  }
+
+  /** An avatar-only session: the client streams the speech (docs/avatar-mode.md). */
+  private avatarEngine(session: SessionRecord, options: RunOptions): ConnectionEngine {
+    return new AvatarSessionEngine(
+      {
+        sessionId: session.id,
+        userId: this.userId,
+        transport: this.transport.kind,
+        expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6),
+        initial: options.initial,
+      },
+      {
+        send: (event) => this.send(event),
+        sendBinary: (data) => this.transport.sendBinary?.(data),
+        backlogBytes: () => this.transport.backlogBytes?.() ?? 0,
+        avatar: this.avatar!,
+        assets: this.deps.assets,
+        recorder: this.recorder(session),
+        log: this.log,
+      },
+    );
+  }
+
+  private recorder(session: SessionRecord): SessionRecorder {
+    const { store, clock } = this.deps;
+    return {
+      appendTurn: (role, content) => store.appendChatTurn(session.id, { role, content }, clock.nowUs()),
+      setCurrentTranscript: (text) => store.setCurrentTranscript(session.id, text),
+      addUsage: (delta) => store.addUsageCounters(session.id, delta),
+    };
   }
 
   /** The avatar of a running call (its encoded media), or null before run() succeeded. */

@@ -351,6 +351,10 @@ export class RealtimeGateway {
         sendText: (text) => {
           if (ws.readyState === ws.OPEN) ws.send(text);
         },
+        sendBinary: (data) => {
+          if (ws.readyState === ws.OPEN) ws.send(data, { binary: true });
+        },
+        backlogBytes: () => ws.bufferedAmount,
         end: (reason, errorText) => {
           if (errorText && ws.readyState === ws.OPEN) ws.send(errorText);
           closeSocket(ws, ...END_CODES[reason]);
@@ -399,6 +403,12 @@ export class RealtimeGateway {
       if (this.deps.registry.hasSession(session.id)) {
         throw new AppError('session_in_use', `Session ${session.id} already has a realtime connection.`, { status: 409, param: 'session_id' });
       }
+      const avatar = avatarIntent(query, null);
+      if (avatar) {
+        const initial: Json = { ...avatar, face: session.face, driving: session.driving };
+        sessionConfigFrom(initial, defaultModel); // its video format, checked before the session runs
+        return { session, owns: false, initial, dialect: 'ga' };
+      }
       const initial: Json = { model: session.model, voice: session.voice, instructions: session.instructions, face: session.face, driving: session.driving };
       if (session.origin === 'legacy' && session.video) initial.modalities = ['audio', 'text', 'image'];
       return { session, owns: false, initial, dialect: session.origin === 'legacy' ? 'legacy' : dialect };
@@ -406,7 +416,7 @@ export class RealtimeGateway {
     // The engine's session.update rules drop the key's read-only fields (id, object, expires_at).
     let initial: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
     const model = query.get('model') ?? (typeof initial.model === 'string' ? initial.model : defaultModel);
-    initial = { ...initial, model };
+    initial = { ...initial, model, ...avatarIntent(query, initial) };
     if (legacyQuery) {
       const voice = query.get('voice_id') ?? query.get('voice') ?? (typeof initial.voice === 'string' ? initial.voice : 'default');
       const face = query.get('face_id') ?? (typeof initial.face === 'string' ? initial.face : null);
@@ -480,4 +490,24 @@ function isAuthMessage(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * An avatar-only session asked for in the URL (`?intent=avatar`, `&video_format=`), as the fields
+ * it adds to the initial config; null when the URL asks for none. An ephemeral key's realtime
+ * session cannot be opened as an avatar-only one (the key was minted for a conversation).
+ */
+function avatarIntent(query: URLSearchParams, keySession: Json | null): Json | null {
+  const intent = query.get('intent');
+  const videoFormat = query.get('video_format');
+  const keyType = keySession?.type;
+  if (intent !== 'avatar' && keyType !== 'avatar') {
+    if (videoFormat !== null) throw new AppError('invalid_value', "'video_format' is for avatar-only sessions (intent=avatar).", { status: 400, param: 'video_format' });
+    return null;
+  }
+  if (intent === 'avatar' && keyType !== undefined && keyType !== 'avatar') {
+    throw new AppError('invalid_value', "This ephemeral key was minted for a realtime session; an avatar-only session needs a key minted with session.type 'avatar'.", { status: 400, param: 'intent' });
+  }
+  const video = videoFormat === null ? {} : { video: { ...(isObject(keySession?.video) ? keySession.video : {}), format: videoFormat } };
+  return { type: 'avatar', ...video };
 }

@@ -39,9 +39,10 @@ export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements A
     return { startPtsNs, endPtsNs: startPtsNs + pcm.length * NS_PER_SAMPLE };
   }
 
-  interrupt(): void {
+  interrupt(): { ptsNs: number } {
     this.interrupts++;
     this.queue = new Int16Array(0);
+    return { ptsNs: this.nowNs };
   }
 
   /** Plays one tick: emits its audio (and a 1-byte frame). Returns how much speech it played. */

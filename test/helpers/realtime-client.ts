@@ -24,14 +24,17 @@ const DEFAULT_WAIT_MS = 20_000;
 
 export class RealtimeTestClient {
   readonly events: ServerEvent[] = [];
+  /** Binary messages (an avatar-only session's raw frames), with how many events had arrived before each. */
+  readonly binary: Array<{ data: Buffer; afterEvents: number }> = [];
   closeCode: number | null = null;
   closeReason = '';
   private waiters: Array<() => void> = [];
   private readonly closed: Promise<void>;
 
   private constructor(readonly ws: WebSocket) {
-    ws.on('message', (data) => {
-      this.events.push(JSON.parse(data.toString()) as ServerEvent);
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) this.binary.push({ data: data as Buffer, afterEvents: this.events.length });
+      else this.events.push(JSON.parse(data.toString()) as ServerEvent);
       this.wake();
     });
     this.closed = new Promise((resolve) =>

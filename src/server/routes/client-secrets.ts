@@ -9,6 +9,7 @@ import { newSessionId } from '../../core/ids.js';
 import { AppError, invalidParam } from '../../core/errors.js';
 import { requireObject } from '../../sessions/session-config.js';
 import { effectiveRealtimeSession } from '../../realtime/session-object.js';
+import { applyAvatarSessionUpdate, avatarSessionObject } from '../../realtime/avatar-session-update.js';
 import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
@@ -27,13 +28,13 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
       throw invalidParam('session', "'session' must be an object.", 'invalid_type');
     }
     const sessionIn = requested as Record<string, unknown>;
-    if (sessionIn.type !== undefined && sessionIn.type !== 'realtime') {
-      throw invalidParam('session.type', "Only session.type 'realtime' is supported.");
+    if (sessionIn.type !== undefined && sessionIn.type !== 'realtime' && sessionIn.type !== 'avatar') {
+      throw invalidParam('session.type', "session.type must be 'realtime' or 'avatar' (an avatar-only session: the client supplies the speech).");
     }
-    const session = effectiveRealtimeSession(sessionIn, s.config.defaultModel);
+    const session = sessionIn.type === 'avatar' ? avatarSessionFor(sessionIn) : effectiveRealtimeSession(sessionIn, s.config.defaultModel);
     for (const kind of ['voice', 'face', 'driving'] as const) {
       const id = session[kind];
-      if (id !== null) await s.assets.require(kind, id, userId, `session.${kind}`);
+      if (typeof id === 'string') await s.assets.require(kind, id, userId, `session.${kind}`);
     }
     // The authed guard admits API keys only, so the principal is the minting key itself.
     const mintedBy = apiKeyIdOf(principal);
@@ -51,6 +52,12 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
       expires_in: ttl,
     };
   });
+}
+
+/** An avatar-only session's object (avatar-session-update.ts; a bad field is a 400 naming it). */
+function avatarSessionFor(sessionIn: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, expires_at: _expires, ...session } = avatarSessionObject(applyAvatarSessionUpdate(null, sessionIn, true), '', 0);
+  return session;
 }
 
 function parseExpiresAfter(raw: unknown, fallbackS: number): number {

@@ -1,0 +1,371 @@
+/**
+ * The engine of an avatar-only session (docs/avatar-mode.md): the client streams an agent's speech,
+ * the avatar plays it out with the face in sync, and the played audio and the frames go back on
+ * one clock. No recogniser, language model or voice runs. The counterpart of session-engine.ts for
+ * `session.type: "avatar"`; the connection core (realtime-connection.ts) runs one or the other.
+ *
+ *   output_audio_buffer.append ─▶ decode (G.711, or PCM16 at the client's rate) ─▶ avatar.pushSpeech
+ *                                                          │ placement on the clock
+ *                                                          ▼
+ *   avatar 'audio' tick ─▶ SegmentTimeline.advance ─▶ output_audio_buffer.started / .stopped
+ *                      └─▶ response.output_audio.delta (WebSocket; silence included)
+ *   avatar 'frame' / 'raw' ─▶ response.output_image.delta (JPEG) / a binary I420 message
+ *   output_audio_buffer.clear ─▶ avatar.interrupt ─▶ every unfinished segment .stopped
+ *                                (interrupted, played up to the cut) ─▶ output_audio_buffer.cleared
+ *
+ * Rules kept here, as in the realtime engine: client events are handled in arrival order on one
+ * chain; a bad event gets an `error` naming its event_id and the session goes on; nothing a
+ * handler throws escapes. Memory is bounded: at most MAX_QUEUED_AHEAD_NS of speech may wait ahead
+ * of the playout (an append beyond it is refused with output_audio_buffer_full), a segment keeps
+ * only its spans still ahead of the playout, and frames are skipped (audio never) while the
+ * client's socket holds more than MAX_FRAME_BACKLOG_BYTES unsent.
+ *
+ * Usage: the speech played (to its end, or to a cut) and the frames sent are written when each
+ * segment finishes and when the session closes; close() resolves after the last write.
+ */
+import type { Logger } from '../core/log.js';
+import { AppError } from '../core/errors.js';
+import { InputAudioDecoder, OutputAudioEncoder } from '../audio/wire-format.js';
+import { PCM_RATE_HZ } from '../audio/pcm.js';
+import type { AvatarOutput, AvatarRawFrame } from './avatar-output.js';
+import { type AvatarSessionSettings, applyAvatarSessionUpdate, avatarSessionObject } from './avatar-session-update.js';
+import { type SegmentChange, SegmentTimeline } from './avatar-segments.js';
+import type { AssetChecker, EngineTransport, SessionRecorder } from './session-engine.js';
+import {
+  AVATAR_CLIENT_EVENT_TYPES,
+  CLIENT_EVENT_TYPES,
+  type ClientEvent,
+  type Json,
+  type ServerEventDraft,
+  MAX_CLIENT_EVENT_BYTES,
+  RealtimeError,
+  decodeBase64,
+  errorEvent,
+  eventIdOf,
+  readClientEvent,
+  requireObject,
+} from './protocol.js';
+
+/** Speech that may wait ahead of the playout: two minutes (5.8 MB at 24 kHz). */
+export const MAX_QUEUED_AHEAD_NS = 120_000_000_000;
+/** Frames are skipped while the client's socket has more than this unsent. */
+export const MAX_FRAME_BACKLOG_BYTES = 4 * 1024 * 1024;
+/** The binary header of a raw frame (docs/avatar-mode.md "Raw frames"). */
+export const RAW_FRAME_HEADER_BYTES = 24;
+const RAW_FRAME_MAGIC = 'I420';
+/** A too-large event's event_id is looked for in its first this many characters. */
+const OVERSIZE_EVENT_ID_SCAN_CHARS = 4096;
+const NS_PER_MS = 1e6;
+const BYTES_PER_SAMPLE = 2;
+
+/** Events an avatar-only session reads: its own, and the realtime ones (refused by name, not as unknown). */
+const READABLE_TYPES = [...new Set<string>([...AVATAR_CLIENT_EVENT_TYPES, ...CLIENT_EVENT_TYPES])];
+
+export interface AvatarEngineOptions {
+  sessionId: string;
+  userId: string;
+  transport: EngineTransport;
+  /** Unix seconds at which the session ends. */
+  expiresAt: number;
+  /** The opening config (`type: "avatar"` and any avatar session fields). */
+  initial: Json;
+}
+
+export interface AvatarEngineDeps {
+  send(event: ServerEventDraft): void;
+  /** A binary message to the client (raw frames); WebSocket only. */
+  sendBinary(data: Buffer): void;
+  /** Bytes the client's transport has not sent yet (frames are skipped above MAX_FRAME_BACKLOG_BYTES). */
+  backlogBytes(): number;
+  avatar: AvatarOutput;
+  assets: AssetChecker;
+  recorder: Pick<SessionRecorder, 'addUsage'>;
+  log: Logger;
+}
+
+/** The initial config's settings, or the error that refuses it (before a session exists). */
+export function avatarSettingsFrom(initial: Json): AvatarSessionSettings {
+  return applyAvatarSessionUpdate(null, initial, true);
+}
+
+export class AvatarSessionEngine {
+  private settings: AvatarSessionSettings;
+  private readonly timeline = new SegmentTimeline();
+  private chain: Promise<void> = Promise.resolve();
+  private closed = false;
+  private decoder: InputAudioDecoder | null;
+  private encoder: OutputAudioEncoder;
+  /** Session time up to which the avatar has played (the end of the latest tick). */
+  private playedToNs = 0;
+  /** JPEG frames rendered so far (a frame's index counts the skipped ones too). */
+  private jpegFrames = 0;
+  private framesSent = 0;
+  private framesSkipped = 0;
+  /** Usage not written yet. */
+  private unbilled = { audioNs: 0, frames: 0 };
+  private usageWrites: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly options: AvatarEngineOptions,
+    private readonly deps: AvatarEngineDeps,
+  ) {
+    this.settings = avatarSettingsFrom(options.initial);
+    this.decoder = decoderFor(this.settings);
+    this.encoder = new OutputAudioEncoder(this.settings.outputFormat);
+    deps.avatar.on('audio', (chunk) => this.guard('audio', () => this.onTick(chunk.pcm, chunk.ptsNs)));
+    deps.avatar.on('frame', (frame) => this.guard('frame', () => this.onJpeg(frame.jpeg, frame.ptsNs)));
+    deps.avatar.on('raw', (frame) => this.guard('raw frame', () => this.onRaw(frame)));
+    deps.avatar.on('failed', (err) => {
+      deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
+      this.emit(errorEvent(new RealtimeError('avatar_failed', 'The avatar media pipeline failed; no further audio or video can be produced.', null, 'server_error'), null));
+    });
+  }
+
+  /** Sends session.created; call once, before the first message. */
+  async start(): Promise<void> {
+    this.emit({ type: 'session.created', session: this.sessionObject() });
+  }
+
+  sessionObject(): Json {
+    return avatarSessionObject(this.settings, this.options.sessionId, this.options.expiresAt);
+  }
+
+  /** A call's microphone: an avatar-only session listens to no one (the client says when the user speaks: avatar.listen). */
+  pushMicrophone(_pcm: Int16Array): void {}
+
+  /** One text message from the client; handled after every earlier one. Never throws. */
+  receive(text: string): void {
+    try {
+      const size = Buffer.byteLength(text);
+      if (size > MAX_CLIENT_EVENT_BYTES) {
+        const eventId = eventIdOf(text.slice(0, OVERSIZE_EVENT_ID_SCAN_CHARS));
+        this.emit(errorEvent(new RealtimeError('message_too_large', `The event is ${size} bytes; the limit is ${MAX_CLIENT_EVENT_BYTES}.`), eventId));
+        return;
+      }
+      const read = readClientEvent(text, READABLE_TYPES);
+      // Refusals take their turn too: an error never overtakes the events of an earlier message.
+      if (read.error) this.chain = this.chain.then(() => this.emit(errorEvent(read.error, read.eventId)));
+      else this.chain = this.chain.then(() => this.handle(read.event));
+    } catch (err) {
+      this.deps.log.error('reading a client event failed', { sessionId: this.options.sessionId, err });
+      this.emit(errorEvent(err, null));
+    }
+  }
+
+  /** Resolves once every message received so far has been handled. */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  /**
+   * Stops: no events are sent afterwards. What played of the unfinished segments (up to the last
+   * tick) and the frames sent are written to usage; resolves once that is stored.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return this.usageWrites;
+    this.closed = true;
+    this.unbilled.audioNs += this.timeline.playedBy(this.playedToNs);
+    this.writeUsage();
+    if (this.framesSkipped > 0) this.deps.log.info('avatar frames skipped for a slow client', { sessionId: this.options.sessionId, skipped: this.framesSkipped, sent: this.framesSent });
+    await this.usageWrites;
+  }
+
+  private emit(event: ServerEventDraft): void {
+    if (this.closed) return;
+    try {
+      this.deps.send(event);
+    } catch (err) {
+      this.deps.log.error('server event could not be sent', { sessionId: this.options.sessionId, type: event.type, err });
+    }
+  }
+
+  /** Runs an avatar callback; a failure is logged, never thrown into the media plane. */
+  private guard(what: string, fn: () => void): void {
+    if (this.closed) return;
+    try {
+      fn();
+    } catch (err) {
+      this.deps.log.error(`avatar ${what} handling failed`, { sessionId: this.options.sessionId, err });
+    }
+  }
+
+  private async handle(event: ClientEvent<string>): Promise<void> {
+    if (this.closed) return;
+    try {
+      switch (event.type) {
+        case 'session.update':
+          return await this.onSessionUpdate(requireObject(event.body, 'session', 'session'));
+        case 'output_audio_buffer.append':
+          return this.onAppend(event.body);
+        case 'output_audio_buffer.commit':
+          return this.onCommit();
+        case 'output_audio_buffer.clear':
+          return this.onClear();
+        case 'avatar.listen':
+          return this.onListen(event.body);
+        default:
+          throw new RealtimeError(
+            'unsupported_in_avatar_session',
+            `'${event.type}' is not available in an avatar-only session: the client supplies the speech (output_audio_buffer.append), and no model runs.`,
+            'type',
+          );
+      }
+    } catch (err) {
+      if (!(err instanceof AppError)) {
+        this.deps.log.error('avatar event failed', { sessionId: this.options.sessionId, eventId: event.eventId, type: event.type, err });
+      }
+      this.emit(errorEvent(err, event.eventId));
+    }
+  }
+
+  // ---- client events ----
+
+  private async onSessionUpdate(update: Json): Promise<void> {
+    const next = applyAvatarSessionUpdate(this.settings, update, false);
+    const before = this.settings;
+    const { userId } = this.options;
+    await Promise.all([
+      next.face !== before.face && next.face !== null ? this.deps.assets.require('face', next.face, userId, 'session.face') : null,
+      next.driving !== before.driving && next.driving !== null ? this.deps.assets.require('driving', next.driving, userId, 'session.driving') : null,
+    ]);
+    // The avatar switches before the settings do: a face that fails to load leaves the old one.
+    if (next.face !== before.face) await this.deps.avatar.setFace(next.face ?? 'default');
+    if (next.driving !== before.driving) await this.deps.avatar.setDriving(next.driving ?? 'default');
+    if (next.inputFormat.type !== before.inputFormat.type) this.decoder = decoderFor(next);
+    if (next.outputFormat.type !== before.outputFormat.type) this.encoder = new OutputAudioEncoder(next.outputFormat);
+    this.settings = next;
+    this.emit({ type: 'session.updated', session: this.sessionObject() });
+  }
+
+  private onAppend(body: Json): void {
+    if (typeof body.audio !== 'string') throw new RealtimeError('invalid_type', "Invalid type for 'audio': expected a base64 string.", 'audio');
+    const bytes = decodeBase64(body.audio, 'audio');
+    if (bytes.length === 0) return;
+    const format = this.settings.inputFormat;
+    let pcm: Int16Array;
+    if (this.decoder) {
+      pcm = this.decoder.decode(bytes);
+    } else {
+      if (bytes.length % 2 !== 0) throw new RealtimeError('invalid_audio', `PCM16 audio must have an even number of bytes; this append has ${bytes.length}.`, 'audio');
+      pcm = new Int16Array(bytes.length / 2);
+      Buffer.from(pcm.buffer).set(bytes);
+    }
+    if (pcm.length === 0) return;
+    const rate = this.decoder ? PCM_RATE_HZ : format.rate; // G.711 is decoded to 24 kHz
+    const durationNs = (pcm.length / rate) * 1e9;
+    const aheadNs = Math.max(this.timeline.queuedEndNs, this.playedToNs) - this.playedToNs + durationNs;
+    if (aheadNs > MAX_QUEUED_AHEAD_NS) {
+      throw new RealtimeError(
+        'output_audio_buffer_full',
+        `At most ${MAX_QUEUED_AHEAD_NS / 1e9} s of speech may wait ahead of the playout; this append would make it ${(aheadNs / 1e9).toFixed(1)} s. Send audio no faster than it plays once that much is queued.`,
+        'audio',
+      );
+    }
+    const placed = this.deps.avatar.pushSpeech(pcm, rate, []);
+    this.timeline.append(placed.startPtsNs, placed.endPtsNs);
+  }
+
+  private onCommit(): void {
+    const segment = this.timeline.commit();
+    if (!segment) throw new RealtimeError('output_audio_buffer_commit_empty', 'There is no open segment to commit: append audio first (a commit or a clear ends the segment before it).');
+    this.emit({ type: 'output_audio_buffer.committed', segment_id: segment.id, audio_ms: Math.round(segment.totalNs / NS_PER_MS) });
+  }
+
+  private onClear(): void {
+    const playing = this.timeline.segmentAt(this.playedToNs, this.playedToNs + 1);
+    const cut = this.deps.avatar.interrupt();
+    let playedMs = 0;
+    for (const change of this.timeline.cut(cut.ptsNs)) {
+      if (change.kind === 'finished' && change.segment === playing) playedMs = Math.round(change.playedNs / NS_PER_MS);
+      this.apply(change);
+    }
+    this.decoder?.reset();
+    this.emit({ type: 'output_audio_buffer.cleared', played_ms: playedMs });
+  }
+
+  private onListen(body: Json): void {
+    if (typeof body.listening !== 'boolean') throw new RealtimeError('invalid_type', "Invalid type for 'listening': expected a boolean.", 'listening');
+    this.deps.avatar.listen(body.listening);
+  }
+
+  // ---- the avatar's clock ----
+
+  /** One tick of played audio: segments start and finish; the audio goes out as a delta. */
+  private onTick(pcm: Buffer, ptsNs: number): void {
+    const endNs = ptsNs + (pcm.length / BYTES_PER_SAMPLE / PCM_RATE_HZ) * 1e9;
+    const segment = this.timeline.segmentAt(ptsNs, endNs);
+    const changes = this.timeline.advance(endNs);
+    this.playedToNs = Math.max(this.playedToNs, endNs);
+    for (const change of changes) if (change.kind === 'started') this.apply(change);
+    if (this.options.transport === 'websocket' && this.settings.modalities.includes('audio')) {
+      const wire = this.encoder.encode(pcm);
+      if (wire.length > 0) this.emit({ type: 'response.output_audio.delta', delta: wire.toString('base64'), segment_id: segment?.id ?? null, pts_ms: Math.round(ptsNs / NS_PER_MS) });
+    }
+    for (const change of changes) if (change.kind === 'finished') this.apply(change);
+  }
+
+  private onJpeg(jpeg: Buffer, ptsNs: number): void {
+    const frameIndex = this.jpegFrames++;
+    if (!this.framesWanted('jpeg')) return;
+    this.emit({
+      type: 'response.output_image.delta',
+      delta: jpeg.toString('base64'),
+      frame_index: frameIndex,
+      pts_ms: Math.round(ptsNs / NS_PER_MS),
+      segment_id: this.timeline.segmentAt(ptsNs, ptsNs + 1)?.id ?? null,
+    });
+  }
+
+  private onRaw(frame: AvatarRawFrame): void {
+    if (!this.framesWanted('i420')) return;
+    const header = Buffer.alloc(RAW_FRAME_HEADER_BYTES);
+    header.write(RAW_FRAME_MAGIC, 0, 'ascii');
+    header.writeUInt32LE(frame.frameIndex, 4);
+    header.writeUInt16LE(frame.width, 8);
+    header.writeUInt16LE(frame.height, 10);
+    header.writeBigUInt64LE(BigInt(Math.round(frame.ptsNs)), 16);
+    this.deps.sendBinary(Buffer.concat([header, frame.i420]));
+  }
+
+  /** Whether this frame goes out (and is counted): the client asked for frames in this format and keeps up. */
+  private framesWanted(format: 'jpeg' | 'i420'): boolean {
+    if (this.options.transport !== 'websocket' || this.settings.videoFormat !== format || !this.settings.modalities.includes('image')) return false;
+    if (this.deps.backlogBytes() > MAX_FRAME_BACKLOG_BYTES) {
+      this.framesSkipped++;
+      return false;
+    }
+    this.framesSent++;
+    this.unbilled.frames++;
+    return true;
+  }
+
+  /** A segment started or finished: its event, and usage at its end. */
+  private apply(change: SegmentChange): void {
+    const { segment } = change;
+    if (change.kind === 'started') {
+      this.emit({ type: 'output_audio_buffer.started', segment_id: segment.id, pts_ms: Math.round(change.ptsNs / NS_PER_MS) });
+      return;
+    }
+    this.emit({ type: 'output_audio_buffer.stopped', segment_id: segment.id, played_ms: Math.round(change.playedNs / NS_PER_MS), interrupted: change.interrupted });
+    this.unbilled.audioNs += change.playedNs;
+    this.writeUsage();
+  }
+
+  /** Writes what is unbilled, after every earlier write (a failed write is logged; its amounts are lost to that store error alone). */
+  private writeUsage(): void {
+    const { audioNs, frames } = this.unbilled;
+    if (audioNs === 0 && frames === 0) return;
+    this.unbilled = { audioNs: 0, frames: 0 };
+    this.usageWrites = this.usageWrites.then(() =>
+      this.deps.recorder.addUsage({ audioSecondsOut: audioNs / 1e9, framesOut: frames }).catch((err: unknown) => {
+        this.deps.log.error('writing avatar usage failed', { sessionId: this.options.sessionId, err });
+      }),
+    );
+  }
+}
+
+/** The decoder of G.711 input; null for PCM16, which the avatar resamples itself at any rate. */
+function decoderFor(settings: AvatarSessionSettings): InputAudioDecoder | null {
+  const { type } = settings.inputFormat;
+  return type === 'audio/pcm' ? null : new InputAudioDecoder({ type, rate: 8000 });
+}
