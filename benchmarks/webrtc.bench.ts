@@ -29,11 +29,10 @@
  */
 import fs from 'node:fs';
 import type { Page } from 'playwright-core';
-import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
-import { tempDir } from '../test/helpers/server.js';
+import type { ServerProcess } from '../test/helpers/process.js';
 import { callIn, chromiumAvailable, eventsIn, launchBrowser, type CallStartResult, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { espeak } from '../test/helpers/speech.js';
-import { frameTiming, RtcCaller } from './lib/rtc-caller.js';
+import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, mostCalls, mouthOnset, sleep, until, waitForEvent, withServer } from './lib/call-measures.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 /** Calls per run in the browser; each has TEXT_TURNS text turns and VOICE_TURNS voice turns. */
@@ -44,7 +43,6 @@ const VOICE_TURNS = 2;
 const MOUTH_BOX = [190, 126, 68, 52];
 /** Capacity: seconds measured per step, after the calls have settled. */
 const WINDOW_S = 10;
-const FRAME_MS = 40;
 const QUESTIONS = ['What is the weather like today?', 'Can you tell me a short story?', 'How are you doing this morning?', 'What should I cook for dinner?'];
 
 const PROFILES = [
@@ -117,22 +115,6 @@ const bench: Benchmark = {
     };
   },
 };
-
-async function withServer(env: Record<string, string>, body: (server: ServerProcess) => Promise<void>, extra: Record<string, string> = {}): Promise<void> {
-  const server = await spawnServer({ DATA_DIR: tempDir('avatar-bench-'), PRELOAD_MODELS: 'true', ...env, ...extra });
-  try {
-    for (let waited = 0; !server.stdout().includes('models warmed up'); waited += 100) {
-      if (waited > 180_000) throw new Error('the server did not finish warming up in 3 minutes');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await body(server);
-  } catch (err) {
-    throw new Error(`${(err as Error).message.slice(0, 500)}\nserver output (tail):\n${server.stdout().slice(-3000)}`);
-  } finally {
-    server.child.kill('SIGTERM');
-    await server.exited;
-  }
-}
 
 async function oneCall(browser: TestBrowser, server: ServerProcess, l: Latencies, log: (line: string) => void): Promise<void> {
   const page = await browser.newPage();
@@ -217,64 +199,12 @@ async function measureTurn(
   };
 }
 
-/** First block of played-out samples after `t0` louder than silence: the avatar is heard. */
-function audioOnset(s: PageSamples, t0: number): number | null {
-  return s.loud.find((b) => b.t > t0)?.t ?? null;
-}
-
-/**
- * The presented frame where the mouth starts moving for the speech heard at `heardAt`: the first
- * frame from LEAD_MS before it whose mouth box leaves the range of the frames in the half second
- * before that (widened by a quarter of the range plus 1 grey level), two frames in a row (one
- * odd frame is not an onset). Looking from just before the audio keeps idle motion earlier in a
- * slow turn from counting, while a picture up to LEAD_MS early is still seen as early.
- */
-function mouthOnset(s: PageSamples, heardAt: number): number | null {
-  const LEAD_MS = 150;
-  const from = heardAt - LEAD_MS;
-  const idle = s.frames.filter((f) => f.t <= from && f.t > from - 500).map((f) => f.grey);
-  if (idle.length < 8) return null;
-  const lo = Math.min(...idle);
-  const hi = Math.max(...idle);
-  const margin = (hi - lo) / 4 + 1;
-  const after = s.frames.filter((f) => f.t > from);
-  const out = (g: number) => g < lo - margin || g > hi + margin;
-  for (let i = 0; i + 1 < after.length; i++) if (out(after[i]!.grey) && out(after[i + 1]!.grey)) return after[i]!.t;
-  return null;
-}
-
 /** A question spoken by espeak-ng, cut after its last audible sample (espeak pads ~300 ms). */
 function questionSpeech(text: string): { samples: Float32Array; rateHz: number } {
   const { samples, rateHz } = espeak(text);
   let end = samples.length;
   while (end > 0 && Math.abs(samples[end - 1]!) < 0.01) end--;
   return { samples: samples.subarray(0, end), rateHz };
-}
-
-async function waitForEvent(page: Page, type: string, from: number, timeoutMs = 30_000): Promise<{ type: string; at: number; [field: string]: any }> {
-  const events = await until(() => eventsIn(page), (ev) => ev.slice(from).some((e) => e.type === type), type, timeoutMs).catch(async (err: Error) => {
-    const seen = (await eventsIn(page)).slice(from).map((e) => (e.type === 'error' ? `error(${JSON.stringify(e.error)})` : e.type));
-    throw new Error(`${err.message}; events since: ${[...new Set(seen)].join(', ').slice(0, 600)}`);
-  });
-  return events.slice(from).find((e) => e.type === type)!;
-}
-
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** CPU seconds (user + system) the process has used, from /proc. */
-function cpuSeconds(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 Hz)
 }
 
 interface Capacity {
@@ -290,90 +220,18 @@ async function measureCapacity(log: (line: string) => void): Promise<Capacity> {
   await withServer(
     { LLM_PROVIDER: 'offline' },
     async (server) => {
-      for (const talking of [false, true]) {
-        const steps: string[] = [];
-        for (const n of talking ? [1, 4, 8, 10, 12, 13, 14, 15, 16, 18, 20] : [1, 4, 8, 12, 16, 20, 24, 28, 32]) {
-          const step = await capacityStep(server, n, talking);
-          steps.push(`${n}: ${step.fps.toFixed(1)} fps, ${step.serverLate} late (server), ${step.receiverLate} late (receiver, worst ${step.worstMs.toFixed(0)} ms), ${step.cpuPct.toFixed(0)} % CPU${talking ? `, ${step.speaking} speaking at the end, ${step.replies} replies began in the window` : ''}`);
-          log(`capacity ${talking ? 'talking' : 'idle'} ${steps.at(-1)}`);
-          const kept = step.serverLate === 0 && step.receiverLate === 0 && step.fps >= 24.5;
-          if (!kept) break;
-          if (talking) result.maxTalking = n;
-          else result.maxIdle = n;
-          (talking ? result.talkingCpuPerCall : result.idleCpuPerCall).splice(0, Infinity, step.cpuPct / n);
-        }
-        result.notes.push(`Capacity, ${talking ? 'all avatars talking (back-to-back replies of the offline responder, Piper voice)' : 'idle calls (avatar listening)'}: ${steps.join('; ')}.`);
-      }
+      const idle = await mostCalls(server, AGENT_IDLE, [1, 4, 8, 12, 16, 20, 24, 28, 32], WINDOW_S, (line) => log(`capacity idle ${line}`));
+      const talking = await mostCalls(server, AGENT_TALKING, [1, 4, 8, 10, 12, 13, 14, 15, 16, 18, 20], WINDOW_S, (line) => log(`capacity talking ${line}`));
+      result.maxIdle = idle.most;
+      result.maxTalking = talking.most;
+      result.idleCpuPerCall = idle.cpuPerCall === null ? [] : [idle.cpuPerCall];
+      result.talkingCpuPerCall = talking.cpuPerCall === null ? [] : [talking.cpuPerCall];
+      result.notes.push(`Capacity, idle calls (avatar listening): ${idle.steps.join('; ')}.`);
+      result.notes.push(`Capacity, all avatars talking (back-to-back replies of the offline responder, Piper voice): ${talking.steps.join('; ')}.`);
     },
-    { WORKER_CAPACITY: '64', LOG_LEVEL: 'info' },
+    CAPACITY_SERVER_ENV,
   );
   return result;
-}
-
-async function capacityStep(server: ServerProcess, n: number, talking: boolean): Promise<{ fps: number; serverLate: number; receiverLate: number; worstMs: number; cpuPct: number; replies: number; speaking: number }> {
-  const before = closedSummary(server);
-  const callers: RtcCaller[] = [];
-  try {
-    for (let i = 0; i < n; i++) callers.push(await RtcCaller.call(server.url, server.bootstrapKey!, { type: 'realtime', audio: { input: { turn_detection: null } } }));
-    // Talking: each avatar answers again as soon as its last reply is done.
-    const asked = new Map<RtcCaller, number>();
-    const keepTalking = () => {
-      for (const c of callers) {
-        const done = c.events.filter((e) => e.type === 'response.done').length;
-        if ((asked.get(c) ?? 0) > done) continue;
-        asked.set(c, done + 1);
-        c.send({ type: 'response.create', response: { instructions: 'Tell me a long story about the sea.' } });
-      }
-    };
-    let timer: NodeJS.Timeout | null = null;
-    if (talking) {
-      for (const c of callers) c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Tell me a long story about the sea and the ships on it.' }] } });
-      keepTalking();
-      timer = setInterval(keepTalking, 50);
-    }
-    await sleep(3000); // settle: first keyframes, first replies under way
-    const cpu0 = cpuSeconds(server.child.pid!);
-    const replies0 = callers.reduce((a, c) => a + c.events.filter((e) => e.type === 'output_audio_buffer.started').length, 0);
-    const t0 = performance.now();
-    await sleep(WINDOW_S * 1000);
-    const t1 = performance.now();
-    const cpuPct = ((cpuSeconds(server.child.pid!) - cpu0) / ((t1 - t0) / 1000)) * 100;
-    if (timer) clearInterval(timer);
-    const replies = callers.reduce((a, c) => a + c.events.filter((e) => e.type === 'output_audio_buffer.started').length, 0) - replies0;
-    const speaking = callers.filter((c) => {
-      const count = (type: string) => c.events.filter((e) => e.type === type).length;
-      return count('output_audio_buffer.started') > count('output_audio_buffer.stopped') + count('output_audio_buffer.cleared');
-    }).length;
-    const timing = callers.map((c) => frameTiming(c.frames, t0, t1, FRAME_MS));
-    for (const c of callers) c.close();
-    // Each session logs its render loop's late frames when it closes.
-    let serverLate = 0;
-    let closedSessions = 0;
-    for (let waited = 0; closedSessions < n && waited < 20_000; waited += 100) {
-      await sleep(100);
-      const now = closedSummary(server);
-      closedSessions = now.sessions - before.sessions;
-      serverLate = now.lateFrames - before.lateFrames;
-    }
-    return {
-      fps: Math.min(...timing.map((t) => t.fps)),
-      serverLate,
-      receiverLate: timing.reduce((a, t) => a + t.late, 0),
-      worstMs: Math.max(...timing.map((t) => t.worstMs)),
-      cpuPct,
-      replies,
-      speaking,
-    };
-  } finally {
-    for (const c of callers) c.close();
-    await sleep(1000);
-  }
-}
-
-/** Sessions that logged `media session closed` so far (stdout, or stderr with losses), and their late frames. */
-function closedSummary(server: ServerProcess): { sessions: number; lateFrames: number } {
-  const lines = [...server.stdout().matchAll(/"msg":"media session closed[^"]*"[^\n]*"lateFrames":(\d+)/g)];
-  return { sessions: lines.length, lateFrames: lines.reduce((a, m) => a + Number(m[1]), 0) };
 }
 
 export default bench;

@@ -150,7 +150,9 @@ export function openApiDocument(serverUrl: string): Record<string, unknown> {
         'OpenAI-Realtime-compatible conversational avatar server: REST control plane. Errors are ' +
         '{"error":{"message","type","code","param"}}. Configuration variables: ' +
         CONFIG_VARS.map((v) => v.name).join(', ') +
-        '.',
+        '. Realtime over WebSocket (not a REST route, so not a path here): GET /v1/realtime upgrades to a session of OpenAI Realtime GA events ' +
+        '(query: model, session_id, call_id for a call\'s sideband); with intent=avatar (and video_format=jpeg|i420), or an ephemeral key minted with ' +
+        "session.type 'avatar', the session is avatar-only (schema AvatarSession; events in docs/avatar-mode.md).",
     },
     servers: [{ url: serverUrl }],
     components: {
@@ -493,13 +495,34 @@ const SCHEMAS: Record<string, Schema> = {
     properties: {
       session: {
         type: 'object',
-        description: 'Realtime session config (GA fields and the flat voice/face/driving); type must be realtime',
-        properties: { type: { const: 'realtime' } },
+        description: "Realtime session config (GA fields and the flat voice/face/driving) with type 'realtime' (the default), or an avatar-only session (AvatarSession) with type 'avatar'",
+        oneOf: [{ type: 'object', properties: { type: { const: 'realtime' } } }, ref('AvatarSession')],
       },
       expires_after: {
         type: 'object',
         properties: { anchor: { const: 'created_at' }, seconds: { type: 'integer', minimum: 1, maximum: 7200, default: 60 } },
       },
+    },
+  },
+  AvatarSession: {
+    type: 'object',
+    description:
+      'An avatar-only session (docs/avatar-mode.md): the client streams an agent\'s speech (output_audio_buffer.append / commit / clear, avatar.listen) and gets back the played audio and the frames on one clock ' +
+      '(response.output_audio.delta, response.output_image.delta or binary I420 frames; output_audio_buffer.started / committed / stopped {segment_id, played_ms, interrupted} / cleared). No model, voice or recogniser runs.',
+    required: ['type'],
+    properties: {
+      type: { const: 'avatar' },
+      face: { type: ['string', 'null'] },
+      driving: { type: ['string', 'null'] },
+      output_modalities: { type: 'array', items: { enum: ['audio', 'image'] }, default: ['audio', 'image'] },
+      audio: {
+        type: 'object',
+        properties: {
+          input: { type: 'object', properties: { format: { type: 'object', description: "The agent's speech: {type:'audio/pcm', rate: 8000..48000} (PCM16 mono), {type:'audio/pcmu'} or {type:'audio/pcma'}" } } },
+          output: { type: 'object', properties: { format: { type: 'object', description: "The played audio sent back: {type:'audio/pcm', rate: 24000}, {type:'audio/pcmu'} or {type:'audio/pcma'}" } } },
+        },
+      },
+      video: { type: 'object', properties: { format: { enum: ['jpeg', 'i420'], default: 'jpeg', description: 'i420: raw frames as binary WebSocket messages (24-byte header); fixed when the session opens' } } },
     },
   },
   CallOffer: {
@@ -508,7 +531,7 @@ const SCHEMAS: Record<string, Schema> = {
     properties: {
       sdp: { type: 'string', description: 'The SDP offer' },
       session: {
-        description: 'Realtime session config (GA fields, the flat voice/face/driving/modalities, and video_codec, target_fps, upsample_factor, tts_source, output_size): an object, or a JSON string of one in a form',
+        description: "Realtime session config (GA fields, the flat voice/face/driving/modalities, and video_codec, target_fps, upsample_factor, tts_source, output_size), or an avatar-only one (AvatarSession, type 'avatar': speech in on the data channel, audio and video out as RTP): an object, or a JSON string of one in a form",
         type: ['object', 'string'],
       },
     },

@@ -1,0 +1,482 @@
+/**
+ * Avatar-only sessions (docs/avatar-mode.md) as a plugin sees them: the server in its own process
+ * as `npm start` runs it (no model runs in these sessions, so there is no offline variant), the
+ * agent's speech (espeak-ng, 16 kHz, sent at once in 20 ms appends as a TTS faster than real
+ * time does) in, the played audio and the frames out.
+ *
+ *  - WebSocket, JPEG frames and raw I420 frames: first append sent → first audio delta of the
+ *    segment, → first frame of the segment (its pts at the segment's start), → first lip-synced
+ *    frame (the mouth box of the decoded frame leaving its idle range), all on the client's clock;
+ *    the lips against the audio in the stream (mouth onset frame pts − output_audio_buffer.started
+ *    pts); a clear after 1.5 s: clear sent → the played audio silent (cut pts − the playout
+ *    position the client had seen) and → the mouth back in its idle range (pts); wire bytes per
+ *    second and what a client pays to get RGB from each (JPEG decode by libjpeg-turbo via sharp,
+ *    I420 → RGB in JavaScript).
+ *  - WebRTC in headless Chromium (playwright-core), the speech sent on the data channel: first
+ *    append sent → first avatar audio played at the receiver, → mouth opening in the presented
+ *    frames; mouth onset − audio onset at the receiver (A/V offset); a clear → the receiver's audio
+ *    silent, → the mouth back at rest.
+ *  - Capacity with light WebRTC callers (benchmarks/lib/rtc-caller.ts): the most avatar-only calls
+ *    all talking at once at 25 fps with no late frame, and CPU per call, beside full-agent calls
+ *    (offline responder, Piper voice) on the same server; CPU of WebSocket sessions talking, JPEG
+ *    against I420.
+ *
+ * Environment: AVATAR_BENCH_CAPACITY=0 skips capacity; AVATAR_BENCH_WEBRTC=0 skips the browser.
+ */
+import sharp from 'sharp';
+import WebSocket from 'ws';
+import type { Page } from 'playwright-core';
+import type { ServerProcess } from '../test/helpers/process.js';
+import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type CallStartResult, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
+import { speak, toPcm16 } from '../test/helpers/speech.js';
+import type { RtcCaller } from './lib/rtc-caller.js';
+import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, mostCalls, mouthOnset, sleep, until, waitForEvent, withServer, type CapacityLoad } from './lib/call-measures.js';
+import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
+
+const AGENT_RATE = 16_000;
+const CHUNK_MS = 20;
+const FRAME_MS = 40;
+const SEGMENTS_PER_RUN = 3;
+const WEBRTC_CALLS_PER_RUN = 2;
+/** Speech before the clear, ms: past the onset, well before the sentence ends. */
+const CLEAR_AFTER_MS = 1500;
+const IDLE_MS = 1500;
+const WINDOW_S = 10;
+const SENTENCES = [
+  'Hello, I am the face of your agent, and I will read this sentence aloud for you.',
+  'Good morning, the weather today is mild with a light breeze from the west.',
+  'Your order has shipped and should arrive on Thursday before noon.',
+];
+const [BOX_X, BOX_Y, BOX_W, BOX_H] = DEFAULT_FACE_MOUTH_BOX;
+
+interface Segment {
+  firstAudio: number;
+  firstFrame: number;
+  firstLipFrame: number | null;
+  lipOffset: number | null;
+  clearToSilent: number;
+  clearToMouthRest: number | null;
+}
+
+type Mode = 'jpeg' | 'i420';
+
+const bench: Benchmark = {
+  name: 'avatar',
+  description: 'Avatar-only sessions: agent audio in → first audio and first lip-synced frame out (WebSocket JPEG and I420, WebRTC), barge-in, CPU per session and capacity beside full-agent calls',
+  async run(ctx) {
+    const metrics: Metric[] = [];
+    const notes: string[] = [];
+    const ws: Record<Mode, Segment[]> = { jpeg: [], i420: [] };
+    const wire: Record<Mode, number[]> = { jpeg: [], i420: [] };
+    const decode: Record<Mode, number[]> = { jpeg: [], i420: [] };
+    const rtc = { heard: [] as number[], mouth: [] as number[], av: [] as number[], started: [] as number[], silent: [] as number[], rest: [] as number[] };
+    const webrtc = process.env.AVATAR_BENCH_WEBRTC !== '0';
+    if (webrtc && !chromiumAvailable()) throw new Error('/usr/bin/chromium is missing (bash src/cli/setup.sh installs it)');
+    for (let run = 0; run < ctx.runs; run++) {
+      await withServer({}, async (server) => {
+        for (const mode of ['jpeg', 'i420'] as const) {
+          const session = await WsAvatar.open(server, mode);
+          try {
+            await sleep(IDLE_MS);
+            for (let i = 0; i < SEGMENTS_PER_RUN; i++) ws[mode].push(await session.segment(SENTENCES[i % SENTENCES.length]!));
+            wire[mode].push(session.wireBytesPerS());
+            decode[mode].push(...(await session.rgbCostMs()));
+          } finally {
+            session.close();
+          }
+          const last = ws[mode].at(-1)!;
+          ctx.log(`run ${run + 1} ${mode}: first audio ${last.firstAudio.toFixed(0)} ms, first frame ${last.firstFrame.toFixed(0)} ms, lips ${last.firstLipFrame?.toFixed(0)} ms, clear → silent ${last.clearToSilent.toFixed(0)} ms`);
+        }
+        if (webrtc) {
+          const browser = await launchBrowser({ microphone: 'silence' });
+          try {
+            for (let c = 0; c < WEBRTC_CALLS_PER_RUN; c++) await rtcCall(browser, server, rtc);
+          } finally {
+            await browser.close();
+          }
+          ctx.log(`run ${run + 1} webrtc: heard ${median(rtc.heard).toFixed(0)} ms, mouth ${median(rtc.mouth).toFixed(0)} ms, A/V ${median(rtc.av).toFixed(0)} ms`);
+        }
+      });
+    }
+    for (const mode of ['jpeg', 'i420'] as const) {
+      const s = ws[mode];
+      const p = `[websocket ${mode}] `;
+      const defined = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
+      metrics.push(
+        summarise(`${p}first append sent → first audio delta of the segment`, 'ms', s.map((x) => x.firstAudio)),
+        summarise(`${p}first append sent → first frame of the segment`, 'ms', s.map((x) => x.firstFrame)),
+        summarise(`${p}first append sent → first lip-synced frame (mouth moving)`, 'ms', defined(s.map((x) => x.firstLipFrame))),
+        summarise(`${p}mouth onset − audio onset in the stream (pts)`, 'ms', defined(s.map((x) => x.lipOffset))),
+        summarise(`${p}clear → audio silent (cut pts − playout position seen)`, 'ms', s.map((x) => x.clearToSilent)),
+        summarise(`${p}clear → mouth back at rest (pts)`, 'ms', defined(s.map((x) => x.clearToMouthRest))),
+        summarise(`${p}bytes per second on the wire (events and frames)`, 'MB/s', wire[mode]),
+        summarise(`${p}client cost to get an RGB frame (${mode === 'jpeg' ? 'JPEG decode, libjpeg-turbo via sharp' : 'I420 → RGB in JavaScript'})`, 'ms', decode[mode]),
+      );
+    }
+    if (webrtc) {
+      metrics.push(
+        summarise('[webrtc] first append sent (data channel) → output_audio_buffer.started', 'ms', rtc.started),
+        summarise('[webrtc] first append sent → first avatar audio played at the receiver', 'ms', rtc.heard),
+        summarise('[webrtc] first append sent → mouth opening in the presented frames', 'ms', rtc.mouth),
+        summarise('[webrtc] mouth opening onset − avatar audio onset at the receiver', 'ms', rtc.av),
+        summarise('[webrtc] clear sent → receiver audio silent', 'ms', rtc.silent),
+        summarise('[webrtc] clear sent → mouth back at rest at the receiver', 'ms', rtc.rest),
+      );
+    }
+    if (process.env.AVATAR_BENCH_CAPACITY !== '0') {
+      const capacity = await measureCapacity(ctx.log);
+      metrics.push(...capacity.metrics);
+      notes.push(...capacity.notes);
+    }
+    notes.push(
+      'Speech: espeak-ng at 16 kHz (resampled by the server), appended in 20 ms pieces all at once; every segment is cleared 1.5 s after its first audio.',
+      'Goal (issue 23): first frame within 60 ms of the first audio; more avatar-only sessions than full sessions.',
+    );
+    return {
+      params: { runs: ctx.runs, segments_per_run: SEGMENTS_PER_RUN, webrtc_calls_per_run: webrtc ? WEBRTC_CALLS_PER_RUN : 0, video: '512x512 @ 25 fps', capacity_window_s: WINDOW_S },
+      metrics,
+      notes,
+    };
+  },
+};
+
+/** The agent's speech for `text`: PCM16 at AGENT_RATE, as CHUNK_MS pieces of base64. */
+function speechChunks(text: string): string[] {
+  const pcm = toPcm16(speak(text, AGENT_RATE));
+  const step = (AGENT_RATE * CHUNK_MS) / 1000;
+  const out: string[] = [];
+  for (let i = 0; i < pcm.length; i += step) {
+    const part = pcm.subarray(i, Math.min(pcm.length, i + step));
+    out.push(Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64'));
+  }
+  return out;
+}
+
+interface Seen {
+  at: number;
+  event: { type: string; [field: string]: any };
+}
+
+interface Frame {
+  at: number;
+  ptsMs: number;
+  grey: number;
+}
+
+/** A WebSocket avatar-only session that timestamps what arrives and reads each frame's mouth box. */
+class WsAvatar {
+  readonly events: Seen[] = [];
+  readonly frames: Frame[] = [];
+  private bytes = 0;
+  private readonly openedAt = performance.now();
+  private readonly pendingGreys: Promise<void>[] = [];
+  /** A few frames kept to time the client's RGB conversion. */
+  private readonly samples: Buffer[] = [];
+
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly mode: Mode,
+    /** Light: frames are counted, not read (a capacity run's client must not take the server's CPU). */
+    light: boolean,
+  ) {
+    ws.on('message', (data: Buffer, isBinary) => {
+      const at = performance.now();
+      this.bytes += data.length;
+      if (light && (isBinary || data.subarray(0, 40).toString().includes('output_image'))) return;
+      if (isBinary) return this.onRaw(at, data);
+      const event = JSON.parse(data.toString()) as Seen['event'];
+      if (event.type === 'response.output_image.delta') return this.onJpeg(at, event);
+      this.events.push({ at, event: event.type === 'response.output_audio.delta' ? { type: event.type, pts_ms: event.pts_ms, segment_id: event.segment_id, silent: isSilent(event.delta as string) } : event });
+    });
+  }
+
+  static async open(server: ServerProcess, mode: Mode, light = false): Promise<WsAvatar> {
+    const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}/v1/realtime?intent=avatar&video_format=${mode}`, { headers: { Authorization: `Bearer ${server.bootstrapKey}` } });
+    const session = new WsAvatar(ws, mode, light);
+    await session.waitFor((e) => e.type === 'session.created');
+    session.send({ type: 'session.update', session: { audio: { input: { format: { type: 'audio/pcm', rate: AGENT_RATE } } } } });
+    await session.waitFor((e) => e.type === 'session.updated');
+    return session;
+  }
+
+  send(event: Record<string, unknown>): number {
+    this.ws.send(JSON.stringify(event));
+    return performance.now();
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+
+  wireBytesPerS(): number {
+    return this.bytes / 1e6 / ((performance.now() - this.openedAt) / 1000);
+  }
+
+  /** One segment: sent at once, cleared CLEAR_AFTER_MS after its audio starts; then idle again. */
+  async segment(text: string): Promise<Segment> {
+    const from = this.events.length;
+    const chunks = speechChunks(text);
+    const t0 = this.send({ type: 'output_audio_buffer.append', audio: chunks[0] });
+    for (const audio of chunks.slice(1)) this.send({ type: 'output_audio_buffer.append', audio });
+    this.send({ type: 'output_audio_buffer.commit' });
+    const started = await this.waitFor((e) => e.type === 'output_audio_buffer.started', from);
+    const startedPts = started.event.pts_ms as number;
+    const firstAudio = await this.waitFor((e) => e.type === 'response.output_audio.delta' && e.segment_id !== null, from);
+    await this.waitFor((e) => e.type === 'response.output_audio.delta' && e.pts_ms >= startedPts + CLEAR_AFTER_MS, from);
+    const seenPts = this.lastAudioPts();
+    this.send({ type: 'output_audio_buffer.clear' });
+    const stopped = await this.waitFor((e) => e.type === 'output_audio_buffer.stopped', from);
+    const cutPts = startedPts + (stopped.event.played_ms as number);
+    await this.waitFor((e) => e.type === 'response.output_audio.delta' && e.pts_ms >= cutPts + 1000, from);
+    await Promise.all(this.pendingGreys.splice(0));
+    const frames = this.frames.filter((f) => f.ptsMs > startedPts - IDLE_MS);
+    const firstFrame = frames.find((f) => f.ptsMs >= startedPts)!;
+    const onsetPts = mouthOnset({ frames: frames.map((f) => ({ t: f.ptsMs, grey: f.grey })) }, startedPts);
+    const onsetFrame = onsetPts === null ? null : frames.find((f) => f.ptsMs === onsetPts)!;
+    const rest = mouthRest(frames.map((f) => ({ t: f.ptsMs, grey: f.grey })), startedPts, cutPts);
+    const silentFrom = this.events.slice(from).find((s) => s.event.type === 'response.output_audio.delta' && s.event.pts_ms >= seenPts && s.event.silent);
+    await sleep(IDLE_MS);
+    return {
+      firstAudio: firstAudio.at - t0,
+      firstFrame: firstFrame.at - t0,
+      firstLipFrame: onsetFrame ? onsetFrame.at - t0 : null,
+      lipOffset: onsetPts === null ? null : onsetPts - startedPts,
+      clearToSilent: (silentFrom?.event.pts_ms ?? cutPts) - (seenPts + FRAME_MS),
+      clearToMouthRest: rest === null ? null : rest - cutPts,
+    };
+  }
+
+  /** What it costs this client to turn a received frame into RGB, ms per frame. */
+  async rgbCostMs(): Promise<number[]> {
+    const out: number[] = [];
+    for (const frame of this.samples) {
+      const t = performance.now();
+      if (this.mode === 'jpeg') await sharp(frame).raw().toBuffer();
+      else i420ToRgb(frame.subarray(24), frame.readUInt16LE(8), frame.readUInt16LE(10));
+      out.push(performance.now() - t);
+    }
+    return out;
+  }
+
+  private lastAudioPts(): number {
+    for (let i = this.events.length - 1; i >= 0; i--) if (this.events[i]!.event.type === 'response.output_audio.delta') return this.events[i]!.event.pts_ms as number;
+    return 0;
+  }
+
+  private onJpeg(at: number, event: Seen['event']): void {
+    const jpeg = Buffer.from(event.delta as string, 'base64');
+    if (this.samples.length < 20) this.samples.push(jpeg);
+    const frame: Frame = { at, ptsMs: event.pts_ms as number, grey: 0 };
+    this.frames.push(frame);
+    this.pendingGreys.push(
+      sharp(jpeg)
+        .extract({ left: BOX_X, top: BOX_Y, width: BOX_W, height: BOX_H })
+        .greyscale()
+        .raw()
+        .toBuffer()
+        .then((px) => void (frame.grey = mean(px))),
+    );
+  }
+
+  private onRaw(at: number, data: Buffer): void {
+    if (this.samples.length < 20) this.samples.push(Buffer.from(data));
+    const width = data.readUInt16LE(8);
+    const y = data.subarray(24);
+    let sum = 0;
+    for (let row = BOX_Y; row < BOX_Y + BOX_H; row++) for (let col = BOX_X; col < BOX_X + BOX_W; col++) sum += y[row * width + col]!;
+    // Limited-range luma to the 0..255 grey the JPEG path measures.
+    const grey = ((sum / (BOX_W * BOX_H) - 16) * 255) / 219;
+    this.frames.push({ at, ptsMs: Number(data.readBigUInt64LE(16)) / 1e6, grey });
+  }
+
+  async waitFor(pred: (e: Seen['event']) => boolean, from = 0, timeoutMs = 30_000): Promise<Seen> {
+    const found = await until(
+      async () => this.events.slice(from).find((s) => pred(s.event)) ?? null,
+      (s) => s !== null,
+      'an avatar event',
+      timeoutMs,
+    );
+    return found!;
+  }
+}
+
+function isSilent(base64: string): boolean {
+  return Buffer.from(base64, 'base64').every((b) => b === 0);
+}
+
+function mean(px: Buffer): number {
+  let sum = 0;
+  for (const v of px) sum += v;
+  return sum / px.length;
+}
+
+/** BT.601 limited-range I420 → packed RGB, as a client without a native converter would do it. */
+function i420ToRgb(planes: Buffer, width: number, height: number): Buffer {
+  const rgb = Buffer.alloc(width * height * 3);
+  const uOff = width * height;
+  const vOff = uOff + (width / 2) * (height / 2);
+  for (let row = 0; row < height; row++) {
+    for (let col = 0; col < width; col++) {
+      const c = 1.164 * (planes[row * width + col]! - 16);
+      const ci = (row >> 1) * (width >> 1) + (col >> 1);
+      const d = planes[uOff + ci]! - 128;
+      const e = planes[vOff + ci]! - 128;
+      const o = (row * width + col) * 3;
+      rgb[o] = Math.max(0, Math.min(255, c + 1.596 * e));
+      rgb[o + 1] = Math.max(0, Math.min(255, c - 0.392 * d - 0.813 * e));
+      rgb[o + 2] = Math.max(0, Math.min(255, c + 2.017 * d));
+    }
+  }
+  return rgb;
+}
+
+/**
+ * The first frame after `cutT` whose mouth box is back in the range of the idle frames before
+ * `onsetT` (widened as mouthOnset widens it), two frames in a row.
+ */
+function mouthRest(frames: Array<{ t: number; grey: number }>, onsetT: number, cutT: number): number | null {
+  const idle = frames.filter((f) => f.t < onsetT - 150 && f.t > onsetT - 150 - 500).map((f) => f.grey);
+  if (idle.length < 8) return null;
+  const lo = Math.min(...idle);
+  const hi = Math.max(...idle);
+  const margin = (hi - lo) / 4 + 1;
+  const at = (g: number) => g >= lo - margin && g <= hi + margin;
+  const after = frames.filter((f) => f.t >= cutT);
+  for (let i = 0; i + 1 < after.length; i++) if (at(after[i]!.grey) && at(after[i + 1]!.grey)) return after[i]!.t;
+  return null;
+}
+
+async function rtcCall(browser: TestBrowser, server: ServerProcess, rtc: { heard: number[]; mouth: number[]; av: number[]; started: number[]; silent: number[]; rest: number[] }): Promise<void> {
+  const page: Page = await browser.newPage();
+  try {
+    const started = await callIn<CallStartResult>(page, 'start', {
+      baseUrl: server.url,
+      key: server.bootstrapKey,
+      form: 'multipart',
+      audio: true,
+      video: true,
+      videoCodec: 'H264',
+      channel: 'oai-events',
+      microphone: 'synth',
+      session: { type: 'avatar', audio: { input: { format: { type: 'audio/pcm', rate: AGENT_RATE } } } },
+    });
+    if (started.status !== 201) throw new Error(`call refused: ${started.status} ${started.answer.slice(0, 200)}`);
+    await waitForEvent(page, 'session.created', 0);
+    await callIn(page, 'startSampling', DEFAULT_FACE_MOUTH_BOX);
+    await until(() => callIn<PageSamples>(page, 'takeSamples'), (s) => s.firstFrameAt > 0, 'the first frame');
+    await sleep(IDLE_MS);
+    const from = (await page.evaluate(() => (globalThis as unknown as { call: { events: unknown[] } }).call.events.length)) as number;
+    const chunks = speechChunks(SENTENCES[0]!);
+    // 100 ms per data-channel message: fewer round trips into the page.
+    const grouped: string[] = [];
+    for (let i = 0; i < chunks.length; i += 5) grouped.push(joinBase64(chunks.slice(i, i + 5)));
+    const t0 = await callIn<number>(page, 'send', { type: 'output_audio_buffer.append', audio: grouped[0] });
+    for (const audio of grouped.slice(1)) await callIn(page, 'send', { type: 'output_audio_buffer.append', audio });
+    await callIn(page, 'send', { type: 'output_audio_buffer.commit' });
+    const startedEvent = await waitForEvent(page, 'output_audio_buffer.started', from);
+    await sleep(CLEAR_AFTER_MS);
+    const clearAt = await callIn<number>(page, 'send', { type: 'output_audio_buffer.clear' });
+    await waitForEvent(page, 'output_audio_buffer.cleared', from);
+    await sleep(1500);
+    const s = await callIn<PageSamples>(page, 'takeSamples');
+    rtc.started.push(startedEvent.at - t0);
+    const heardAt = audioOnset(s, t0);
+    if (heardAt !== null) {
+      rtc.heard.push(heardAt - t0);
+      const mouthAt = mouthOnset(s, heardAt);
+      if (mouthAt !== null) {
+        rtc.mouth.push(mouthAt - t0);
+        rtc.av.push(mouthAt - heardAt);
+      }
+      const lastLoud = s.loud.filter((b) => b.t > clearAt).at(-1);
+      rtc.silent.push(lastLoud ? lastLoud.t - clearAt : 0);
+      const rest = mouthRest(s.frames, heardAt, clearAt);
+      if (rest !== null) rtc.rest.push(rest - clearAt);
+    }
+    await callIn(page, 'hangup');
+  } finally {
+    await page.close();
+  }
+}
+
+function joinBase64(parts: string[]): string {
+  return Buffer.concat(parts.map((p) => Buffer.from(p, 'base64'))).toString('base64');
+}
+
+/** Avatar-only calls, talking: every call keeps about a second of the agent's speech queued, in segments of a sentence. */
+const AVATAR_TALKING: CapacityLoad = {
+  session: { type: 'avatar', audio: { input: { format: { type: 'audio/pcm', rate: AGENT_RATE } } } },
+  start(callers: RtcCaller[]) {
+    const sentence = speechChunks(SENTENCES[1]!);
+    const perTick = 1000 / CHUNK_MS / 4; // 250 ms of speech every 250 ms
+    const next = new Map<RtcCaller, number>(callers.map((c) => [c, 0]));
+    const feed = () => {
+      for (const c of callers) {
+        let at = next.get(c)!;
+        for (let i = 0; i < perTick; i++, at++) {
+          if (at === sentence.length) {
+            c.send({ type: 'output_audio_buffer.commit' });
+            at = 0;
+          }
+          c.send({ type: 'output_audio_buffer.append', audio: sentence[at] });
+        }
+        next.set(c, at);
+      }
+    };
+    feed();
+    feed();
+    feed();
+    feed(); // a second ahead
+    const timer = setInterval(feed, 250);
+    return () => clearInterval(timer);
+  },
+};
+
+async function measureCapacity(log: (line: string) => void): Promise<{ metrics: Metric[]; notes: string[] }> {
+  const metrics: Metric[] = [];
+  const notes: string[] = [];
+  await withServer(
+    { LLM_PROVIDER: 'offline' },
+    async (server) => {
+      const avatar = await mostCalls(server, AVATAR_TALKING, [1, 4, 8, 12, 14, 16, 18, 20, 22, 24, 28], WINDOW_S, (line) => log(`capacity avatar-only ${line}`));
+      const agent = await mostCalls(server, AGENT_TALKING, [1, 4, 8, 10, 12, 13, 14, 15, 16, 18, 20], WINDOW_S, (line) => log(`capacity full agent ${line}`));
+      const wsCpu: Record<Mode, number> = { jpeg: await wsCpuPerSession(server, 'jpeg', 4), i420: await wsCpuPerSession(server, 'i420', 4) };
+      metrics.push(
+        summarise('most avatar-only calls talking at once at 25 fps, no late frame (WebRTC, H.264 + Opus)', 'calls', [avatar.most]),
+        summarise('most full-agent calls talking at once at 25 fps, no late frame (same server: offline responder, Piper)', 'calls', [agent.most]),
+        summarise('server CPU per avatar-only call talking (WebRTC)', '% of a core', avatar.cpuPerCall === null ? [] : [avatar.cpuPerCall]),
+        summarise('server CPU per full-agent call talking (WebRTC)', '% of a core', agent.cpuPerCall === null ? [] : [agent.cpuPerCall]),
+        summarise('server CPU per avatar-only WebSocket session talking, JPEG frames (4 at once)', '% of a core', [wsCpu.jpeg]),
+        summarise('server CPU per avatar-only WebSocket session talking, I420 frames (4 at once)', '% of a core', [wsCpu.i420]),
+      );
+      notes.push(`Capacity, avatar-only calls all talking: ${avatar.steps.join('; ')}.`);
+      notes.push(`Capacity, full-agent calls all talking (back-to-back replies): ${agent.steps.join('; ')}.`);
+    },
+    CAPACITY_SERVER_ENV,
+  );
+  return { metrics, notes };
+}
+
+/** Server CPU per WebSocket avatar-only session, `n` at once, all talking, over WINDOW_S. */
+async function wsCpuPerSession(server: ServerProcess, mode: Mode, n: number): Promise<number> {
+  const sessions: WsAvatar[] = [];
+  try {
+    for (let i = 0; i < n; i++) sessions.push(await WsAvatar.open(server, mode, true));
+    const sentence = speechChunks(SENTENCES[2]!);
+    const feed = setInterval(() => {
+      for (const s of sessions) for (let i = 0; i < 50; i++) s.send({ type: 'output_audio_buffer.append', audio: sentence[i % sentence.length] });
+    }, 1000);
+    await sleep(2000);
+    const cpu0 = cpuSeconds(server.child.pid!);
+    const t0 = performance.now();
+    await sleep(WINDOW_S * 1000);
+    const pct = ((cpuSeconds(server.child.pid!) - cpu0) / ((performance.now() - t0) / 1000)) * 100;
+    clearInterval(feed);
+    return pct / n;
+  } finally {
+    for (const s of sessions) s.close();
+    await sleep(1000);
+  }
+}
+
+export default bench;

@@ -1,0 +1,208 @@
+/**
+ * What the call benchmarks (webrtc, avatar) share: a server of their own, waiting on a page's
+ * events, the onsets of the avatar's audio and mouth in a browser's samples, the server's CPU, and
+ * capacity steps of light WebRTC callers (rtc-caller.ts) under a given load.
+ */
+import fs from 'node:fs';
+import type { Page } from 'playwright-core';
+import { spawnServer, type ServerProcess } from '../../test/helpers/process.js';
+import { tempDir } from '../../test/helpers/server.js';
+import { eventsIn, type PageSamples } from '../../test/helpers/browser.js';
+import { frameTiming, RtcCaller } from './rtc-caller.js';
+
+/** One frame at 25 fps: a frame later than this against its stream's clock is late. */
+const FRAME_MS = 40;
+
+export /** Runs `body` with a server of its own (as `npm start` runs it, plus `env`), warmed up; stops it after. */
+async function withServer(env: Record<string, string>, body: (server: ServerProcess) => Promise<void>, extra: Record<string, string> = {}): Promise<void> {
+  const server = await spawnServer({ DATA_DIR: tempDir('avatar-bench-'), PRELOAD_MODELS: 'true', ...env, ...extra });
+  try {
+    for (let waited = 0; !server.stdout().includes('models warmed up'); waited += 100) {
+      if (waited > 180_000) throw new Error('the server did not finish warming up in 3 minutes');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await body(server);
+  } catch (err) {
+    throw new Error(`${(err as Error).message.slice(0, 500)}\nserver output (tail):\n${server.stdout().slice(-3000)}`);
+  } finally {
+    server.child.kill('SIGTERM');
+    await server.exited;
+  }
+}
+
+
+/** First block of played-out samples after `t0` louder than silence: the avatar is heard. */
+export function audioOnset(s: PageSamples, t0: number): number | null {
+  return s.loud.find((b) => b.t > t0)?.t ?? null;
+}
+
+/**
+ * The presented frame where the mouth starts moving for the speech heard at `heardAt`: the first
+ * frame from LEAD_MS before it whose mouth box leaves the range of the frames in the half second
+ * before that (widened by a quarter of the range plus 1 grey level), two frames in a row (one
+ * odd frame is not an onset). Looking from just before the audio keeps idle motion earlier in a
+ * slow turn from counting, while a picture up to LEAD_MS early is still seen as early.
+ */
+export function mouthOnset(s: { frames: Array<{ t: number; grey: number }> }, heardAt: number): number | null {
+  const LEAD_MS = 150;
+  const from = heardAt - LEAD_MS;
+  const idle = s.frames.filter((f) => f.t <= from && f.t > from - 500).map((f) => f.grey);
+  if (idle.length < 8) return null;
+  const lo = Math.min(...idle);
+  const hi = Math.max(...idle);
+  const margin = (hi - lo) / 4 + 1;
+  const after = s.frames.filter((f) => f.t > from);
+  const out = (g: number) => g < lo - margin || g > hi + margin;
+  for (let i = 0; i + 1 < after.length; i++) if (out(after[i]!.grey) && out(after[i + 1]!.grey)) return after[i]!.t;
+  return null;
+}
+
+
+export async function waitForEvent(page: Page, type: string, from: number, timeoutMs = 30_000): Promise<{ type: string; at: number; [field: string]: any }> {
+  const events = await until(() => eventsIn(page), (ev) => ev.slice(from).some((e) => e.type === type), type, timeoutMs).catch(async (err: Error) => {
+    const seen = (await eventsIn(page)).slice(from).map((e) => (e.type === 'error' ? `error(${JSON.stringify(e.error)})` : e.type));
+    throw new Error(`${err.message}; events since: ${[...new Set(seen)].join(', ').slice(0, 600)}`);
+  });
+  return events.slice(from).find((e) => e.type === type)!;
+}
+
+export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (done(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** CPU seconds (user + system) the process has used, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 Hz)
+}
+
+
+/**
+ * What the calls of a capacity step do: the session they open, and the load started on them once
+ * they are all connected (returns how to stop it).
+ */
+export interface CapacityLoad {
+  session: Record<string, unknown>;
+  start(callers: RtcCaller[]): () => void;
+}
+
+export interface CapacityStep {
+  fps: number;
+  serverLate: number;
+  receiverLate: number;
+  worstMs: number;
+  cpuPct: number;
+  /** Spoken replies or segments that began in the window (output_audio_buffer.started). */
+  replies: number;
+  /** Calls whose avatar was speaking at the end of the window. */
+  speaking: number;
+}
+
+/**
+ * `n` light callers (RtcCaller) at once under `load`: over `windowS` seconds after a 3 s settle,
+ * the slowest call's frame rate, late frames by the server's render loop (its per-session
+ * `media session closed` line) and at the receivers, and the server's CPU (% of one core).
+ */
+export async function capacityStep(server: ServerProcess, n: number, load: CapacityLoad, windowS: number): Promise<CapacityStep> {
+  const before = closedSummary(server);
+  const callers: RtcCaller[] = [];
+  try {
+    for (let i = 0; i < n; i++) callers.push(await RtcCaller.call(server.url, server.bootstrapKey!, load.session));
+    const stop = load.start(callers);
+    await sleep(3000); // settle: first keyframes, first replies under way
+    const cpu0 = cpuSeconds(server.child.pid!);
+    const replies0 = callers.reduce((a, c) => a + c.events.filter((e) => e.type === 'output_audio_buffer.started').length, 0);
+    const t0 = performance.now();
+    await sleep(windowS * 1000);
+    const t1 = performance.now();
+    const cpuPct = ((cpuSeconds(server.child.pid!) - cpu0) / ((t1 - t0) / 1000)) * 100;
+    stop();
+    const replies = callers.reduce((a, c) => a + c.events.filter((e) => e.type === 'output_audio_buffer.started').length, 0) - replies0;
+    const speaking = callers.filter((c) => {
+      const count = (type: string) => c.events.filter((e) => e.type === type).length;
+      return count('output_audio_buffer.started') > count('output_audio_buffer.stopped') + count('output_audio_buffer.cleared');
+    }).length;
+    const timing = callers.map((c) => frameTiming(c.frames, t0, t1, FRAME_MS));
+    for (const c of callers) c.close();
+    // Each session logs its render loop's late frames when it closes.
+    let serverLate = 0;
+    let closedSessions = 0;
+    for (let waited = 0; closedSessions < n && waited < 20_000; waited += 100) {
+      await sleep(100);
+      const now = closedSummary(server);
+      closedSessions = now.sessions - before.sessions;
+      serverLate = now.lateFrames - before.lateFrames;
+    }
+    return {
+      fps: Math.min(...timing.map((t) => t.fps)),
+      serverLate,
+      receiverLate: timing.reduce((a, t) => a + t.late, 0),
+      worstMs: Math.max(...timing.map((t) => t.worstMs)),
+      cpuPct,
+      replies,
+      speaking,
+    };
+  } finally {
+    for (const c of callers) c.close();
+    await sleep(1000);
+  }
+}
+
+/** Full-agent calls, idle: the avatar listens (no turn detection, nothing said). */
+export const AGENT_IDLE: CapacityLoad = { session: { type: 'realtime', audio: { input: { turn_detection: null } } }, start: () => () => undefined };
+
+/** Full-agent calls, talking: each avatar answers again as soon as its last reply is done (a model and a voice run). */
+export const AGENT_TALKING: CapacityLoad = {
+  session: AGENT_IDLE.session,
+  start(callers: RtcCaller[]) {
+    const asked = new Map<RtcCaller, number>();
+    const keepTalking = () => {
+      for (const c of callers) {
+        const done = c.events.filter((e) => e.type === 'response.done').length;
+        if ((asked.get(c) ?? 0) > done) continue;
+        asked.set(c, done + 1);
+        c.send({ type: 'response.create', response: { instructions: 'Tell me a long story about the sea.' } });
+      }
+    };
+    for (const c of callers) c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Tell me a long story about the sea and the ships on it.' }] } });
+    keepTalking();
+    const timer = setInterval(keepTalking, 50);
+    return () => clearInterval(timer);
+  },
+};
+
+/** A capacity run's server: sessions limited by CPU only, and the log lines capacityStep reads. */
+export const CAPACITY_SERVER_ENV = { WORKER_CAPACITY: '64', LOG_LEVEL: 'info' };
+
+/**
+ * Capacity steps of `ns` calls under `load` until one does not keep time (a late frame at the
+ * server or a receiver, or under 24.5 fps): the most calls that did, the server CPU per call at
+ * that step (null if none did), and a line per step.
+ */
+export async function mostCalls(server: ServerProcess, load: CapacityLoad, ns: number[], windowS: number, log: (line: string) => void): Promise<{ most: number; cpuPerCall: number | null; steps: string[] }> {
+  const out = { most: 0, cpuPerCall: null as number | null, steps: [] as string[] };
+  for (const n of ns) {
+    const step = await capacityStep(server, n, load, windowS);
+    out.steps.push(`${n}: ${step.fps.toFixed(1)} fps, ${step.serverLate} late (server), ${step.receiverLate} late (receiver, worst ${step.worstMs.toFixed(0)} ms), ${step.cpuPct.toFixed(0)} % CPU, ${step.speaking} speaking at the end, ${step.replies} began speaking in the window`);
+    log(out.steps.at(-1)!);
+    if (step.serverLate > 0 || step.receiverLate > 0 || step.fps < 24.5) break;
+    out.most = n;
+    out.cpuPerCall = step.cpuPct / n;
+  }
+  return out;
+}
+
+/** Sessions that logged `media session closed` so far (stdout, or stderr with losses), and their late frames. */
+export function closedSummary(server: ServerProcess): { sessions: number; lateFrames: number } {
+  const lines = [...server.stdout().matchAll(/"msg":"media session closed[^"]*"[^\n]*"lateFrames":(\d+)/g)];
+  return { sessions: lines.length, lateFrames: lines.reduce((a, m) => a + Number(m[1]), 0) };
+}
+
