@@ -126,6 +126,49 @@ Calls('a data-channel-only call in the rtAV flow: label realtime, session.update
   await until(() => ctx.t.request('GET', `/v1/sessions/${res.sessionId}`), (r) => r.body.status === 'ended', 'closing the page ends the session');
 });
 
+Calls('an avatar-only call: speech sent on the data channel is heard and moves the mouth at the receiver; a clear silences both and reports the played position once; i420 is refused for calls', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  const res = await startCall(ctx, page, { session: { type: 'avatar', audio: { input: { format: { type: 'audio/pcm', rate: 24000 } } } } });
+  assert.is(res.status, 201, res.answer);
+  const created = await waitEvent(page, 'session.created');
+  assert.is(created.session.type, 'avatar');
+  await until(() => callIn<any>(page, 'stats'), (s) => s.video?.framesDecoded > 10, 'decoded video');
+  const quiet = await mouthMotion(page, 8);
+  const energyBefore = (await callIn<any>(page, 'stats')).audio.energy;
+  const speech = speechPcm24k('Hello, I am speaking for an agent that has its own voice and its own model, and this sentence is long.');
+  for (let i = 0; i < speech.length; i += 2400) {
+    const part = speech.subarray(i, Math.min(speech.length, i + 2400));
+    await callIn(page, 'send', { type: 'output_audio_buffer.append', audio: Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64') });
+  }
+  await callIn(page, 'send', { type: 'output_audio_buffer.commit' });
+  await waitEvent(page, 'output_audio_buffer.started');
+  const speaking = await mouthMotion(page, 12);
+  const energyDuring = (await callIn<any>(page, 'stats')).audio.energy;
+  await callIn(page, 'send', { type: 'output_audio_buffer.clear' });
+  const cleared = await waitEvent(page, 'output_audio_buffer.cleared');
+  await new Promise((r) => setTimeout(r, 1000));
+  const energyCleared = (await callIn<any>(page, 'stats')).audio.energy;
+  await new Promise((r) => setTimeout(r, 1000));
+  const energyLater = (await callIn<any>(page, 'stats')).audio.energy;
+  assert.ok(energyDuring - energyBefore > 0.001, `the speech was heard: energy ${energyBefore} -> ${energyDuring}`);
+  assert.ok(speaking > quiet * 2 && speaking > 1, `the mouth moved: ${speaking.toFixed(2)} vs ${quiet.toFixed(2)} idle`);
+  assert.ok(energyLater - energyCleared < 1e-4, `silent after the clear: ${energyCleared} -> ${energyLater}`);
+  const events = await eventsIn(page);
+  const stopped = events.filter((e) => e.type === 'output_audio_buffer.stopped');
+  assert.is(stopped.length, 1);
+  assert.is(stopped[0]!.interrupted, true);
+  assert.ok(stopped[0]!.played_ms > 0 && stopped[0]!.played_ms === cleared.played_ms, JSON.stringify(stopped[0]));
+  assert.not.ok(events.some((e) => e.type === 'response.output_audio.delta' || e.type === 'response.output_image.delta'), 'audio and video go as RTP');
+  await page.close();
+  await until(() => ctx.t.request('GET', `/v1/sessions/${res.sessionId}`), (r) => r.body.status === 'ended', 'closing the page ends the session');
+  const usage = await ctx.t.server.services.store.getUsageForSession(res.sessionId!);
+  assert.ok(usage && Math.abs(usage.audioSecondsOut - stopped[0]!.played_ms / 1000) < 0.002, `usage ${usage?.audioSecondsOut} s`);
+
+  const raw = await startCall(ctx, await ctx.browser.newPage(), { session: { type: 'avatar', video: { format: 'i420' } } });
+  assert.is(raw.status, 400);
+  assert.is(JSON.parse(raw.answer).error.param, 'session.video.format');
+});
+
 Calls("the call's session output_size: 1280x720 video decoded at 1280x720, the face framed in it", async (ctx) => {
   const page = await ctx.browser.newPage();
   const res = await startCall(ctx, page, { session: { type: 'realtime', output_size: '1280x720' } });
