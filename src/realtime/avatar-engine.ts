@@ -28,7 +28,7 @@ import { AppError } from '../core/errors.js';
 import { InputAudioDecoder, OutputAudioEncoder } from '../audio/wire-format.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 import type { AvatarOutput, AvatarRawFrame } from './avatar-output.js';
-import { type AvatarSessionSettings, applyAvatarSessionUpdate, avatarSessionObject } from './avatar-session-update.js';
+import { type AvatarFrameShape, type AvatarSessionSettings, applyAvatarSessionUpdate, avatarSessionObject } from './avatar-session-update.js';
 import { type SegmentChange, SegmentTimeline } from './avatar-segments.js';
 import type { AssetChecker, EngineTransport, SessionRecorder } from './session-engine.js';
 import {
@@ -50,6 +50,8 @@ import {
 export const MAX_QUEUED_AHEAD_NS = 120_000_000_000;
 /** Frames are skipped while the client's socket has more than this unsent. */
 export const MAX_FRAME_BACKLOG_BYTES = 4 * 1024 * 1024;
+/** A client's segment name: at most this long. */
+export const MAX_SEGMENT_ID_CHARS = 128;
 /** The binary header of a raw frame (docs/avatar-mode.md "Raw frames"). */
 export const RAW_FRAME_HEADER_BYTES = 24;
 const RAW_FRAME_MAGIC = 'I420';
@@ -69,6 +71,8 @@ export interface AvatarEngineOptions {
   expiresAt: number;
   /** The opening config (`type: "avatar"` and any avatar session fields). */
   initial: Json;
+  /** The frames' size and rate, shown in the session object. */
+  frames: AvatarFrameShape;
 }
 
 export interface AvatarEngineDeps {
@@ -127,7 +131,7 @@ export class AvatarSessionEngine {
   }
 
   sessionObject(): Json {
-    return avatarSessionObject(this.settings, this.options.sessionId, this.options.expiresAt);
+    return avatarSessionObject(this.settings, this.options.sessionId, this.options.expiresAt, this.options.frames);
   }
 
   /** A call's microphone: an avatar-only session listens to no one (the client says when the user speaks: avatar.listen). */
@@ -239,6 +243,7 @@ export class AvatarSessionEngine {
 
   private onAppend(body: Json): void {
     if (typeof body.audio !== 'string') throw new RealtimeError('invalid_type', "Invalid type for 'audio': expected a base64 string.", 'audio');
+    const segmentId = this.segmentIdOf(body);
     const bytes = decodeBase64(body.audio, 'audio');
     if (bytes.length === 0) return;
     const format = this.settings.inputFormat;
@@ -262,7 +267,24 @@ export class AvatarSessionEngine {
       );
     }
     const placed = this.deps.avatar.pushSpeech(pcm, rate, []);
-    this.timeline.append(placed.startPtsNs, placed.endPtsNs);
+    this.timeline.append(placed.startPtsNs, placed.endPtsNs, segmentId);
+  }
+
+  /**
+   * The client's name for the segment an append opens (`segment_id`, optional): a string of at
+   * most MAX_SEGMENT_ID_CHARS, not the id of a segment still unfinished. Ignored on appends that
+   * join the open segment, which keeps its name.
+   */
+  private segmentIdOf(body: Json): string | null {
+    const id = body.segment_id;
+    if (id === undefined || id === null) return null;
+    if (typeof id !== 'string' || id === '' || id.length > MAX_SEGMENT_ID_CHARS) {
+      throw new RealtimeError('invalid_value', `Invalid value for 'segment_id': expected a string of 1 to ${MAX_SEGMENT_ID_CHARS} characters.`, 'segment_id');
+    }
+    if (this.timeline.open === null && this.timeline.unfinished.some((s) => s.id === id)) {
+      throw new RealtimeError('duplicate_segment_id', `Segment '${id}' has not finished yet; name a new segment differently.`, 'segment_id');
+    }
+    return id;
   }
 
   private onCommit(): void {

@@ -46,6 +46,8 @@ export interface AvatarOutputEvents {
 
 export interface AvatarOutput extends EventEmitter<AvatarOutputEvents> {
   readonly fps: number;
+  /** The frames' size in pixels. */
+  readonly size: { width: number; height: number };
   /** Queues speech (mono PCM16, 8..48 kHz) with optional phoneme timings for the lips. */
   pushSpeech(pcm: Int16Array, sampleRateHz: number, phonemes: PhonemeTiming[]): SpeechPlacement;
   /** Drops queued speech: the next frame is idle and the audio silent. Returns where it cut: the first frame without speech. */

@@ -66,11 +66,11 @@ export class SegmentTimeline {
     return this.segments;
   }
 
-  /** Speech the avatar placed at [startNs, endNs): joins the open segment, or opens one. */
-  append(startNs: number, endNs: number): Segment {
+  /** Speech the avatar placed at [startNs, endNs): joins the open segment, or opens one (named `id` when given). */
+  append(startNs: number, endNs: number, id: string | null = null): Segment {
     let segment = this.open;
     if (!segment) {
-      segment = { id: newSegmentId(), committed: false, started: false, firstNs: startNs, lastEndNs: startNs, totalNs: 0, playedSpansNs: 0, spans: [] };
+      segment = { id: id ?? newSegmentId(), committed: false, started: false, firstNs: startNs, lastEndNs: startNs, totalNs: 0, playedSpansNs: 0, spans: [] };
       this.segments.push(segment);
     }
     const last = segment.spans.at(-1);

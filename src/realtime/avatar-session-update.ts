@@ -7,7 +7,8 @@
  *   audio.input.format     the agent's speech the client appends: PCM16 at 8..48 kHz, or G.711
  *   audio.output.format    the played audio sent back: PCM16 24 kHz, or G.711
  *   output_modalities      'audio' and/or 'image' (what goes back over WebSocket)
- *   video.format           'jpeg' or 'i420', fixed when the session opens (it picks the encoder)
+ *   video.format           'jpeg' or 'i420', fixed when the session opens (it picks the encoder);
+ *                          video.width / height / fps are the frames' (read-only)
  *
  * Fields of realtime sessions that have no meaning here (instructions, tools, voice, turn
  * detection, ...) are refused with `unsupported_in_avatar_session`, so a client that thinks it
@@ -26,6 +27,13 @@ export type AvatarModality = 'audio' | 'image';
 export const MIN_INPUT_RATE_HZ = 8000;
 export const MAX_INPUT_RATE_HZ = 48000;
 const MAX_ASSET_ID_CHARS = 200;
+
+/** What the session's frames are (read-only in the session object: set by the REST session's output_size and target_fps, or the server's defaults). */
+export interface AvatarFrameShape {
+  width: number;
+  height: number;
+  fps: number;
+}
 
 export interface AvatarSessionSettings {
   face: string | null;
@@ -46,6 +54,7 @@ export const DEFAULT_AVATAR_SETTINGS: AvatarSessionSettings = {
 };
 
 /** Fields an avatar session accepts (and the ones it echoes back, which clients resend). */
+const VIDEO_FIELDS = new Set(['format', 'width', 'height', 'fps']);
 const ACCEPTED = new Set(['type', 'id', 'object', 'face', 'driving', 'audio', 'output_modalities', 'video', 'expires_at', 'model']);
 
 /** Whether an initial config (an ephemeral key's session, a call's, the WebSocket's) opens an avatar-only session. */
@@ -95,7 +104,7 @@ export function applyAvatarSessionUpdate(previous: AvatarSessionSettings | null,
 }
 
 /** The session object of session.created / session.updated. */
-export function avatarSessionObject(settings: AvatarSessionSettings, id: string, expiresAt: number): Json {
+export function avatarSessionObject(settings: AvatarSessionSettings, id: string, expiresAt: number, frames: AvatarFrameShape | null = null): Json {
   return {
     type: 'avatar',
     object: 'realtime.session',
@@ -104,7 +113,7 @@ export function avatarSessionObject(settings: AvatarSessionSettings, id: string,
     driving: settings.driving ?? 'default',
     output_modalities: settings.modalities,
     audio: { input: { format: settings.inputFormat }, output: { format: settings.outputFormat } },
-    video: { format: settings.videoFormat },
+    video: { format: settings.videoFormat, ...(frames ?? {}) },
     expires_at: expiresAt,
   };
 }
@@ -174,7 +183,8 @@ function videoFormat(value: unknown): AvatarVideoFormat | null {
   const param = 'session.video';
   if (!isObject(value)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
   for (const key of Object.keys(value)) {
-    if (key !== 'format') throw new RealtimeError('unknown_parameter', `Unknown parameter: '${param}.${key}'.`, `${param}.${key}`);
+    // width, height and fps are the session's, echoed back by clients that resend the object: read-only.
+    if (!VIDEO_FIELDS.has(key)) throw new RealtimeError('unknown_parameter', `Unknown parameter: '${param}.${key}'.`, `${param}.${key}`);
   }
   if (value.format === undefined) return null;
   if (value.format !== 'jpeg' && value.format !== 'i420') {

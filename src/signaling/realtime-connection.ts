@@ -436,6 +436,7 @@ export class RealtimeConnection {
         transport: this.transport.kind,
         expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6),
         initial: options.initial,
+        frames: { ...this.avatar!.size, fps: this.avatar!.fps },
       },
       {
         send: (event) => this.send(event),

@@ -22,6 +22,7 @@ const NS_PER_SAMPLE = 1e9 / PCM_RATE_HZ;
 /** An AvatarOutput on a manual clock: speech queues at 24 kHz; tick() plays 40 ms of it. */
 export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
   readonly fps = 25;
+  readonly size = { width: 512, height: 512 };
   private queue = new Int16Array(0);
   /** Session time of the next tick, ns. */
   private nowNs = 0;

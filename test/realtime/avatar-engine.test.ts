@@ -35,7 +35,7 @@ async function rig(initial: Json = { type: 'avatar' }, transport: 'websocket' | 
   const backlog = { bytes: 0 };
   const avatar = new TickingAvatar();
   const engine = new AvatarSessionEngine(
-    { sessionId: 'sess_a', userId: 'u1', transport, expiresAt: 0, initial },
+    { sessionId: 'sess_a', userId: 'u1', transport, expiresAt: 0, initial, frames: { width: 512, height: 512, fps: 25 } },
     {
       send: (event) => events.push(event as SeenEvent),
       sendBinary: (data) => binary.push(data),
@@ -84,7 +84,7 @@ Engine('session.created describes an avatar session; session.update changes what
   const session = created.session as Json;
   assert.is(session.type, 'avatar');
   assert.equal(session.output_modalities, ['audio', 'image']);
-  assert.equal(session.video, { format: 'jpeg' });
+  assert.equal(session.video, { format: 'jpeg', width: 512, height: 512, fps: 25 });
   assert.equal((session.audio as Json).input, { format: { type: 'audio/pcm', rate: 24000 } });
 
   r.send({ type: 'session.update', event_id: 'e1', session: { face: 'f2', audio: { input: { format: { type: 'audio/pcm', rate: 16000 } } } } });
@@ -163,6 +163,28 @@ Engine('a clear cuts the segment in play where the playout is: stopped (interrup
   assert.is(r.of('output_audio_buffer.stopped').length, 2, 'no second finish');
   await r.engine.close();
   assert.ok(Math.abs(totalUsage(r).audio - 0.2) < 1e-9, 'usage holds the 200 ms heard, nothing queued');
+});
+
+Engine("a client may name the segment an append opens (segment_id); the name of one still unfinished is refused", async () => {
+  const r = await rig();
+  r.send({ type: 'output_audio_buffer.append', audio: tone(80), segment_id: 'tts-1' });
+  r.send({ type: 'output_audio_buffer.append', audio: tone(80), segment_id: 'ignored: joins tts-1' });
+  r.send({ type: 'output_audio_buffer.commit' });
+  r.send({ type: 'output_audio_buffer.append', event_id: 'dup', audio: tone(80), segment_id: 'tts-1' });
+  r.send({ type: 'output_audio_buffer.append', event_id: 'long', audio: tone(80), segment_id: 'x'.repeat(129) });
+  r.send({ type: 'output_audio_buffer.append', audio: tone(40) });
+  r.send({ type: 'output_audio_buffer.commit' });
+  await r.settle();
+  ticks(r, 10);
+  assert.equal(r.of('error').map((e) => [(e.error as Json).event_id, (e.error as Json).code]), [['dup', 'duplicate_segment_id'], ['long', 'invalid_value']]);
+  const stopped = r.of('output_audio_buffer.stopped');
+  assert.is(stopped[0]!.segment_id, 'tts-1');
+  assert.is(stopped[0]!.played_ms, 160);
+  assert.match(stopped[1]!.segment_id as string, /^seg_/);
+  // Once finished, the name may be used again.
+  r.send({ type: 'output_audio_buffer.append', audio: tone(40), segment_id: 'tts-1' });
+  await r.settle();
+  assert.is(r.of('error').length, 2);
 });
 
 Engine('bad input is refused by name and the session goes on', async () => {

@@ -127,7 +127,7 @@ test('a clear mid-segment stops the audio at the next frame and reports the play
 
 test('raw frames (video_format=i420) arrive as binary messages of the documented layout, in step with the audio', async () => {
   const c = await connectAvatar('intent=avatar&video_format=i420');
-  assert.equal(c.events[0]!.session.video, { format: 'i420' });
+  assert.equal(c.events[0]!.session.video, { format: 'i420', width: 512, height: 512, fps: 25 });
   await c.waitFor((e) => e.type === 'response.output_audio.delta' && c.binary.length >= 5);
   assert.is(c.ofType('response.output_image.delta').length, 0);
   const frames = c.binary.map(({ data }) => ({
