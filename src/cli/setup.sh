@@ -123,15 +123,24 @@ node --import tsx src/cli/build-playground.ts
 # llvmlite and onnxruntime): 280 MB, 1.5 min the first time (measured: 31 s of CPU, the rest
 # downloading); again only when the file changes.
 # Cannot be installed (no PyPI): said in one line, and those tests report themselves skipped.
+# The plugins of integrations/ (LiveKit Agents, Pipecat) are installed into the same environment
+# as a user installs them (`pip install ./integrations/<name>`; built with the pinned setuptools,
+# no network), again whenever one of their files changes.
 if ((FLEET)); then
   clients_venv=target/clients-venv
-  clients_want="$(sha256sum test/clients/requirements.txt | cut -d' ' -f1)-$(/usr/bin/python3 --version 2>&1)"
+  integration_files() {
+    find integrations -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' -not -path '*/build/*' -print0 | sort -z | xargs -0 -r sha256sum
+  }
+  clients_want="$(sha256sum test/clients/requirements.txt | cut -d' ' -f1)-$(integration_files | sha256sum | cut -d' ' -f1)-$(/usr/bin/python3 --version 2>&1)"
   if [ ! -x "$clients_venv/bin/python" ] || [ "$(cat "$clients_venv/.requirements-sha256" 2>/dev/null)" != "$clients_want" ]; then
-    echo "setup: installing the agent frameworks of the client tests (test/clients/requirements.txt)"
+    echo "setup: installing the agent frameworks of the client tests (test/clients/requirements.txt) and the plugins (integrations/)"
     rm -rf "$clients_venv"
     if /usr/bin/python3 -m venv "$clients_venv" >/tmp/avatar-clients-venv.log 2>&1 &&
       "$clients_venv/bin/pip" install --no-deps --only-binary=:all: --disable-pip-version-check --no-input \
-        -r test/clients/requirements.txt >>/tmp/avatar-clients-venv.log 2>&1; then
+        -r test/clients/requirements.txt >>/tmp/avatar-clients-venv.log 2>&1 &&
+      "$clients_venv/bin/pip" install --no-deps --no-build-isolation --disable-pip-version-check --no-input \
+        ./integrations/livekit ./integrations/pipecat >>/tmp/avatar-clients-venv.log 2>&1; then
+      rm -rf integrations/*/build integrations/*/src/*.egg-info
       echo "$clients_want" >"$clients_venv/.requirements-sha256"
     else
       rm -rf "$clients_venv"
