@@ -95,7 +95,9 @@ export function applySessionUpdate(previous: Json | null, update: Json, defaultM
   if (update.type !== undefined && update.type !== 'realtime') {
     throw new RealtimeError(
       'invalid_value',
-      `Invalid value for 'session.type': ${describeValue(update.type)}. This server runs realtime sessions ('realtime'); transcription-only sessions are not supported.`,
+      update.type === 'avatar'
+        ? "Invalid value for 'session.type': a realtime session cannot become avatar-only; open one with ?intent=avatar, an ephemeral key of session.type 'avatar', or a call whose session has type 'avatar'."
+        : `Invalid value for 'session.type': ${describeValue(update.type)}. This server runs realtime sessions ('realtime') and avatar-only ones ('avatar', chosen when the session opens); transcription-only sessions are not supported.`,
       'session.type',
     );
   }
