@@ -169,6 +169,7 @@ export type MediaEvent =
   | { type: 'h264'; data: Buffer; ptsNs: number; keyframe: boolean }
   | { type: 'vp8'; data: Buffer; ptsNs: number; keyframe: boolean; marker: boolean }
   | { type: 'jpeg'; data: Buffer; ptsNs: number; frameIndex: number }
+  | { type: 'i420'; data: Buffer; ptsNs: number; frameIndex: number; width: number; height: number }
   | { type: 'opus'; data: Buffer; ptsNs: number; durationNs: number }
   | { type: 'pcm'; data: Buffer; ptsNs: number }
   | { type: 'speech_started'; ptsNs: number }
@@ -256,6 +257,8 @@ export interface OutputsConfig {
   jpeg?: boolean
   opus?: boolean
   pcm?: boolean
+  /** Every rendered frame raw (`i420` events), without an encoder. */
+  i420?: boolean
 }
 
 /** One phoneme of the pushed audio, times relative to the start of the chunk. */

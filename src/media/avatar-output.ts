@@ -25,6 +25,8 @@ export interface AvatarStartOptions {
   upsampleFactor: number;
   /** JPEG frames for image events (WebSocket, or a call without a video track that asked for images). */
   jpeg: boolean;
+  /** Raw I420 frames (an avatar-only WebSocket session with video.format i420). */
+  i420?: boolean;
   /** RTP media for a WebRTC call: the video codec (null: no video track) and Opus audio. */
   rtp: { video: 'h264' | 'vp8' | null; audio: boolean } | null;
 }
@@ -58,12 +60,13 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
     private readonly media: MediaSession,
     private readonly options: MediaAvatarOptions,
     /** Output size in pixels: every face is framed for it. */
-    private readonly size: { width: number; height: number },
+    readonly size: { width: number; height: number },
   ) {
     super();
     this.fps = options.fps;
     media.on('pcm', (e) => this.emit('audio', { pcm: e.data, ptsNs: e.ptsNs }));
     media.on('jpeg', (e) => this.emit('frame', { jpeg: e.data, ptsNs: e.ptsNs }));
+    media.on('i420', (e) => this.emit('raw', { i420: e.data, ptsNs: e.ptsNs, frameIndex: e.frameIndex, width: e.width, height: e.height }));
     media.on('media_error', (e) => this.emit('failed', new Error(`media pipeline failed: ${e.code}: ${e.message}`)));
   }
 
@@ -82,6 +85,7 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
         outputs: {
           pcm: true,
           jpeg: options.jpeg,
+          i420: options.i420 ?? false,
           h264: options.rtp?.video === 'h264',
           vp8: options.rtp?.video === 'vp8',
           opus: options.rtp?.audio ?? false,
@@ -101,8 +105,8 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
     return this.media.pushAudio(pcm, sampleRateHz, { phonemes });
   }
 
-  interrupt(): void {
-    this.media.interrupt();
+  interrupt(): { ptsNs: number } {
+    return this.media.interrupt();
   }
 
   onMedia<K extends keyof AvatarMediaEvents>(event: K, listener: (...args: AvatarMediaEvents[K]) => void): void {

@@ -1,15 +1,18 @@
 /**
  * A media session: PCM (and phoneme timings) in; H.264 access units, VP8 RTP packets, JPEG frames,
- * Opus packets and PCM chunks out, with speech and interruption events, all on one session clock
- * in integer nanoseconds. A typed facade over the native addon's `MediaSession` (see native.ts):
- * same methods, errors rethrown as `NativeError` with the addon's code, events re-emitted by type.
+ * raw I420 frames, Opus packets and PCM chunks out, with speech and interruption events, all on
+ * one session clock in integer nanoseconds. A typed facade over the native addon's `MediaSession`
+ * (see native.ts): same methods, errors rethrown as `NativeError` with the addon's code, events
+ * re-emitted by type.
  *
  * Events: every native event is emitted as `'event'` and under its `type` ('h264', 'vp8', 'jpeg',
- * 'opus', 'pcm', 'speech_started', 'speech_ended', 'interrupted', 'closed'), except the native
- * `error` event, which is emitted as `'media_error'` so that a pipeline failure in one session
- * never becomes an unhandled EventEmitter `'error'` that takes the process down. Listeners run on
- * the event loop (the addon queues events; it never calls JavaScript from its threads); a
- * listener that throws is an uncaught exception, as with any I/O callback.
+ * 'i420', 'opus', 'pcm', 'speech_started', 'speech_ended', 'interrupted', 'closed'), except the
+ * native `error` event, which is emitted as `'media_error'` so that a pipeline failure in one
+ * session never becomes an unhandled EventEmitter `'error'` that takes the process down. Listeners
+ * run on the event loop (the addon queues events; it never calls JavaScript from its threads); a
+ * listener that throws is an uncaught exception, as with any I/O callback. An `i420` event is
+ * a raw frame (width x height luma bytes, then the two quarter-size chroma planes, BT.601 limited
+ * range, rows packed) with the PTS and frame index of the same frame's `jpeg` event.
  *
  * Starting: `await MediaSession.start(config)` builds the face rig and launches the pipelines on
  * the libuv thread pool; `new MediaSession(config)` does the same on the event loop (tens of ms
@@ -64,6 +67,8 @@ export interface MediaSessionEvents {
   h264: [MediaEventOf<'h264'>];
   vp8: [MediaEventOf<'vp8'>];
   jpeg: [MediaEventOf<'jpeg'>];
+  /** Every rendered frame raw (`outputs.i420`), on the clock and numbering of the jpeg events. */
+  i420: [MediaEventOf<'i420'>];
   opus: [MediaEventOf<'opus'>];
   pcm: [MediaEventOf<'pcm'>];
   speech_started: [MediaEventOf<'speech_started'>];
@@ -226,6 +231,9 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
         break;
       case 'jpeg':
         this.emit('jpeg', event);
+        break;
+      case 'i420':
+        this.emit('i420', event);
         break;
       case 'opus':
         this.emit('opus', event);

@@ -69,6 +69,12 @@ async function advance(session: MediaSession, frames: number): Promise<void> {
   }
 }
 
+/** Lets the event loop turn until no event waits in the addon's queue (bounded: 5 s). */
+async function drained(session: MediaSession): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (session.stats().eventsQueued > 0 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+}
+
 function collect(session: MediaSession): MediaEvent[] {
   const events: MediaEvent[] = [];
   session.on('event', (e) => events.push(e));
@@ -111,6 +117,10 @@ async function gstDecode(dir: string, name: string, input: Buffer, pipeline: str
 }
 
 const I420_FRAME_BYTES = WIDTH * HEIGHT * 1.5;
+/** Frames rendered by the i420 test (384 KiB each, raw). */
+const I420_TEST_FRAMES = 10;
+/** media-node's RAW_QUEUE_BYTES_LIMIT: raw frames that may wait for the event loop. */
+const RAW_QUEUE_BYTES_LIMIT = 128 * 2 ** 20;
 
 function maxAbs(data: Buffer): number {
   let max = 0;
@@ -203,6 +213,59 @@ Session('every JPEG frame decodes with sharp at 512x512, frame indices 0..N-1', 
     assert.is(meta.width, WIDTH);
     assert.is(meta.height, HEIGHT);
   }
+});
+
+Session('outputs.i420: one packed I420 frame per rendered frame, on the jpeg events\' clock, the same picture', async () => {
+  const session = new MediaSession(await sessionConfig({ i420: true, jpeg: true }));
+  const events = collect(session);
+  await advance(session, I420_TEST_FRAMES);
+  await session.close();
+  const raw = ofType(events, 'i420');
+  const jpegs = ofType(events, 'jpeg');
+  assert.is(raw.length, I420_TEST_FRAMES);
+  assert.is(jpegs.length, I420_TEST_FRAMES);
+  raw.forEach((f, i) => {
+    assert.equal([f.width, f.height, f.data.length], [WIDTH, HEIGHT, I420_FRAME_BYTES], `frame ${i}: size`);
+    assert.equal([f.frameIndex, f.ptsNs], [jpegs[i]!.frameIndex, jpegs[i]!.ptsNs], `frame ${i}: the jpeg event's index and PTS`);
+    assert.is(f.frameIndex, i);
+  });
+  // The Y plane is the face: it varies, stays in limited range, and matches the luma of the same
+  // frame's JPEG (decoded by sharp, BT.601 luma of its RGB; JPEG is full range).
+  const y = raw[0]!.data.subarray(0, WIDTH * HEIGHT);
+  let [min, max] = [255, 0];
+  for (const v of y) [min, max] = [Math.min(min, v), Math.max(max, v)];
+  assert.ok(min >= 16 && max <= 235 && max - min > 100, `luma ${min}..${max}`);
+  const rgb = await sharp(jpegs[0]!.data).removeAlpha().raw().toBuffer();
+  let se = 0;
+  for (let p = 0; p < WIDTH * HEIGHT; p++) {
+    const fromJpeg = 0.299 * rgb[p * 3]! + 0.587 * rgb[p * 3 + 1]! + 0.114 * rgb[p * 3 + 2]!;
+    se += ((y[p]! - 16) * (255 / 219) - fromJpeg) ** 2;
+  }
+  const psnr = 10 * Math.log10((255 * 255) / (se / (WIDTH * HEIGHT)));
+  assert.ok(psnr > 30, `luma PSNR against the JPEG ${psnr.toFixed(1)} dB`);
+  assert.is(session.stats().eventsDropped, 0);
+});
+
+Session('raw frames waiting for a stalled event loop are bounded in bytes; the dropped ones are counted', async () => {
+  // advance() holds the event loop, so every frame it renders waits in the addon's queue.
+  const size = 1024;
+  const frameBytes = size * size * 1.5;
+  const fit = Math.floor(RAW_QUEUE_BYTES_LIMIT / frameBytes);
+  const session = new MediaSession({ ...(await sessionConfig({ i420: true })), width: size, height: size });
+  const events = collect(session);
+  try {
+    session.advance(fit + 5);
+    await drained(session);
+    assert.is(ofType(events, 'i420').length, fit, `${fit} frames of ${frameBytes} bytes fit`);
+    assert.is(session.stats().eventsDropped, 5);
+    await advance(session, 3); // drained: the bound is free again
+  } finally {
+    await session.close();
+  }
+  const frames = ofType(events, 'i420');
+  assert.is(frames.length, fit + 3);
+  assert.is(frames[frames.length - 1]!.frameIndex, fit + 7, 'frame numbers go on across the loss');
+  assert.is(session.stats().eventsDropped, 5);
 });
 
 Session('PCM covers the pushed speech: one 24 kHz chunk per frame, speech audible inside it', ({ full }) => {

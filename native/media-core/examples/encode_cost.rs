@@ -39,6 +39,7 @@ fn run(outputs: Outputs, frames: u32, face: &Arc<face_render::FaceRig>) -> (f64,
 fn main() {
     resample_cost();
     convert_cost();
+    i420_copy_cost();
     let frames: u32 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
@@ -52,6 +53,7 @@ fn main() {
             jpeg: true,
             opus: true,
             pcm: false,
+            i420: false,
         },
         25,
         &face,
@@ -63,6 +65,15 @@ fn main() {
         ("vp8", Outputs { vp8: true, ..none }),
         ("jpeg", Outputs { jpeg: true, ..none }),
         ("opus", Outputs { opus: true, ..none }),
+        ("i420", Outputs { i420: true, ..none }),
+        (
+            "jpeg+i420",
+            Outputs {
+                jpeg: true,
+                i420: true,
+                ..none
+            },
+        ),
         (
             "webrtc h264+opus",
             Outputs {
@@ -79,6 +90,7 @@ fn main() {
                 jpeg: true,
                 opus: true,
                 pcm: true,
+                i420: true,
             },
         ),
     ];
@@ -114,6 +126,39 @@ fn convert_cost() {
     println!(
         "rgb_to_i420 512x512: {:.3} ms per frame",
         t.elapsed().as_secs_f64() * 1e3 / 200.0
+    );
+}
+
+/// The `I420` output's own work beside a video pipeline: one 512x512 frame out of a pooled
+/// GStreamer buffer (a pool configured as the session's) into an owned Vec, as the render loop
+/// does it; the last few Vecs stay alive, as they would while JavaScript holds them.
+fn i420_copy_cost() {
+    use gstreamer::prelude::*;
+    media_core::init().unwrap();
+    let size = face_render::i420_size(512, 512);
+    let pool = gstreamer::BufferPool::new();
+    let mut config = pool.config();
+    config.set_params(None, size as u32, 4, 0);
+    pool.set_config(config).unwrap();
+    pool.set_active(true).unwrap();
+    let mut held = std::collections::VecDeque::new();
+    let n = 2000;
+    let mut total = std::time::Duration::ZERO;
+    for i in 0..n {
+        let mut buffer = pool.acquire_buffer(None).unwrap();
+        buffer.get_mut().unwrap().map_writable().unwrap()[i % size] = i as u8;
+        let t = Instant::now();
+        let copy = buffer.map_readable().unwrap().as_slice()[..size].to_vec();
+        total += t.elapsed();
+        held.push_back(copy);
+        if held.len() > 8 {
+            held.pop_front();
+        }
+    }
+    pool.set_active(false).unwrap();
+    println!(
+        "i420 frame copy 512x512 ({size} bytes, pooled buffer to Vec): {:.1} us per frame",
+        total.as_secs_f64() * 1e6 / n as f64
     );
 }
 

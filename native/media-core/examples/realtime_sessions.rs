@@ -4,7 +4,7 @@
 //!
 //!     cargo run --release -p media-core --example realtime_sessions -- [N] [SECONDS] [OUTPUTS]
 //!
-//! N defaults to 4, SECONDS to 10, OUTPUTS (comma list of h264,vp8,jpeg,opus,pcm) to h264,opus
+//! N defaults to 4, SECONDS to 10, OUTPUTS (comma list of h264,vp8,jpeg,opus,pcm,i420) to h264,opus
 //! (a WebRTC session). Each session sways its head (a synthetic idle motion) and speaks 3 s of
 //! speech-like audio every 4 s. The last line, `RESULT {...}`, is JSON for scripts.
 
@@ -31,6 +31,7 @@ fn main() {
             "jpeg" => outputs.jpeg = true,
             "opus" => outputs.opus = true,
             "pcm" => outputs.pcm = true,
+            "i420" => outputs.i420 = true,
             other => panic!("unknown output {other}"),
         }
     }
@@ -50,7 +51,8 @@ fn main() {
             let len = match &e {
                 MediaEvent::H264 { data, .. }
                 | MediaEvent::Vp8Rtp { data, .. }
-                | MediaEvent::Jpeg { data, .. } => data.len(),
+                | MediaEvent::Jpeg { data, .. }
+                | MediaEvent::I420 { data, .. } => data.len(),
                 MediaEvent::Opus { data, .. } | MediaEvent::Pcm { data, .. } => data.len(),
                 _ => 0,
             };

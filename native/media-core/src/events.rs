@@ -1,6 +1,6 @@
 //! What a session hands out: `MediaEvent`s delivered to one `EventSink`, from the render thread
-//! (Pcm, speech events), from GStreamer streaming threads (encoded outputs, bus errors) and from
-//! the caller's thread (Interrupted, Closed).
+//! (I420, Pcm, speech events), from GStreamer streaming threads (encoded outputs, bus errors) and
+//! from the caller's thread (Interrupted, Closed).
 //!
 //! The sink contract: it is called from several threads, possibly at once; it must not block
 //! (queue the event and return) and must not call back into the session's blocking calls
@@ -45,6 +45,16 @@ pub enum MediaEvent {
         data: Vec<u8>,
         pts_ns: u64,
         frame_index: u64,
+    },
+    /// One rendered frame, raw: the I420 planes the video encoders get (BT.601, limited range),
+    /// packed: Y (`width * height` bytes), then U and V (`width / 2 * height / 2` bytes each), rows
+    /// without padding. Same `pts_ns` and `frame_index` as the `Jpeg` event of that frame.
+    I420 {
+        data: Vec<u8>,
+        pts_ns: u64,
+        frame_index: u64,
+        width: u32,
+        height: u32,
     },
     /// One raw Opus packet (20 ms, 48 kHz clock), not RTP-packetized.
     Opus {

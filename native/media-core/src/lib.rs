@@ -1,6 +1,6 @@
 //! Media plane core: turns speech (PCM + optional viseme timings) into a talking face, encoded
-//! for the client: H.264 access units, VP8 RTP packets, JPEG frames, raw Opus packets and PCM
-//! chunks, all stamped on one session clock in integer nanoseconds.
+//! for the client: H.264 access units, VP8 RTP packets, JPEG frames, raw I420 frames, raw Opus
+//! packets and PCM chunks, all stamped on one session clock in integer nanoseconds.
 //!
 //! ```text
 //!  push_audio ──▶ playout queue (24 kHz) ──┐
@@ -8,6 +8,7 @@
 //!        render thread: animator ─▶ renderer ─▶ RGB ─▶ I420 ──┬─▶ h264 pipeline ─▶ H264 events
 //!                 (one tick per frame, pts(i))                ├─▶ vp8 pipeline  ─▶ Vp8Rtp events
 //!                                                             ├─▶ jpeg pipeline ─▶ Jpeg events
+//!                                                             ├─▶ I420 events (a copy, no GStreamer)
 //!                      tick audio (same pts) ─────────────────┼─▶ opus pipeline ─▶ Opus events
 //!                                                             └─▶ Pcm events (no GStreamer)
 //! ```

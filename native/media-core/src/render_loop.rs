@@ -6,7 +6,14 @@
 //! I420 once into a pooled buffer; push that buffer (shared, not copied) to the H.264 and VP8
 //! pipelines with the tick's PTS and duration, and a full-range copy of it to the JPEG pipeline
 //! (JFIF decoders read full range; `videoconvert` does not expand the range of I420 to I420);
-//! push the audio with the same PTS to the Opus pipeline and emit it as `Pcm`.
+//! emit the frame as `I420` when asked; push the audio with the same PTS to the Opus pipeline and
+//! emit it as `Pcm`.
+//!
+//! The `I420` event owns its bytes (a `Vec` the binding hands to JavaScript without copying), so
+//! it cannot share the pooled buffer: it gets one copy of it (the very bytes the encoders get;
+//! pooled buffers carry no video meta, so their planes are packed by construction and the copy
+//! is one memcpy), or, when no video pipeline runs (no pool), the RGB frame converted straight
+//! into it. With the output off none of this runs.
 //!
 //! Pacing: RealTime waits for `start + pts(i)` on the monotonic clock (the one allowed sleep,
 //! done as a channel receive with a deadline so commands still wake it). Falling behind never
@@ -118,6 +125,7 @@ pub(crate) struct RenderSetup {
     pub fps: u32,
     pub upsample_factor: f32,
     pub pcm: bool,
+    pub i420: bool,
     pub pacing: Pacing,
     pub seed: u64,
 }
@@ -328,6 +336,10 @@ impl RenderLoop {
             )),
             _ => None,
         };
+        let i420 = self.setup.i420.then(|| {
+            let pooled = video.as_ref().and_then(|v| v.as_ref().ok());
+            self.i420_frame(pooled)
+        });
         self.shared
             .counters
             .record_render(started.elapsed().as_nanos() as u64);
@@ -383,6 +395,15 @@ impl RenderLoop {
                 }
             }
         }
+        if let Some(data) = i420 {
+            self.shared.emitter.emit(MediaEvent::I420 {
+                data,
+                pts_ns: pts,
+                frame_index: i,
+                width: self.setup.width,
+                height: self.setup.height,
+            });
+        }
 
         let audio_pts = samples_to_ns(s0, SESSION_RATE_HZ);
         let audio_end = samples_to_ns(s1, SESSION_RATE_HZ);
@@ -425,6 +446,25 @@ impl RenderLoop {
         }
         Ok(buffer)
     }
+
+    /// The frame's I420 planes as an owned, packed buffer for the `I420` event: a copy of the
+    /// encoders' pooled buffer when there is one, else the RGB frame converted into a new one.
+    fn i420_frame(&self, pooled: Option<&gst::Buffer>) -> Vec<u8> {
+        let size = i420_size(self.setup.width, self.setup.height);
+        if let Some(copy) = pooled.and_then(|b| packed_copy(b, size)) {
+            return copy;
+        }
+        let mut out = vec![0u8; size];
+        rgb_to_i420(&self.rgb, &mut out);
+        out
+    }
+}
+
+/// The first `size` bytes of a pooled frame buffer (packed I420: the pool's buffers have no
+/// video meta, no strides), or None when it cannot be read or is too short.
+fn packed_copy(buffer: &gst::Buffer, size: usize) -> Option<Vec<u8>> {
+    let map = buffer.map_readable().ok()?;
+    map.as_slice().get(..size).map(<[u8]>::to_vec)
 }
 
 #[cfg(test)]
@@ -438,5 +478,14 @@ mod tests {
         expand_range(&from, &mut to, 5);
         assert_eq!(&to[..5], &[0, 255, 128, 0, 255]);
         assert_eq!(&to[5..], &[0, 255, 128]);
+    }
+
+    #[test]
+    fn packed_copy_takes_the_frame_bytes_or_nothing() {
+        crate::init().unwrap();
+        let buffer = gst::Buffer::from_slice((0..=255u8).collect::<Vec<_>>());
+        assert_eq!(packed_copy(&buffer, 6), Some(vec![0, 1, 2, 3, 4, 5]));
+        assert_eq!(packed_copy(&buffer, 256).map(|v| v.len()), Some(256));
+        assert_eq!(packed_copy(&buffer, 257), None);
     }
 }

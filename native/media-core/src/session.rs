@@ -6,8 +6,8 @@
 //!
 //! Clock: session time starts at 0 with frame 0. Frame `i` is at `frame_pts_ns(i, fps, 1)` and
 //! carries the 24 kHz samples from `ns_to_samples(pts(i))` to `ns_to_samples(pts(i + 1))`; its
-//! audio buffer (Opus, Pcm) gets the same PTS as its video buffers (H.264, VP8, JPEG). So the
-//! frame on screen when a sound plays is the frame rendered for it.
+//! audio buffer (Opus, Pcm) gets the same PTS as its video buffers (H.264, VP8, JPEG, I420). So
+//! the frame on screen when a sound plays is the frame rendered for it.
 //!
 //! Lifecycle and teardown order (`close`, also run by `Drop`):
 //! 1. refuse new calls (`Closed`), stop the render thread after its current frame and join it;
@@ -57,6 +57,10 @@ pub struct Outputs {
     pub opus: bool,
     /// `Pcm` events: the session audio, s16le mono 24 kHz, one per frame tick (no GStreamer).
     pub pcm: bool,
+    /// `I420` events: every rendered frame raw, the planes the video encoders get, packed (no
+    /// GStreamer; one copy of the frame into the event's buffer, none when off). For consumers
+    /// that take raw video themselves (LiveKit) and would otherwise decode JPEG again.
+    pub i420: bool,
 }
 
 /// How frames are clocked.
@@ -237,6 +241,7 @@ impl MediaSession {
             fps: config.fps,
             upsample_factor: config.upsample_factor,
             pcm: config.outputs.pcm,
+            i420: config.outputs.i420,
             pacing: config.pacing,
             seed: config.seed,
         };

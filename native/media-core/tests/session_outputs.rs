@@ -15,6 +15,7 @@ fn all_outputs() -> Outputs {
         jpeg: true,
         opus: true,
         pcm: true,
+        i420: true,
     }
 }
 
@@ -178,6 +179,14 @@ fn manual_session_outputs_decode_to_the_rendered_frames_and_stay_aligned() {
     assert_eq!(decoded.len(), 85);
     assert!(decoded.iter().all(|d| d.width == 512 && d.height == 512));
 
+    // I420: one raw frame per frame, on the JPEG frames' clock.
+    let raw = i420_frames(&events);
+    assert_eq!(raw.len(), 85);
+    for (r, j) in raw.iter().zip(&jpegs) {
+        assert_eq!((r.frame_index, r.pts_ns), (j.2, j.1));
+        assert_eq!(r.data.len(), 512 * 512 * 3 / 2);
+    }
+
     // PCM: one chunk per frame tick, same PTS as the frame, 40 ms of 24 kHz s16le.
     let pcm: Vec<(Vec<u8>, u64)> = events
         .iter()
@@ -264,6 +273,7 @@ fn audio_and_video_share_one_clock_within_40ms() {
         jpeg: false,
         opus: true,
         pcm: true,
+        i420: false,
     };
     let session = start_manual(outputs, &events);
     session.advance(5).unwrap();
@@ -468,4 +478,176 @@ fn every_video_output_shows_the_rendered_face() {
     let p = 10.0 * (255.0 * 255.0 / mse).log10();
     eprintln!("JPEG: luma PSNR {p:.1} dB, brightness {m_out:.1}/{m_ref:.1}, contrast {c_out:.1}/{c_ref:.1}, {} bytes", jpeg.len());
     assert!(p > 30.0, "JPEG luma PSNR {p:.1} dB");
+}
+
+/// One `I420` event's fields.
+struct RawFrame {
+    data: Vec<u8>,
+    pts_ns: u64,
+    frame_index: u64,
+    width: u32,
+    height: u32,
+}
+
+fn i420_frames(events: &[MediaEvent]) -> Vec<RawFrame> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            MediaEvent::I420 {
+                data,
+                pts_ns,
+                frame_index,
+                width,
+                height,
+            } => Some(RawFrame {
+                data: data.clone(),
+                pts_ns: *pts_ns,
+                frame_index: *frame_index,
+                width: *width,
+                height: *height,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Population standard deviation of some bytes.
+fn std_dev(v: &[u8]) -> f64 {
+    let n = v.len() as f64;
+    let mean = v.iter().map(|&x| x as f64).sum::<f64>() / n;
+    (v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n).sqrt()
+}
+
+#[test]
+fn i420_events_carry_every_frame_packed_with_the_jpeg_frames_pts() {
+    let events = Collector::default();
+    let outputs = Outputs {
+        jpeg: true,
+        i420: true,
+        ..Outputs::default()
+    };
+    let session = MediaSession::start(
+        manual_config(outputs),
+        default_face(),
+        sway_motion(),
+        events.sink(),
+    )
+    .unwrap();
+    session.advance(12).unwrap();
+    session.close().unwrap();
+    let events = events.events();
+    assert!(!events.iter().any(|e| matches!(e, MediaEvent::Error { .. })));
+    assert_eq!(session.stats().dropped_buffers, 0);
+
+    let raw = i420_frames(&events);
+    assert_eq!(raw.len(), 12, "one I420 event per frame");
+    let jpeg_pts: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            MediaEvent::Jpeg {
+                pts_ns,
+                frame_index,
+                ..
+            } => Some((*frame_index, *pts_ns)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(jpeg_pts.len(), 12);
+    let (w, h) = (512usize, 512usize);
+    for (i, r) in raw.iter().enumerate() {
+        assert_eq!((r.width, r.height), (512, 512));
+        assert_eq!(r.data.len(), w * h * 3 / 2, "Y + U + V, rows packed");
+        assert_eq!(r.frame_index, i as u64);
+        assert_eq!(r.pts_ns, frame_pts_ns(i as u64, 25, 1));
+        assert_eq!(
+            (r.frame_index, r.pts_ns),
+            jpeg_pts[i],
+            "the JPEG event of the same frame has the same index and PTS"
+        );
+        // A face, not a flat or blank frame: luma varies widely, chroma somewhat.
+        let (y, chroma) = r.data.split_at(w * h);
+        let sd = std_dev(y);
+        assert!(sd > 20.0, "frame {i}: luma std dev {sd:.1}");
+        assert!(
+            y.iter().all(|&v| (16..=235).contains(&v)),
+            "limited-range luma"
+        );
+        assert!(std_dev(chroma) > 1.0, "frame {i}: chroma varies");
+    }
+    // The head sways: frames differ.
+    assert_ne!(raw[0].data, raw[11].data);
+}
+
+#[test]
+fn i420_alone_runs_no_pipeline_and_is_exactly_the_encoders_input() {
+    // Frame 0 at rest is the renderer's rest face: the I420 event must be its BT.601 conversion
+    // byte for byte, whether it comes from the converted RGB (no video pipeline, so no pool) or
+    // as a copy of the pooled buffer the encoders get.
+    let face = default_face();
+    let mut renderer = face_render::Renderer::new(face.clone(), 512, 512, 1.0).unwrap();
+    let mut reference = face_render::RgbImage::new(512, 512);
+    let mut animator = animation::Animator::new(DrivingMotion::rest(), 7);
+    renderer.render(&animator.face_at(0), &mut reference);
+    let mut reference_i420 = vec![0u8; face_render::i420_size(512, 512)];
+    face_render::rgb_to_i420(&reference, &mut reference_i420);
+
+    let run = |outputs: Outputs| {
+        let events = Collector::default();
+        let session = MediaSession::start(
+            manual_config(outputs),
+            face.clone(),
+            DrivingMotion::rest(),
+            events.sink(),
+        )
+        .unwrap();
+        session.advance(3).unwrap();
+        session.close().unwrap();
+        assert_eq!(session.stats().dropped_buffers, 0);
+        let events = events.events();
+        assert!(!events.iter().any(|e| matches!(e, MediaEvent::Error { .. })));
+        assert_eq!(events.last(), Some(&MediaEvent::Closed));
+        i420_frames(&events)
+    };
+    let alone = run(Outputs {
+        i420: true,
+        ..Outputs::default()
+    });
+    let beside_h264 = run(Outputs {
+        h264: true,
+        i420: true,
+        ..Outputs::default()
+    });
+    assert_eq!(alone.len(), 3);
+    assert_eq!(beside_h264.len(), 3);
+    assert!(
+        alone[0].data == reference_i420,
+        "frame 0 is the rendered face's I420"
+    );
+    for (a, b) in alone.iter().zip(&beside_h264) {
+        assert!(
+            a.data == b.data,
+            "frame {}: same bytes on both paths",
+            a.frame_index
+        );
+        assert_eq!((a.pts_ns, a.frame_index), (b.pts_ns, b.frame_index));
+    }
+}
+
+#[test]
+fn i420_output_off_emits_no_raw_frames() {
+    let events = Collector::default();
+    let session = start_manual(
+        Outputs {
+            jpeg: true,
+            pcm: true,
+            ..Outputs::default()
+        },
+        &events,
+    );
+    session.advance(3).unwrap();
+    session.close().unwrap();
+    assert!(!events
+        .events()
+        .iter()
+        .any(|e| matches!(e, MediaEvent::I420 { .. })));
 }

@@ -3,11 +3,13 @@
 //!
 //! Invariants:
 //! - Streaming threads never wait for JavaScript: every call is `NonBlocking`.
-//! - The queue is bounded twice. Media data (h264, vp8, jpeg, opus, pcm) is refused once
+//! - The queue is bounded twice. Media data (h264, vp8, jpeg, i420, opus, pcm) is refused once
 //!   `MEDIA_QUEUE_LIMIT` events wait for the JS thread; control events (speech_*, interrupted,
 //!   error, closed) are never refused by that limit and use the `CONTROL_RESERVE` slots above
 //!   it, so a stalled JS thread loses frames but never `closed` or `error`. The threadsafe
-//!   function's own queue (`NATIVE_QUEUE_SIZE`) is the hard bound behind both.
+//!   function's own queue (`NATIVE_QUEUE_SIZE`) is the hard bound behind both. Raw frames
+//!   (i420: 384 KiB at 512x512, against tens of KB for an encoded frame) are also bounded in
+//!   bytes (`RAW_QUEUE_BYTES_LIMIT`).
 //! - Nothing is lost silently: every refused or failed call is counted (`eventsDropped` in
 //!   `stats()`).
 //! - `closed` is delivered exactly once and last: a second one from media-core is ignored,
@@ -29,8 +31,13 @@ use crate::error::{from_napi, JsResult};
 /// Media events that may wait for the JS thread before new ones are dropped. At 512x512@25 a
 /// session emits ~150–300 events/s, so this is several seconds of backlog: enough for a
 /// `advance(100)` burst in manual pacing or a GC pause, small enough to bound memory
-/// (~4096 x 10 KB worst case).
+/// (~4096 x 10 KB worst case for encoded data; raw frames have a byte bound of their own).
 pub const MEDIA_QUEUE_LIMIT: usize = 4096;
+/// Bytes of raw frames (`i420`) that may wait for the JS thread before new ones are dropped:
+/// 128 MiB, about 13 s of 512x512 frames at 25 fps (384 KiB each), or 43 frames of 1080p. The
+/// event count alone would let 4096 raw frames (1.5 GiB at 512x512) pile up behind a stalled
+/// JS thread.
+pub const RAW_QUEUE_BYTES_LIMIT: usize = 128 << 20;
 /// Slots kept free above the media limit for control events.
 pub const CONTROL_RESERVE: usize = 512;
 /// The threadsafe function's own bound (Node's `max_queue_size`).
@@ -58,6 +65,16 @@ pub enum MediaEvent {
         data: Buffer,
         pts_ns: i64,
         frame_index: i64,
+    },
+    /// One rendered frame, raw I420 (BT.601 limited range): Y (width x height bytes), then U and
+    /// V (width/2 x height/2 each), rows without padding. Same `ptsNs` and `frameIndex` as the
+    /// jpeg event of that frame.
+    i420 {
+        data: Buffer,
+        pts_ns: i64,
+        frame_index: i64,
+        width: u32,
+        height: u32,
     },
     /// One Opus packet (48 kHz).
     opus {
@@ -100,6 +117,7 @@ impl MediaEvent {
             Self::h264 { .. }
                 | Self::vp8 { .. }
                 | Self::jpeg { .. }
+                | Self::i420 { .. }
                 | Self::opus { .. }
                 | Self::pcm { .. }
         )
@@ -138,6 +156,19 @@ fn from_core(event: media_core::MediaEvent) -> MediaEvent {
             data: data.into(),
             pts_ns: ns(pts_ns),
             frame_index: ns(frame_index),
+        },
+        E::I420 {
+            data,
+            pts_ns,
+            frame_index,
+            width,
+            height,
+        } => MediaEvent::i420 {
+            data: data.into(),
+            pts_ns: ns(pts_ns),
+            frame_index: ns(frame_index),
+            width,
+            height,
         },
         E::Opus {
             data,
@@ -178,6 +209,14 @@ fn from_core(event: media_core::MediaEvent) -> MediaEvent {
     }
 }
 
+/// The bytes an event counts against `RAW_QUEUE_BYTES_LIMIT`: a raw frame's size, else 0.
+fn raw_bytes(event: &MediaEvent) -> usize {
+    match event {
+        MediaEvent::i420 { data, .. } => data.len(),
+        _ => 0,
+    }
+}
+
 type EventFn =
     ThreadsafeFunction<MediaEvent, (), MediaEvent, Status, false, false, NATIVE_QUEUE_SIZE>;
 
@@ -185,6 +224,8 @@ type EventFn =
 struct Counters {
     /// Events handed to Node and not yet delivered to JavaScript.
     queued: AtomicUsize,
+    /// The bytes of the raw frames among them.
+    raw_bytes_queued: AtomicUsize,
     delivered: AtomicU64,
     dropped: AtomicU64,
 }
@@ -207,6 +248,9 @@ impl EventChannel {
             .max_queue_size::<NATIVE_QUEUE_SIZE>()
             .build_callback(move |ctx| {
                 on_js_thread.queued.fetch_sub(1, Ordering::AcqRel);
+                on_js_thread
+                    .raw_bytes_queued
+                    .fetch_sub(raw_bytes(&ctx.value), Ordering::AcqRel);
                 on_js_thread.delivered.fetch_add(1, Ordering::Relaxed);
                 Ok(ctx.value)
             })
@@ -238,6 +282,13 @@ impl EventChannel {
             counters.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        let raw = raw_bytes(&event);
+        if raw > 0
+            && counters.raw_bytes_queued.load(Ordering::Acquire) + raw > RAW_QUEUE_BYTES_LIMIT
+        {
+            counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         // A poisoned lock only means another emitter panicked while holding a read guard;
         // the Option inside is still sound.
         let guard = self.tsfn.read().unwrap_or_else(|e| e.into_inner());
@@ -246,10 +297,12 @@ impl EventChannel {
             return;
         };
         counters.queued.fetch_add(1, Ordering::AcqRel);
+        counters.raw_bytes_queued.fetch_add(raw, Ordering::AcqRel);
         let status = tsfn.call(event, ThreadsafeFunctionCallMode::NonBlocking);
         if status != Status::Ok {
             // QueueFull (the hard bound) or Closing (the environment is going away).
             counters.queued.fetch_sub(1, Ordering::AcqRel);
+            counters.raw_bytes_queued.fetch_sub(raw, Ordering::AcqRel);
             counters.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }

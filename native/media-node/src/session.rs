@@ -34,6 +34,8 @@ pub struct OutputsConfig {
     pub jpeg: Option<bool>,
     pub opus: Option<bool>,
     pub pcm: Option<bool>,
+    /// Every rendered frame raw (`i420` events), without an encoder.
+    pub i420: Option<bool>,
 }
 
 #[napi(object, object_to_js = false)]
@@ -500,6 +502,7 @@ fn session_config(c: &MediaSessionConfig) -> JsResult<media_core::SessionConfig>
             jpeg: outputs.jpeg.unwrap_or(false),
             opus: outputs.opus.unwrap_or(false),
             pcm: outputs.pcm.unwrap_or(false),
+            i420: outputs.i420.unwrap_or(false),
         },
         jpeg_quality: opt(c.jpeg_quality, d.jpeg_quality, |v| {
             to_u8("config.jpegQuality", v)
