@@ -27,10 +27,10 @@ import sharp from 'sharp';
 import WebSocket from 'ws';
 import type { Page } from 'playwright-core';
 import type { ServerProcess } from '../test/helpers/process.js';
-import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type CallStartResult, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
+import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { speak, toPcm16 } from '../test/helpers/speech.js';
 import type { RtcCaller } from './lib/rtc-caller.js';
-import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, mostCalls, mouthOnset, sleep, until, waitForEvent, withServer, type CapacityLoad } from './lib/call-measures.js';
+import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, mostCalls, mouthOnset, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad } from './lib/call-measures.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const AGENT_RATE = 16_000;
@@ -349,21 +349,7 @@ function mouthRest(frames: Array<{ t: number; grey: number }>, onsetT: number, c
 async function rtcCall(browser: TestBrowser, server: ServerProcess, rtc: { heard: number[]; mouth: number[]; av: number[]; started: number[]; silent: number[]; rest: number[] }): Promise<void> {
   const page: Page = await browser.newPage();
   try {
-    const started = await callIn<CallStartResult>(page, 'start', {
-      baseUrl: server.url,
-      key: server.bootstrapKey,
-      form: 'multipart',
-      audio: true,
-      video: true,
-      videoCodec: 'H264',
-      channel: 'oai-events',
-      microphone: 'synth',
-      session: { type: 'avatar', audio: { input: { format: { type: 'audio/pcm', rate: AGENT_RATE } } } },
-    });
-    if (started.status !== 201) throw new Error(`call refused: ${started.status} ${started.answer.slice(0, 200)}`);
-    await waitForEvent(page, 'session.created', 0);
-    await callIn(page, 'startSampling', DEFAULT_FACE_MOUTH_BOX);
-    await until(() => callIn<PageSamples>(page, 'takeSamples'), (s) => s.firstFrameAt > 0, 'the first frame');
+    await startSampledCall(page, server, { type: 'avatar', audio: { input: { format: { type: 'audio/pcm', rate: AGENT_RATE } } } }, DEFAULT_FACE_MOUTH_BOX);
     await sleep(IDLE_MS);
     const from = (await page.evaluate(() => (globalThis as unknown as { call: { events: unknown[] } }).call.events.length)) as number;
     const chunks = speechChunks(SENTENCES[0]!);

@@ -30,9 +30,9 @@
 import fs from 'node:fs';
 import type { Page } from 'playwright-core';
 import type { ServerProcess } from '../test/helpers/process.js';
-import { callIn, chromiumAvailable, eventsIn, launchBrowser, type CallStartResult, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
+import { callIn, chromiumAvailable, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { espeak } from '../test/helpers/speech.js';
-import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, mostCalls, mouthOnset, sleep, until, waitForEvent, withServer } from './lib/call-measures.js';
+import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, mostCalls, mouthOnset, sleep, startSampledCall, waitForEvent, withServer } from './lib/call-measures.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 /** Calls per run in the browser; each has TEXT_TURNS text turns and VOICE_TURNS voice turns. */
@@ -119,22 +119,9 @@ const bench: Benchmark = {
 async function oneCall(browser: TestBrowser, server: ServerProcess, l: Latencies, log: (line: string) => void): Promise<void> {
   const page = await browser.newPage();
   try {
-    const started = await callIn<CallStartResult>(page, 'start', {
-      baseUrl: server.url,
-      key: server.bootstrapKey,
-      form: 'multipart',
-      audio: true,
-      video: true,
-      videoCodec: 'H264',
-      channel: 'oai-events',
-      microphone: 'synth',
-      session: { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 500 } } } },
-    });
-    if (started.status !== 201) throw new Error(`call refused: ${started.status} ${started.answer.slice(0, 200)}`);
+    const session = { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 500 } } } };
+    const { started, first } = await startSampledCall(page, server, session, MOUTH_BOX);
     l.answer.push(started.postMs);
-    await waitForEvent(page, 'session.created', 0);
-    await callIn(page, 'startSampling', MOUTH_BOX);
-    const first = await until(() => callIn<PageSamples>(page, 'takeSamples'), (s) => s.firstFrameAt > 0, 'the first frame');
     l.firstFrame.push(first.firstFrameAt - first.answeredAt);
     await sleep(1500); // idle frames: the mouth's resting range
     for (let i = 0; i < TEXT_TURNS; i++) {

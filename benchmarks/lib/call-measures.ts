@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import type { Page } from 'playwright-core';
 import { spawnServer, type ServerProcess } from '../../test/helpers/process.js';
 import { tempDir } from '../../test/helpers/server.js';
-import { eventsIn, type PageSamples } from '../../test/helpers/browser.js';
+import { callIn, eventsIn, type CallStartResult, type PageSamples } from '../../test/helpers/browser.js';
 import { frameTiming, RtcCaller } from './rtc-caller.js';
 
 /** One frame at 25 fps: a frame later than this against its stream's clock is late. */
@@ -30,6 +30,30 @@ async function withServer(env: Record<string, string>, body: (server: ServerProc
   }
 }
 
+
+/**
+ * A call from the harness page (H.264, Opus from a silent Web Audio microphone, the `oai-events`
+ * channel) with `session`: waits for session.created, samples the mouth box of each presented
+ * frame from then on, and resolves once the first frame is shown (its samples say when).
+ */
+export async function startSampledCall(page: Page, server: ServerProcess, session: Record<string, unknown>, mouthBox: readonly number[]): Promise<{ started: CallStartResult; first: PageSamples }> {
+  const started = await callIn<CallStartResult>(page, 'start', {
+    baseUrl: server.url,
+    key: server.bootstrapKey,
+    form: 'multipart',
+    audio: true,
+    video: true,
+    videoCodec: 'H264',
+    channel: 'oai-events',
+    microphone: 'synth',
+    session,
+  });
+  if (started.status !== 201) throw new Error(`call refused: ${started.status} ${started.answer.slice(0, 200)}`);
+  await waitForEvent(page, 'session.created', 0);
+  await callIn(page, 'startSampling', mouthBox);
+  const first = await until(() => callIn<PageSamples>(page, 'takeSamples'), (s) => s.firstFrameAt > 0, 'the first frame');
+  return { started, first };
+}
 
 /** First block of played-out samples after `t0` louder than silence: the avatar is heard. */
 export function audioOnset(s: PageSamples, t0: number): number | null {

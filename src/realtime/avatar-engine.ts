@@ -37,11 +37,9 @@ import {
   type ClientEvent,
   type Json,
   type ServerEventDraft,
-  MAX_CLIENT_EVENT_BYTES,
   RealtimeError,
   decodeBase64,
   errorEvent,
-  eventIdOf,
   readClientEvent,
   requireObject,
 } from './protocol.js';
@@ -55,8 +53,6 @@ export const MAX_SEGMENT_ID_CHARS = 128;
 /** The binary header of a raw frame (docs/avatar-mode.md "Raw frames"). */
 export const RAW_FRAME_HEADER_BYTES = 24;
 const RAW_FRAME_MAGIC = 'I420';
-/** A too-large event's event_id is looked for in its first this many characters. */
-const OVERSIZE_EVENT_ID_SCAN_CHARS = 4096;
 const NS_PER_MS = 1e6;
 const BYTES_PER_SAMPLE = 2;
 
@@ -140,16 +136,13 @@ export class AvatarSessionEngine {
   /** One text message from the client; handled after every earlier one. Never throws. */
   receive(text: string): void {
     try {
-      const size = Buffer.byteLength(text);
-      if (size > MAX_CLIENT_EVENT_BYTES) {
-        const eventId = eventIdOf(text.slice(0, OVERSIZE_EVENT_ID_SCAN_CHARS));
-        this.emit(errorEvent(new RealtimeError('message_too_large', `The event is ${size} bytes; the limit is ${MAX_CLIENT_EVENT_BYTES}.`), eventId));
+      const read = readClientEvent(text, READABLE_TYPES);
+      if (read.error) {
+        this.emit(errorEvent(read.error, read.eventId));
         return;
       }
-      const read = readClientEvent(text, READABLE_TYPES);
-      // Refusals take their turn too: an error never overtakes the events of an earlier message.
-      if (read.error) this.chain = this.chain.then(() => this.emit(errorEvent(read.error, read.eventId)));
-      else this.chain = this.chain.then(() => this.handle(read.event));
+      const event = read.event;
+      this.chain = this.chain.then(() => this.handle(event));
     } catch (err) {
       this.deps.log.error('reading a client event failed', { sessionId: this.options.sessionId, err });
       this.emit(errorEvent(err, null));

@@ -253,13 +253,23 @@ function paramPath(stack: readonly Frame[]): string {
 /** A parsed client event, or why the message is not one (and the event_id it had, if readable). */
 export type ReadEvent<T extends string = ClientEventType> = { event: ClientEvent<T>; error: null } | { event: null; error: RealtimeError; eventId: string | null };
 
+/** A too-large event's event_id is looked for in its first this many characters (it is not parsed). */
+const OVERSIZE_EVENT_ID_SCAN_CHARS = 4096;
+
 /**
- * Reads one text message as a client event: its shape checked first (a message nested deeper than
+ * Reads one text message as a client event: its size first (over MAX_CLIENT_EVENT_BYTES:
+ * message_too_large, unparsed), then its shape (a message nested deeper than
  * MAX_CLIENT_EVENT_DEPTH, or with more than MAX_CLIENT_EVENT_ELEMENTS elements, is refused
  * unparsed: nesting_too_deep / too_many_elements, param naming the field), then JSON, an object,
  * its event_id, a known type.
  */
 export function readClientEvent<T extends string = ClientEventType>(text: string, types: readonly T[] = CLIENT_EVENT_TYPES as readonly string[] as readonly T[]): ReadEvent<T> {
+  const size = Buffer.byteLength(text);
+  if (size > MAX_CLIENT_EVENT_BYTES) {
+    // Not parsed (that is the point of the limit): the event_id is looked for in its first characters.
+    const error = new RealtimeError('message_too_large', `The event is ${size} bytes; the limit is ${MAX_CLIENT_EVENT_BYTES}.`);
+    return { event: null, eventId: eventIdOf(text.slice(0, OVERSIZE_EVENT_ID_SCAN_CHARS)), error };
+  }
   const scan = scanClientEvent(text);
   if (scan.tooDeepAt !== null || scan.tooManyAt !== null) {
     const at = scan.tooDeepAt ?? scan.tooManyAt;

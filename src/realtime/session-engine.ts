@@ -55,14 +55,12 @@ import {
   decodeBase64,
   decodePcm16,
   errorEvent,
-  eventIdOf,
   isObject,
   newConversationId,
   newItemId,
   newResponseId,
   readClientEvent,
   requireString,
-  MAX_CLIENT_EVENT_BYTES,
 } from './protocol.js';
 import { ResponseRun, type ModelRequest, type ResponseOutcome } from './response.js';
 import { VoiceTurns, type Speculation } from './voice-turn.js';
@@ -74,8 +72,6 @@ import { applySessionUpdate, type SessionSettings } from './session-update.js';
  * at most a few MB of database per session.
  */
 export const MAX_RECORDED_CHAT_CHARS = 4_000_000;
-/** A too-large event's event_id is looked for in its first this many characters (it is not parsed). */
-const OVERSIZE_EVENT_ID_SCAN_CHARS = 4096;
 /** Told to the model when the reply will be spoken: the avatar should talk, not write. */
 export const SPOKEN_REPLY_GUIDANCE =
   'Your replies are spoken aloud by an animated avatar in a live conversation: answer in one to three short sentences of plain speech, without lists, markdown, code or emoji.';
@@ -205,13 +201,6 @@ export class RealtimeSessionEngine {
   /** One text message from the client; handled after every earlier one. Never throws. */
   receive(text: string): void {
     try {
-      const size = Buffer.byteLength(text);
-      if (size > MAX_CLIENT_EVENT_BYTES) {
-        // Not parsed (that is the point of the limit): the event_id is looked for in its first characters.
-        const eventId = eventIdOf(text.slice(0, OVERSIZE_EVENT_ID_SCAN_CHARS));
-        this.emit(errorEvent(new RealtimeError('message_too_large', `The event is ${size} bytes; the limit is ${MAX_CLIENT_EVENT_BYTES}.`), eventId));
-        return;
-      }
       const read = readClientEvent(text);
       if (read.error) {
         this.emit(errorEvent(read.error, read.eventId));

@@ -160,3 +160,27 @@ export function mutateObject(rng: Rng, base: Record<string, unknown>): Record<st
   else out[rng.pick(keys)] = oddJson(rng);
   return out;
 }
+
+/** An event a fuzz suite saw: its type and, for errors, the error. */
+interface SeenEvent {
+  type: string;
+  error?: { type?: unknown; code?: unknown; message?: unknown; event_id?: unknown };
+}
+
+/**
+ * Checks the errors one fuzz case caused: none is a server_error, each is well formed, and each
+ * names the case's event (`eventId`) when it had one, or an event whose id starts with
+ * `otherIdPrefix` (earlier cases' events whose work is still going on); failures are appended.
+ */
+export function checkCaseErrors(events: readonly SeenEvent[], built: { eventId: string | null; describe: string }, n: number, failures: string[], otherIdPrefix: string | null = null): void {
+  for (const e of events) {
+    if (e.type !== 'error') continue;
+    const err = e.error ?? {};
+    const what = `case ${n} (${built.describe}): ${JSON.stringify(err).slice(0, 300)}`;
+    if (err.type === 'server_error' || err.code === 'server_error') failures.push(`server_error from ${what}`);
+    if (typeof err.code !== 'string' || typeof err.message !== 'string' || err.message === '') failures.push(`malformed error from ${what}`);
+    const id = err.event_id ?? null;
+    if (id !== null && id !== built.eventId && !(otherIdPrefix !== null && String(id).startsWith(otherIdPrefix))) failures.push(`error names an event that was not sent, ${what}`);
+    if (id === null && built.eventId !== null) failures.push(`error does not name its event ${built.eventId}, ${what}`);
+  }
+}

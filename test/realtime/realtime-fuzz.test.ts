@@ -20,7 +20,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Rng, fuzzSeed, mutateObject, oddJson, oddString } from '../helpers/fuzz.js';
+import { Rng, checkCaseErrors, fuzzSeed, mutateObject, oddJson, oddString } from '../helpers/fuzz.js';
 import { RealtimeTestClient, type ServerEvent } from '../helpers/realtime-client.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 
@@ -337,24 +337,6 @@ function learn(known: Known, events: readonly ServerEvent[]): void {
   for (const list of [known.itemIds, known.assistantItemIds, known.responseIds]) if (list.length > 40) list.splice(0, list.length - 40);
 }
 
-/**
- * Checks the error events that arrived between a case and its probe. An error may name an earlier
- * case (a response it started failing later), never an event that was not sent; one that names no
- * event comes from a case without a readable event_id.
- */
-function checkErrors(events: readonly ServerEvent[], built: Built, n: number, failures: string[]): void {
-  for (const e of events) {
-    if (e.type !== 'error') continue;
-    const err = e.error ?? {};
-    const what = `case ${n} (${built.describe}): ${JSON.stringify(err).slice(0, 300)}`;
-    if (err.type === 'server_error' || err.code === 'server_error') failures.push(`server_error from ${what}`);
-    if (typeof err.code !== 'string' || typeof err.message !== 'string' || err.message === '') failures.push(`malformed error from ${what}`);
-    const id = err.event_id ?? null;
-    if (id !== null && id !== built.eventId && !String(id).startsWith('fz_')) failures.push(`error names an event that was not sent, ${what}`);
-    if (id === null && built.eventId !== null) failures.push(`error does not name its event ${built.eventId}, ${what}`);
-  }
-}
-
 async function connect(t: RealtimeTestServer, index: number): Promise<RealtimeTestClient> {
   const query = index === 1 ? 'model=gpt-realtime&voice=default' : 'model=gpt-realtime';
   const client = await RealtimeTestClient.connect(t.url, { key: t.key, query });
@@ -432,7 +414,8 @@ test('thousands of hostile realtime events: no server_error, errors name their e
           return;
         }
         const caused = client.events.slice(from).filter((e) => !(e.type === 'error' && e.error?.event_id === probe));
-        checkErrors(caused, built, n, conn.failures);
+        // An error may name an earlier case (a response it started failing later), never an event that was not sent.
+        checkCaseErrors(caused, built, n, conn.failures, 'fz_');
         learn(conn.known, caused);
         conn.cases++;
       }
