@@ -9,19 +9,20 @@
  *    frame (the mouth box of the decoded frame leaving its idle range), all on the client's clock;
  *    the lips against the audio in the stream (mouth onset frame pts − output_audio_buffer.started
  *    pts); a clear after 1.5 s: clear sent → the played audio silent (cut pts − the playout
- *    position the client had seen) and → the mouth back in its idle range (pts); wire bytes per
+ *    position the client had seen) and → the mouth still (pts); wire bytes per
  *    second and what a client pays to get RGB from each (JPEG decode by libjpeg-turbo via sharp,
  *    I420 → RGB in JavaScript).
  *  - WebRTC in headless Chromium (playwright-core), the speech sent on the data channel: first
  *    append sent → first avatar audio played at the receiver, → mouth opening in the presented
  *    frames; mouth onset − audio onset at the receiver (A/V offset); a clear → the receiver's audio
- *    silent, → the mouth back at rest.
+ *    silent, → the mouth still.
  *  - Capacity with light WebRTC callers (benchmarks/lib/rtc-caller.ts): the most avatar-only calls
  *    all talking at once at 25 fps with no late frame, and CPU per call, beside full-agent calls
  *    (offline responder, Piper voice) on the same server; CPU of WebSocket sessions talking, JPEG
  *    against I420.
  *
- * Environment: AVATAR_BENCH_CAPACITY=0 skips capacity; AVATAR_BENCH_WEBRTC=0 skips the browser.
+ * Environment: AVATAR_BENCH_CAPACITY=0 skips capacity; AVATAR_BENCH_WEBRTC=0 skips the browser;
+ * AVATAR_BENCH_LATENCY=0 skips the latency runs (capacity alone).
  */
 import sharp from 'sharp';
 import WebSocket from 'ws';
@@ -55,7 +56,7 @@ interface Segment {
   firstLipFrame: number | null;
   lipOffset: number | null;
   clearToSilent: number;
-  clearToMouthRest: number | null;
+  clearToMouthStill: number | null;
 }
 
 type Mode = 'jpeg' | 'i420';
@@ -72,7 +73,8 @@ const bench: Benchmark = {
     const rtc = { heard: [] as number[], mouth: [] as number[], av: [] as number[], started: [] as number[], silent: [] as number[], rest: [] as number[] };
     const webrtc = process.env.AVATAR_BENCH_WEBRTC !== '0';
     if (webrtc && !chromiumAvailable()) throw new Error('/usr/bin/chromium is missing (bash src/cli/setup.sh installs it)');
-    for (let run = 0; run < ctx.runs; run++) {
+    const latency = process.env.AVATAR_BENCH_LATENCY !== '0';
+    for (let run = 0; latency && run < ctx.runs; run++) {
       await withServer({}, async (server) => {
         for (const mode of ['jpeg', 'i420'] as const) {
           const session = await WsAvatar.open(server, mode);
@@ -98,7 +100,7 @@ const bench: Benchmark = {
         }
       });
     }
-    for (const mode of ['jpeg', 'i420'] as const) {
+    for (const mode of latency ? (['jpeg', 'i420'] as const) : []) {
       const s = ws[mode];
       const p = `[websocket ${mode}] `;
       const defined = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
@@ -108,19 +110,19 @@ const bench: Benchmark = {
         summarise(`${p}first append sent → first lip-synced frame (mouth moving)`, 'ms', defined(s.map((x) => x.firstLipFrame))),
         summarise(`${p}mouth onset − audio onset in the stream (pts)`, 'ms', defined(s.map((x) => x.lipOffset))),
         summarise(`${p}clear → audio silent (cut pts − playout position seen)`, 'ms', s.map((x) => x.clearToSilent)),
-        summarise(`${p}clear → mouth back at rest (pts)`, 'ms', defined(s.map((x) => x.clearToMouthRest))),
+        summarise(`${p}clear → mouth still (pts of the cut → first frame after which the mouth box stops changing)`, 'ms', defined(s.map((x) => x.clearToMouthStill))),
         summarise(`${p}bytes per second on the wire (events and frames)`, 'MB/s', wire[mode]),
         summarise(`${p}client cost to get an RGB frame (${mode === 'jpeg' ? 'JPEG decode, libjpeg-turbo via sharp' : 'I420 → RGB in JavaScript'})`, 'ms', decode[mode]),
       );
     }
-    if (webrtc) {
+    if (latency && webrtc) {
       metrics.push(
         summarise('[webrtc] first append sent (data channel) → output_audio_buffer.started', 'ms', rtc.started),
         summarise('[webrtc] first append sent → first avatar audio played at the receiver', 'ms', rtc.heard),
         summarise('[webrtc] first append sent → mouth opening in the presented frames', 'ms', rtc.mouth),
         summarise('[webrtc] mouth opening onset − avatar audio onset at the receiver', 'ms', rtc.av),
         summarise('[webrtc] clear sent → receiver audio silent', 'ms', rtc.silent),
-        summarise('[webrtc] clear sent → mouth back at rest at the receiver', 'ms', rtc.rest),
+        summarise('[webrtc] clear sent → mouth still in the presented frames', 'ms', rtc.rest),
       );
     }
     if (process.env.AVATAR_BENCH_CAPACITY !== '0') {
@@ -233,7 +235,7 @@ class WsAvatar {
     const firstFrame = frames.find((f) => f.ptsMs >= startedPts)!;
     const onsetPts = mouthOnset({ frames: frames.map((f) => ({ t: f.ptsMs, grey: f.grey })) }, startedPts);
     const onsetFrame = onsetPts === null ? null : frames.find((f) => f.ptsMs === onsetPts)!;
-    const rest = mouthRest(frames.map((f) => ({ t: f.ptsMs, grey: f.grey })), startedPts, cutPts);
+    const rest = mouthStill(frames.map((f) => ({ t: f.ptsMs, grey: f.grey })), startedPts, cutPts);
     const silentFrom = this.events.slice(from).find((s) => s.event.type === 'response.output_audio.delta' && s.event.pts_ms >= seenPts && s.event.silent);
     await sleep(IDLE_MS);
     return {
@@ -242,7 +244,7 @@ class WsAvatar {
       firstLipFrame: onsetFrame ? onsetFrame.at - t0 : null,
       lipOffset: onsetPts === null ? null : onsetPts - startedPts,
       clearToSilent: (silentFrom?.event.pts_ms ?? cutPts) - (seenPts + FRAME_MS),
-      clearToMouthRest: rest === null ? null : rest - cutPts,
+      clearToMouthStill: rest === null ? null : rest - cutPts,
     };
   }
 
@@ -331,18 +333,20 @@ function i420ToRgb(planes: Buffer, width: number, height: number): Buffer {
 }
 
 /**
- * The first frame after `cutT` whose mouth box is back in the range of the idle frames before
- * `onsetT` (widened as mouthOnset widens it), two frames in a row.
+ * The first frame from `cutT` on after which the mouth box stays still: three frame-to-frame
+ * changes of its grey level in a row no larger than twice the largest change between the idle
+ * frames before `onsetT` (plus half a grey level). Stillness, not a return to the idle grey: the
+ * head keeps moving after a cut, and the box's grey drifts with it.
  */
-function mouthRest(frames: Array<{ t: number; grey: number }>, onsetT: number, cutT: number): number | null {
-  const idle = frames.filter((f) => f.t < onsetT - 150 && f.t > onsetT - 150 - 500).map((f) => f.grey);
+function mouthStill(frames: Array<{ t: number; grey: number }>, onsetT: number, cutT: number): number | null {
+  const idle = frames.filter((f) => f.t < onsetT - 150 && f.t > onsetT - 650).map((f) => f.grey);
   if (idle.length < 8) return null;
-  const lo = Math.min(...idle);
-  const hi = Math.max(...idle);
-  const margin = (hi - lo) / 4 + 1;
-  const at = (g: number) => g >= lo - margin && g <= hi + margin;
+  const idleStep = Math.max(...idle.slice(1).map((g, i) => Math.abs(g - idle[i]!)));
+  const still = 2 * idleStep + 0.5;
   const after = frames.filter((f) => f.t >= cutT);
-  for (let i = 0; i + 1 < after.length; i++) if (at(after[i]!.grey) && at(after[i + 1]!.grey)) return after[i]!.t;
+  for (let i = 0; i + 3 < after.length; i++) {
+    if ([1, 2, 3].every((k) => Math.abs(after[i + k]!.grey - after[i + k - 1]!.grey) <= still)) return after[i]!.t;
+  }
   return null;
 }
 
@@ -376,7 +380,7 @@ async function rtcCall(browser: TestBrowser, server: ServerProcess, rtc: { heard
       }
       const lastLoud = s.loud.filter((b) => b.t > clearAt).at(-1);
       rtc.silent.push(lastLoud ? lastLoud.t - clearAt : 0);
-      const rest = mouthRest(s.frames, heardAt, clearAt);
+      const rest = mouthStill(s.frames, heardAt, clearAt);
       if (rest !== null) rtc.rest.push(rest - clearAt);
     }
     await callIn(page, 'hangup');
