@@ -6,7 +6,9 @@
  *   own AvatarRunner reads the plugin's audio output (a QueueAudioOutput) into its
  *   VideoGenerator, with a stand-in for the room; the script plays the agent session (20 ms
  *   frames of a real recording through capture_frame / flush / clear_buffer / wait_for_playout)
- *   through a whole segment, one cut by a barge-in and one after it.
+ *   through a whole segment, one cut by a barge-in and one after it. The plugin names each
+ *   segment on its appends (segment_id) and sizes AvatarOptions from the session object: the
+ *   server's events, played audio and frames must carry its ids and that size.
  * - A key the server refuses: connect() raises, saying why.
  * - The whole room, when a LiveKit server binary is here (LIVEKIT_SERVER_BIN, or
  *   target/livekit-server/server as `go install github.com/livekit/livekit-server/cmd/server`
@@ -148,15 +150,19 @@ function checkRunner(run: ClientRun, format: 'i420' | 'jpeg', why: string): void
   const width = connected.width as number;
   const height = connected.height as number;
   assert.ok(width > 0 && height > 0 && width % 2 === 0 && height % 2 === 0, why);
+  // The size and rate AvatarOptions got are the session object's (known before any frame); the
+  // frames below are checked against them.
+  const video = connected.session_video as { format: string; width: number; height: number; fps: number };
+  assert.equal([video.width, video.height, video.fps], [width, height, connected.fps], why);
   const frameMs = 1000 / (connected.fps as number);
   // AvatarRunner published the avatar's tracks (to the stand-in room) once each.
   assert.equal(run.of('published').map((p) => `${p.kind}:${p.name}`).sort(), ['audio:avatar_audio', 'video:avatar_video'], why);
 
   // Frames: the session's size, I420 as it came (no decode) or decoded JPEG, pts increasing on
   // the frame clock; none skipped by the plugin.
-  const video = run.of('video');
-  assert.ok(video.length >= 100, `${video.length} frames\n${why}`);
-  for (const v of video) {
+  const frames = run.of('video');
+  assert.ok(frames.length >= 100, `${frames.length} frames\n${why}`);
+  for (const v of frames) {
     assert.is(v.width, width, why);
     assert.is(v.height, height, why);
     if (format === 'i420') {
@@ -167,7 +173,7 @@ function checkRunner(run: ClientRun, format: 'i420' | 'jpeg', why: string): void
       assert.is(v.bytes, width * height * 4, why);
     }
   }
-  const vpts = video.map((v) => v.pts_ms as number);
+  const vpts = frames.map((v) => v.pts_ms as number);
   for (let i = 1; i < vpts.length; i++) assert.ok(vpts[i]! > vpts[i - 1]!, `frame pts ${vpts[i - 1]} then ${vpts[i]}\n${why}`);
   const vsteps = vpts.slice(1).filter((p, i) => Math.abs(p - vpts[i]! - frameMs) > 0.5);
   assert.ok(vsteps.length <= 3, `a frame every ${frameMs} ms (${vsteps.length} jumps)\n${why}`);
@@ -237,6 +243,27 @@ function checkRunner(run: ClientRun, format: 'i420' | 'jpeg', why: string): void
   assert.ok(afterCut.length >= 10, why);
   const loud = afterCut.filter((a) => a.rms > 0 || a.segment_id !== null);
   assert.equal(loud, [], `silence after the barge-in\n${why}`);
+
+  // Segment ids: the plugin names each segment on its appends, and the server's events, its
+  // played audio and its JPEG frames name the segments so; the generator's events carry them.
+  const ids = run.of('sent').filter((s) => s.type === 'output_audio_buffer.append').map((s) => s.segment_id as string);
+  assert.is(ids.length, 3, `one segment id per segment\n${why}`);
+  assert.is(new Set(ids).size, 3, why);
+  for (const id of ids) assert.match(id, /^livekit_seg_\d+$/, why);
+  assert.equal(serverStarts.map((s) => s.segment_id), ids, `the server's started events name the plugin's segments\n${why}`);
+  assert.equal(serverStops.map((s) => s.segment_id), ids, `the server's stopped events name the plugin's segments\n${why}`);
+  const committed = run.server('output_audio_buffer.committed').map((s) => s.segment_id as string);
+  assert.ok(committed.includes(ids[0]!) && committed.includes(ids[2]!) && committed.every((id) => ids.includes(id)), `committed ${committed.join(', ')}\n${why}`);
+  assert.equal(run.of('gen_started').map((s) => s.segment_id), ids, why);
+  assert.equal(run.of('gen_finished').map((s) => s.segment_id), ids, why);
+  const audioIds = new Set(audio.map((a) => a.segment_id));
+  assert.equal([...audioIds].filter((id) => id !== null && !ids.includes(id)), [], `played audio names only the plugin's segments\n${why}`);
+  for (const id of ids) assert.ok(audioIds.has(id), `played audio of ${id}\n${why}`);
+  if (format === 'jpeg') {
+    const frameIds = new Set(frames.map((v) => v.segment_id));
+    assert.equal([...frameIds].filter((id) => id !== null && !ids.includes(id)), [], why);
+    assert.ok(frameIds.has(ids[0]!), `frames of ${ids[0]} name it\n${why}`);
+  }
 }
 
 function checkRoom(run: ClientRun, why: string): void {
@@ -263,6 +290,11 @@ function checkRoom(run: ClientRun, why: string): void {
   assert.is(stops[0]!.interrupted, false, why);
   assert.ok(Math.abs((stops[0]!.played_ms as number) - SPEECH_MS) <= 60, why);
   assert.is(stops[1]!.interrupted, true, why);
+  // Each reply is a segment named by the plugin.
+  const ids = starts.map((s) => s.segment_id as string);
+  assert.is(new Set(ids).size, 2, why);
+  for (const id of ids) assert.match(id, /^livekit_seg_\d+$/, why);
+  assert.equal(stops.map((s) => s.segment_id), ids, why);
 
   // The chat history: the whole reply, then the interrupted one cut where the server cut it.
   const say = run.of('say').filter((s) => s.phase === 'done');

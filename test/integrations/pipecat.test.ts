@@ -7,8 +7,10 @@
  * aggregator sends them), bad input (odd byte length, a refused rate) followed by speech that must
  * still play, and last words with the EndFrame right behind them, which play out before the
  * socket closes. Run with JPEG frames (the service's default) and with raw I420 frames plus the
- * idle audio (push_idle_audio). A third run gives the service a key the server refuses: an
- * ErrorFrame, and the TTS audio passes through.
+ * idle audio (push_idle_audio). The service names each segment on its appends (segment_id) and
+ * takes the frame size and rate from the session object: the server's events, played audio and
+ * frames must carry its ids and that size. A third run gives the service a key the server
+ * refuses: an ErrorFrame, and the TTS audio passes through.
  *
  * The server is the real one (media plane, renderer, encoders) started in this process; nothing
  * of a model runs in an avatar-only session. Needs target/clients-venv (src/cli/setup.sh --fleet)
@@ -109,8 +111,12 @@ function checkRun(run: ClientRun, idleAudio: boolean, why: string): void {
   const ends = run.of('playback_finished');
   const ids = [...new Set(starts.map((s) => s.segment_id as string))];
   assert.is(ids.length, 4, `four segments played\n${why}`);
+  // Named by the service on its appends, and so by the server's events.
+  const appends = run.of('append');
+  assert.equal(appends.map((a) => a.segment_id), ids, `the segments are the ones the service named\n${why}`);
+  assert.equal(run.server('output_audio_buffer.started').map((s) => s.segment_id), ids, why);
   for (const id of ids) {
-    assert.match(id, /^seg_[A-Za-z0-9]{20}$/, why);
+    assert.match(id, /^pipecat_seg_\d+$/, why);
     assert.is(starts.filter((s) => s.segment_id === id).length, 1, `${id} started once\n${why}`);
     assert.is(ends.filter((s) => s.segment_id === id).length, 1, `${id} finished once\n${why}`);
     assert.is(run.server('output_audio_buffer.stopped').filter((s) => s.segment_id === id).length, 1, why);
@@ -119,6 +125,13 @@ function checkRun(run: ClientRun, idleAudio: boolean, why: string): void {
   const [seg1, seg2, seg3, seg4] = ids as [string, string, string, string];
   const end = (id: string) => ends.find((e) => e.segment_id === id)!;
   const start = (id: string) => starts.find((s) => s.segment_id === id)!;
+  const committed = run.server('output_audio_buffer.committed').map((c) => c.segment_id as string);
+  assert.ok([seg1, seg3, seg4].every((id) => committed.includes(id)) && committed.every((id) => ids.includes(id)), `committed: ${committed.join(', ')}\n${why}`);
+  // Segment 3's opening append (odd length) was refused; the name it carried is the one the
+  // server gave the segment the next append opened.
+  const refusedAppend = run.server('error').find((e) => e.error?.code === 'invalid_audio');
+  assert.ok(refusedAppend, why);
+  assert.is(refusedAppend.error.event_id, appends.find((a) => a.segment_id === seg3)!.event_id, why);
 
   // Played out whole: segment 1 (all of the recording), 3 (its first second, after the refused
   // chunks) and 4 (0.6 s, with the EndFrame right behind it).
@@ -158,6 +171,7 @@ function checkRun(run: ClientRun, idleAudio: boolean, why: string): void {
   const loud = afterCut.filter((a) => a.peak > 0 || a.segment_id !== null);
   assert.equal(loud, [], `audio after the cut is silence outside any segment\n${why}`);
   assert.ok(audio.some((a) => a.segment_id === seg1 && a.peak > 1000), `segment 1's played audio is the speech\n${why}`);
+  assert.equal([...new Set(audio.map((a) => a.segment_id))].filter((id) => id !== null && !ids.includes(id)), [], `played audio names only the service's segments\n${why}`);
 
   // What the pipeline got: 24 kHz mono; the segments' audio as TTSAudioRawFrame carrying the TTS
   // context, the idle silence only with push_idle_audio (as SpeechOutputAudioRawFrame), none of
@@ -177,6 +191,7 @@ function checkRun(run: ClientRun, idleAudio: boolean, why: string): void {
   }
   const speech = pushed.filter((a) => a.kind === 'TTSAudioRawFrame');
   assert.equal([...new Set(speech.map((a) => a.context_id))], ['ctx-1', 'ctx-2', 'ctx-3', 'ctx-4'], `played audio carries its TTS context\n${why}`);
+  assert.equal([...new Set(speech.map((a) => `${a.context_id} ${a.segment_id}`))], ids.map((id, i) => `ctx-${i + 1} ${id}`), `and the service's segment id\n${why}`);
   const ctx2Late = speech.filter((a) => a.context_id === 'ctx-2' && a.pts_ns / 1e6 >= lastSeenPts + 100);
   assert.equal(ctx2Late, [], `no audio of the cut segment reaches the pipeline after the barge-in\n${why}`);
   const pushedMs = (ctx: string) => speech.filter((a) => a.context_id === ctx).reduce((s, a) => s + a.bytes / 48, 0);
@@ -196,11 +211,18 @@ function checkRun(run: ClientRun, idleAudio: boolean, why: string): void {
     assert.ok(lastAudio >= 0 && stop > lastAudio, `${ctxId}: TTSStoppedFrame after its played audio\n${why}`);
   }
 
-  // Frames: RGB of the frame's size, pts increasing, all the time (idle and speaking). (The server
-  // skips frames, never audio, for a client that reads too slowly: I420 on a loaded machine.)
+  // Frames: RGB of the session's size (the session object says it, and the service's frame_size
+  // and frame_rate, before any frame came), pts increasing, all the time (idle and speaking).
+  // (The server skips frames, never audio, for a client that reads too slowly: I420 on a loaded
+  // machine.)
+  const connected = run.of('connected')[0]!;
+  const video = connected.session.video as { width: number; height: number; fps: number };
+  assert.equal(connected.frame_size, [video.width, video.height], why);
+  assert.is(connected.frame_rate, video.fps, why);
+  assert.is(1000 / video.fps, FRAME_MS, why);
   const images = run.of('image');
   assert.ok(images.length >= 50, `${images.length} frames\n${why}`);
-  const [w, h] = images[0]!.size as [number, number];
+  const [w, h] = [video.width, video.height];
   assert.ok(w > 0 && h > 0, why);
   for (let i = 0; i < images.length; i++) {
     const img = images[i]!;

@@ -12,7 +12,9 @@ the avatar server (face, in sync with the voice) -> a local WebRTC page or a Dai
 
 Optional: AVATAR_FACE (a face id), AVATAR_VIDEO_FORMAT (jpeg, the default, or i420: raw frames,
 no JPEG encode on the server but 10 MB/s at 512x512), AVATAR_VIDEO_SIZE (the server's frame size, default 512x512) and
-AVATAR_FPS (its frame rate, default 25), CARTESIA_VOICE_ID, OPENAI_MODEL.
+AVATAR_FPS (its frame rate, default 25), CARTESIA_VOICE_ID, OPENAI_MODEL. The transport is built
+with AVATAR_VIDEO_SIZE and AVATAR_FPS before the avatar session opens; when the session says
+otherwise (its session object has the size and rate), a warning says what to set.
 """
 
 import os
@@ -86,6 +88,17 @@ async def run_bot(transport: BaseTransport, runner_args: RunnerArguments):
         face=os.getenv("AVATAR_FACE") or None,
         video_format=os.getenv("AVATAR_VIDEO_FORMAT", "jpeg"),
     )
+
+    @avatar.event_handler("on_connected")
+    async def on_connected(service, session):
+        # The session says its frame size and rate when it opens; the transport was given its
+        # own when it was built (VIDEO above), before the pipeline started.
+        if service.frame_size != (WIDTH, HEIGHT) or service.frame_rate != FPS:
+            w, h = service.frame_size or (0, 0)
+            logger.warning(
+                f"the avatar sends {w}x{h} at {service.frame_rate:g} fps, the transport expects {WIDTH}x{HEIGHT} "
+                f"at {FPS}: set AVATAR_VIDEO_SIZE={w}x{h} AVATAR_FPS={service.frame_rate:g}"
+            )
 
     @avatar.event_handler("on_playback_finished")
     async def on_playback_finished(service, segment_id, played_ms, interrupted):

@@ -15,13 +15,19 @@ and turn state do.
   listen     avatar.listen true, then false
 
 Prints one JSON line per observation, each with `t` (ms since the script started):
-  connected {session_id, width, height, fps, format, connect_ms}
-  video {pts_ms, index, width, height, buffer, bytes}   every frame the runner got
+  connected {session_id, width, height, fps, format, session_video, connect_ms}
+            (width/height/fps: the generator's, for AvatarOptions; session_video: the session
+            object's `video`)
+  sent {type, segment_id}         what the plugin sent the server: each commit and clear, and
+                                  the first append of each segment id
+  video {pts_ms, index, width, height, buffer, bytes, segment_id}   every frame the runner got
   audio {pts_ms, segment_id, rate, channels, samples, rms}   every played-audio frame
   segment_end                                            an AudioSegmentEnd the runner got
   push {segment, rate, frames, pushed_ms, phase: start|end}
   playback_started {segment}      the audio output's event (what AgentSession hears)
   playback_finished {segment, playback_position, interrupted}
+  gen_started {segment, segment_id}, gen_finished {segment, segment_id, playback_position,
+            interrupted}          the generator's own events, naming the plugin's segment id
   playout {segment, playback_position, interrupted}   what wait_for_playout() returned
   clear {segment, pushed_ms, last_pts_ms}   the barge-in; last_pts_ms is the newest played
                                             audio's pts when it was sent
@@ -139,6 +145,18 @@ class TappedGenerator(AvatarServerVideoGenerator):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.first_voiced_audio_t: float | None = None
+        self._appended_ids: set[str] = set()
+
+    def _send(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "output_audio_buffer.append":
+            sid = event.get("segment_id")
+            if sid not in self._appended_ids:
+                self._appended_ids.add(sid)
+                emit("sent", type=kind, segment_id=sid)
+        elif kind in ("output_audio_buffer.commit", "output_audio_buffer.clear"):
+            emit("sent", type=kind)
+        super()._send(event)
 
     def __aiter__(self):  # type: ignore[override]
         return self._tapped()
@@ -226,6 +244,7 @@ async def main() -> int:
         height=gen.video_height,
         fps=gen.video_fps,
         format=gen.session.get("video", {}).get("format"),
+        session_video=gen.session.get("video"),
         connect_ms=round((time.monotonic() - t) * 1000, 1),
     )
 
@@ -248,6 +267,20 @@ async def main() -> int:
 
     audio_output.on("playback_started", on_started)
     audio_output.on("playback_finished", on_finished)
+    gen.on(
+        "playback_started",
+        lambda ev: emit("gen_started", segment=current["segment"], segment_id=ev.segment_id),
+    )
+    gen.on(
+        "playback_finished",
+        lambda ev: emit(
+            "gen_finished",
+            segment=current["segment"],
+            segment_id=ev.segment_id,
+            playback_position=round(ev.playback_position, 3),
+            interrupted=ev.interrupted,
+        ),
+    )
 
     runner = AvatarRunner(
         FakeRoom(),  # type: ignore[arg-type]

@@ -23,7 +23,10 @@ between segments comes down too (as SpeechOutputAudioRawFrame).
 What was seen goes to stdout as JSON lines, one object each with an "event" key, for
 test/integrations/pipecat.test.ts (t: seconds since the script started):
 
-  {"event": "connected", "session": {...}}                         on_connected
+  {"event": "connected", "session": {...}, "frame_size", "frame_rate"}   on_connected (and the
+                                                                   service's properties then)
+  {"event": "append", "segment_id", "event_id", "t"}               the first append the service sent
+                                                                   of each segment id
   {"event": "server", "type": ..., ...}                            each server event but the deltas
   {"event": "server_audio", "pts_ms", "segment_id", "peak", "bytes"}  each response.output_audio.delta
   {"event": "sent", "segment": n, "context_id", "rate", "audio_ms", "t_first", "t_last"}  what FakeTTS pushed
@@ -106,9 +109,18 @@ def resample(pcm: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
 
 
 class WatchedAvatarService(AvatarVideoService):
-    """The plugin as shipped, reporting the server events it handles."""
+    """The plugin as shipped, reporting the server events it handles and the segment ids it sends."""
 
-    last_audio_pts_ms: int | None = None
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.last_audio_pts_ms: int | None = None
+        self.appended_ids: set[str] = set()
+
+    async def _send(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "output_audio_buffer.append" and event.get("segment_id") not in self.appended_ids:
+            self.appended_ids.add(event.get("segment_id"))
+            emit("append", segment_id=event.get("segment_id"), event_id=event.get("event_id"), t=now())
+        await super()._send(event)
 
     async def handle_server_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -206,7 +218,7 @@ async def scenario(args: argparse.Namespace, tts: FakeTTS, avatar: WatchedAvatar
 
     @avatar.event_handler("on_connected")
     async def on_connected(service, session):
-        emit("connected", session=session, t=now())
+        emit("connected", session=session, frame_size=service.frame_size, frame_rate=service.frame_rate, t=now())
         connected.set()
 
     @avatar.event_handler("on_disconnected")

@@ -70,8 +70,11 @@ class ServerTimedAudioOutput(QueueAudioOutput):
 
     def clear_buffer(self) -> None:
         super().clear_buffer()
-        # Segments still wholly in the queue were dropped before reaching the server, which will
-        # never report them: they finish (0 s heard) once the server has reported the others.
+        # The agent session counts a segment at its first captured frame; the generator names
+        # one at the first frame the runner hands it. Segments still wholly in this queue were
+        # just dropped, so neither the generator nor the server will ever report them: they
+        # finish (0 s heard) right after the server has answered this clear, behind those it
+        # reports, which keeps the agent session's count in order.
         orphans = self._pending_playback_count - self._generator.unfinished_segments
         self._orphans.append(max(0, orphans))
 
@@ -109,7 +112,7 @@ class AvatarSession(_BaseAvatarSession):
             ``target_fps`` the avatar should use.
         listen_to_user: send ``avatar.listen`` while the user speaks (the face attends).
         http_session: an aiohttp session to open the WebSocket with (one is made otherwise).
-        connect_timeout: seconds to wait for the session and its first frames.
+        connect_timeout: seconds to wait for the connection and the session to open.
     """
 
     def __init__(

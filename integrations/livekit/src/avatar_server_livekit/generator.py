@@ -15,23 +15,30 @@ It also emits, from the server's `output_audio_buffer.started` / `stopped`:
   or was cut by a clear; ``playback_position`` is how much of it was heard, in seconds.
 
 Exactly one of each per segment the agent pushed (a ``playback_started`` only if it was heard
-at all), in order, which is what LiveKit's `AudioOutput` counts. See docs/avatar-mode.md in the
-avatar server's repository for the protocol.
+at all), in order, which is what LiveKit's `AudioOutput` counts.
+
+Segment ids: each of the agent's segments (the frames between two `AudioSegmentEnd`s) is named
+here when it opens (``livekit_seg_1``, ``livekit_seg_2``, ...), and every append of it carries
+that name as ``segment_id``. The server names the segment an append opens after it and ignores
+the name on appends that join the open one, so its events, its played audio and its frames name
+the agent's segments by these ids, and the generator finds a segment by its id: nothing depends
+on the order in which the server mentions them. See docs/avatar-mode.md in the avatar server's
+repository for the protocol.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import logging
 import os
 import struct
 import time
-import uuid
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -81,6 +88,7 @@ class AvatarVideoFrame(rtc.VideoFrame):
 
 @dataclass
 class PlaybackStarted:
+    #: the agent's segment (the ``segment_id`` its appends carried)
     segment_id: str
     #: the server's session clock at the segment's first sample
     pts_ms: float
@@ -90,9 +98,8 @@ class PlaybackStarted:
 
 @dataclass
 class PlaybackFinished:
-    #: the server's segment ids this segment of the agent's spanned (one unless the server ended
-    #: an uncommitted segment by itself and the agent went on)
-    segment_ids: list[str]
+    #: the agent's segment (the ``segment_id`` its appends carried)
+    segment_id: str
     #: seconds of it that were heard
     playback_position: float
     interrupted: bool
@@ -100,18 +107,26 @@ class PlaybackFinished:
 
 @dataclass
 class _Segment:
-    """One segment of the agent's speech: the frames pushed between two AudioSegmentEnds."""
+    """One segment of the agent's speech: the frames pushed between two AudioSegmentEnds.
 
-    epoch: int  # the number of clears requested before it opened
+    Every append of it carries ``id``, not just the first: the server reads the name only on the
+    append that opens a segment, which is then whichever of them it accepts first (one before it
+    may have been refused), or the first after it ended the segment by itself (below).
+    """
+
+    id: str
     pushed_s: float = 0.0
     sent: bool = False  # an append of it has been sent
-    committed: bool = False
+    #: the commit sent at its AudioSegmentEnd (an error naming it is that commit's commit_empty)
     commit_event_id: str | None = None
-    live_id: str | None = None  # the server's segment now holding its audio
-    server_ids: list[str] = field(default_factory=list)
-    played_ms: float = 0.0  # of server segments that ended before the commit
+    #: The server answered the commit with `committed`: from then on a `stopped` of this id is
+    #: the segment's last. (A `commit_empty` answer finishes the segment at once.)
+    commit_answered: bool = False
+    #: What the server reported heard of it so far. More than one `stopped` can name it: the
+    #: server ends an open segment by itself once its audio ran out 10 s before, and the next
+    #: append (with the same id) opens a new one under the same name; the agent's segment goes on.
+    played_ms: float = 0.0
     started: bool = False
-    done: bool = False
 
 
 _CLOSED = object()
@@ -144,8 +159,8 @@ class AvatarServerVideoGenerator(
 ):
     """One avatar-only session of the avatar server, driven by LiveKit's `AvatarRunner`.
 
-    Call `connect()` first: it opens the session and waits for the first two frames, which give
-    `video_width`, `video_height` and `video_fps` for `AvatarOptions`.
+    Call `connect()` first: it opens the session, whose session object gives `video_width`,
+    `video_height` and `video_fps` for `AvatarOptions` before any frame has come.
     """
 
     def __init__(
@@ -195,22 +210,21 @@ class AvatarServerVideoGenerator(
         self.skipped_audio = 0
         self._skipping = False
 
-        # the agent's segments, in the order they were opened, until each has finished
-        self._segments: deque[_Segment] = deque()
-        self._by_server_id: dict[str, _Segment] = {}
+        # the agent's segments by id, in the order they were opened, until each has finished
+        self._segments: dict[str, _Segment] = {}
         self._open: _Segment | None = None
-        self._epoch = 0
-        self._clears_in_flight: deque[int] = deque()
+        self._segment_numbers = itertools.count(1)
+        # for each clear sent and not answered yet, the segments it cuts
+        self._clears: deque[list[_Segment]] = deque()
         self._input_rate: int | None = None
         self._resampler: rtc.AudioResampler | None = None
         self._resampler_rate: int | None = None
         self._listening: bool | None = None
 
-        self._first_frames: list[tuple[int, int, float]] = []
-        self._first_frames_ready = asyncio.Event()
+        # the session's frame size and rate (its session object's `video`), set by connect()
         self.video_width = 0
         self.video_height = 0
-        self.video_fps = 25.0
+        self.video_fps = 0.0
         #: the newest pts the server sent (audio or frame)
         self.last_pts_ms = 0.0
 
@@ -225,7 +239,7 @@ class AvatarServerVideoGenerator(
         return self._video_format
 
     async def connect(self) -> None:
-        """Opens the session, sets it up and waits for its first frames (their size and rate)."""
+        """Opens the session and sets it up; its frame size and rate are known on return."""
         if self._http is None:
             self._http = aiohttp.ClientSession()
         try:
@@ -245,6 +259,17 @@ class AvatarServerVideoGenerator(
                 ) from e
             created = await self._receive_json_until(("session.created",))
             self.session = created.get("session", {})
+            # The frames' size and rate are fixed when the session opens (read-only fields).
+            video = self.session.get("video") or {}
+            try:
+                self.video_width = int(video["width"])
+                self.video_height = int(video["height"])
+                self.video_fps = float(video["fps"])
+            except (KeyError, TypeError, ValueError):
+                raise AvatarServerError(
+                    f"the avatar server's session has no frame size and rate ({video!r}): "
+                    "it predates session.video.width/height/fps"
+                ) from None
             update: dict[str, Any] = {
                 "type": "avatar",
                 "output_modalities": ["audio", "image"],
@@ -261,13 +286,6 @@ class AvatarServerVideoGenerator(
             raise
         self._recv_task = asyncio.create_task(self._receive_loop(), name="avatar-server-recv")
         self._send_task = asyncio.create_task(self._send_loop(), name="avatar-server-send")
-        try:
-            await asyncio.wait_for(self._first_frames_ready.wait(), self._connect_timeout)
-        except asyncio.TimeoutError:
-            await self.aclose()
-            raise AvatarServerError(
-                f"no video frame from the avatar server within {self._connect_timeout} s"
-            ) from None
         logger.debug(
             "avatar session open",
             extra={
@@ -325,18 +343,17 @@ class AvatarServerVideoGenerator(
             if seg is None:
                 return
             self._open = None
-            seg.committed = True
             if self._closed or not seg.sent:
                 # nothing reached the server: with no server, as if it had played; else nothing did
                 self._finish(seg, seg.pushed_s * 1000 if self._closed else 0.0, interrupted=False)
                 return
-            seg.commit_event_id = "evt_" + uuid.uuid4().hex[:20]
+            seg.commit_event_id = f"evt_commit_{seg.id}"
             self._send({"type": "output_audio_buffer.commit", "event_id": seg.commit_event_id})
             return
 
         if self._open is None:
-            self._open = _Segment(epoch=self._epoch)
-            self._segments.append(self._open)
+            self._open = _Segment(id=f"livekit_seg_{next(self._segment_numbers)}")
+            self._segments[self._open.id] = self._open
         self._open.pushed_s += frame.duration
         if self._closed:
             return
@@ -356,7 +373,11 @@ class AvatarServerVideoGenerator(
             )
         self._open.sent = True
         self._send(
-            {"type": "output_audio_buffer.append", "audio": base64.b64encode(pcm).decode("ascii")}
+            {
+                "type": "output_audio_buffer.append",
+                "segment_id": self._open.id,
+                "audio": base64.b64encode(pcm).decode("ascii"),
+            }
         )
 
     def clear_buffer(self) -> None:
@@ -366,12 +387,13 @@ class AvatarServerVideoGenerator(
         ``interrupted=True`` when the server says how much of it was heard.
         """
         self._open = None
-        self._epoch += 1
         if self._closed:
             self._finish_all_after_disconnect()
             self.emit("cleared", 0.0)
             return
-        self._clears_in_flight.append(self._epoch)
+        # The server reports every segment it cut before it answers; those it never had (their
+        # frames never reached it) are finished when it answers (see "cleared" in _on_event).
+        self._clears.append(list(self._segments.values()))
         self._send({"type": "output_audio_buffer.clear"})
 
     def set_listening(self, listening: bool) -> None:
@@ -388,7 +410,7 @@ class AvatarServerVideoGenerator(
     @property
     def unfinished_segments(self) -> int:
         """The agent's segments pushed here whose playback has not been reported finished."""
-        return sum(1 for s in self._segments if not s.done)
+        return len(self._segments)
 
     def _to_mono_pcm16(self, frame: rtc.AudioFrame) -> tuple[bytes, int]:
         if MIN_INPUT_RATE <= frame.sample_rate <= MAX_INPUT_RATE:
@@ -517,14 +539,6 @@ class AvatarServerVideoGenerator(
 
     def _on_video(self, frame: AvatarVideoFrame) -> None:
         self.last_pts_ms = max(self.last_pts_ms, frame.pts_ms)
-        if not self._first_frames_ready.is_set():
-            self._first_frames.append((frame.width, frame.height, frame.pts_ms))
-            if len(self._first_frames) >= 2:
-                (w, h, p0), (_, _, p1) = self._first_frames[0], self._first_frames[-1]
-                self.video_width, self.video_height = w, h
-                if p1 > p0:
-                    self.video_fps = round(1000.0 / (p1 - p0), 2)
-                self._first_frames_ready.set()
         self._push_out(frame)
 
     def _on_jpeg(self, event: dict[str, Any]) -> None:
@@ -567,85 +581,59 @@ class AvatarServerVideoGenerator(
         elif kind == "response.output_image.delta":
             self._on_jpeg(event)
         elif kind == "output_audio_buffer.started":
-            seg = self._segment_of(event.get("segment_id"))
-            if seg is not None and not seg.started:
+            seg = self._segments.get(event.get("segment_id"))
+            if seg is not None and not seg.started:  # (again after an auto-end: not reported)
                 seg.started = True
                 self.emit(
                     "playback_started",
                     PlaybackStarted(
-                        segment_id=event["segment_id"],
+                        segment_id=seg.id,
                         pts_ms=float(event.get("pts_ms", 0.0)),
                         created_at=time.time(),
                     ),
                 )
         elif kind == "output_audio_buffer.committed":
-            self._segment_of(event.get("segment_id"))
+            seg = self._segments.get(event.get("segment_id"))
+            if seg is not None:
+                seg.commit_answered = True
         elif kind == "output_audio_buffer.stopped":
-            seg = self._segment_of(event.get("segment_id"))
+            seg = self._segments.get(event.get("segment_id"))
             if seg is None:
                 return
-            seg.live_id = None
-            played_ms = seg.played_ms + float(event.get("played_ms", 0.0))
-            if event.get("interrupted") or seg.committed:
-                self._finish(seg, played_ms, interrupted=bool(event.get("interrupted")))
-            else:
-                # the server ended it by itself (its audio ran out 10 s before a commit); the
-                # agent's segment goes on in the server's next one, or ends with the commit
-                seg.played_ms = played_ms
+            seg.played_ms += float(event.get("played_ms", 0.0))
+            if event.get("interrupted") or seg.commit_answered:
+                self._finish(seg, seg.played_ms, interrupted=bool(event.get("interrupted")))
+            # else the server ended it by itself (its audio ran out 10 s before a commit): the
+            # agent's segment goes on under the same name with its next append, or ends with
+            # its commit (committed, then stopped; or commit_empty if nothing was appended)
         elif kind == "output_audio_buffer.cleared":
-            epoch = self._clears_in_flight.popleft() if self._clears_in_flight else self._epoch
-            for seg in list(self._segments):
-                if seg.epoch < epoch and not seg.done:
-                    self._finish(seg, seg.played_ms, interrupted=True)
+            # Every segment the server cut has had its stopped; what this clear cut and is still
+            # here never reached the server (or had ended by itself before the clear).
+            for seg in self._clears.popleft() if self._clears else []:
+                self._finish(seg, seg.played_ms, interrupted=True)
             self.emit("cleared", float(event.get("played_ms", 0.0)) / 1000)
         elif kind == "error":
             error = event.get("error") or {}
             code = error.get("code")
             if code == "output_audio_buffer_commit_empty":
-                for seg in self._segments:
-                    if seg.commit_event_id is not None and seg.commit_event_id == error.get(
-                        "event_id"
-                    ):
+                # A commit with no open segment: every append of it was refused, or the server
+                # had ended it by itself and nothing came after; either way it is over.
+                for seg in list(self._segments.values()):
+                    if seg.commit_event_id == error.get("event_id"):
                         self._finish(seg, seg.played_ms, interrupted=False)
-                        return
                 return
             logger.warning("avatar server: %s: %s", code, error.get("message"))
 
-    def _segment_of(self, server_id: str | None) -> _Segment | None:
-        """The agent's segment a server segment id belongs to.
-
-        The server opens its segments in the order the appends arrive, and mentions a new one only
-        after the one before it has stopped, so a new id is the earliest of the agent's segments
-        that is not finished and has no server segment in play.
-        """
-        if not server_id:
-            return None
-        seg = self._by_server_id.get(server_id)
-        if seg is not None:
-            return seg
-        for candidate in self._segments:
-            if not candidate.done and candidate.sent and candidate.live_id is None:
-                candidate.live_id = server_id
-                candidate.server_ids.append(server_id)
-                self._by_server_id[server_id] = candidate
-                return candidate
-        logger.debug("segment %s of the avatar server matches none of the agent's", server_id)
-        return None
-
     def _finish(self, seg: _Segment, played_ms: float, *, interrupted: bool) -> None:
-        if seg.done:
+        """Reports the agent's segment finished, once (a segment already finished is ignored)."""
+        if self._segments.pop(seg.id, None) is None:
             return
-        seg.done = True
         if self._open is seg:
             self._open = None
-        for sid in seg.server_ids:
-            self._by_server_id.pop(sid, None)
-        while self._segments and self._segments[0].done:
-            self._segments.popleft()
         self.emit(
             "playback_finished",
             PlaybackFinished(
-                segment_ids=list(seg.server_ids),
+                segment_id=seg.id,
                 playback_position=max(0.0, played_ms) / 1000,
                 interrupted=interrupted,
             ),
@@ -653,7 +641,9 @@ class AvatarServerVideoGenerator(
         self._push_out(AudioSegmentEnd())
 
     def _finish_all_after_disconnect(self) -> None:
-        """With no server to say so, every segment is finished now so that nothing waits on it."""
-        for seg in list(self._segments):
-            if not seg.done and (seg.committed or seg is not self._open):
+        """With no server to say so, every segment is finished now so that nothing waits on it.
+
+        The open one is finished by its AudioSegmentEnd (see push_audio)."""
+        for seg in list(self._segments.values()):
+            if seg is not self._open:
                 self._finish(seg, seg.played_ms, interrupted=True)

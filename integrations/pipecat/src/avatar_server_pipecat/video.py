@@ -6,7 +6,8 @@ audio and the rendered frames on one clock, is pushed downstream in its place::
 
     ... -> tts -> AvatarVideoService -> transport.output() -> ...
 
-    TTSAudioRawFrame ──▶ output_audio_buffer.append   (swallowed; sent at once, never batched)
+    TTSAudioRawFrame ──▶ output_audio_buffer.append   (swallowed; sent at once, never batched;
+                         segment_id: the service's name for the segment, see below)
     TTSStoppedFrame  ──▶ output_audio_buffer.commit   (the frame itself is held: see below)
     InterruptionFrame ─▶ output_audio_buffer.clear
     UserStarted/StoppedSpeakingFrame ─▶ avatar.listen {listening}
@@ -34,8 +35,18 @@ further behind. With ``push_idle_audio=True`` the idle silence is pushed too, as
 SpeechOutputAudioRawFrame (the transport judges those by their loudness, so silence does not
 count as the bot speaking): for a recorder that wants one unbroken track.
 
+Segments are named here: the first append after a commit or a clear opens a segment on the
+server, and the service names it (``pipecat_seg_1``, ``pipecat_seg_2``, ...) by giving every append
+of it that ``segment_id``. The server takes the name from the append that opens the segment
+(whichever it accepts first: an earlier one may have been refused) and ignores it on those that
+join it, so its events, its played audio and its frames name the segments by the service's ids,
+and each event is matched to its segment by id. A segment the server ended by itself (no audio
+for 10 s before the commit) is reopened under the same name by the next append, and stays one
+segment here: started once, finished once, when the server has answered the commit.
+
 Frames are pushed for every rendered frame, idle or speaking, so a transport should show them as
-they come: ``video_out_is_live=True`` with the server's frame rate and size (README).
+they come: ``video_out_is_live=True`` with the server's frame rate and size (README). The session
+object gives both when the session opens (``frame_size``, ``frame_rate``), before any frame.
 
 When the server cannot be reached, or the connection drops, an ErrorFrame goes upstream and the
 TTS audio passes through unchanged, so the agent is still heard.
@@ -47,7 +58,6 @@ import asyncio
 import base64
 import itertools
 import json
-import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -100,20 +110,28 @@ _ERROR_CATEGORIES = {
 
 @dataclass
 class _Segment:
-    """A segment as this client opened it: the first append after a commit or clear opens one."""
+    """A segment as this client opened it: the first append after a commit or clear opens one.
 
+    Every append of it carries ``id`` as its ``segment_id``; the server's events name it so.
+    """
+
+    id: str
     context_id: str | None
-    opened_at: float
     rate: int
     bytes: int = 0
-    #: The server's id, learnt from the first server event that names a segment not seen yet.
-    server_id: str | None = None
-    committed: bool = False
     #: event_id of the commit that closed it (an error for it means the server had no segment).
     commit_event_id: str | None = None
+    #: The server answered that commit (``committed``): its next ``stopped`` is its last.
+    commit_answered: bool = False
+    #: The server has named it in an event (it opened it; a segment whose every append was
+    #: refused, or that a clear cut before any append was sent, it never did).
+    on_server: bool = False
     #: Cut by a clear this client sent; the server will report it stopped, interrupted.
     cut: bool = False
     started: bool = False
+    #: ms of it heard, from its ``stopped`` events (more than one if the server ended it by itself
+    #: and the next append reopened it under the same name).
+    played_ms: int = 0
     held_stop: TTSStoppedFrame | None = None
 
     @property
@@ -153,6 +171,9 @@ class AvatarVideoService(AIService):
       much of it was heard).
     - ``on_server_error(service, error)``: an ``error`` event (its ``error`` object), also pushed
       upstream as an ErrorFrame.
+
+    ``segment_id`` is the service's name for the segment (``pipecat_seg_<n>``), which the server's
+    events and the pushed frames' ``metadata["avatar_segment_id"]`` carry too.
     """
 
     def __init__(
@@ -216,21 +237,16 @@ class AvatarVideoService(AIService):
         self._input_rate = 24000
         self._refused_rates: set[int] = set()
         self._open: _Segment | None = None
-        #: Segments not reported finished yet, in the order they were opened.
-        self._segments: deque[_Segment] = deque()
-        self._by_server_id: dict[str, _Segment] = {}
-        #: Server ids of segments already finished: a late event naming one binds nothing.
-        self._finished_ids: deque[str] = deque(maxlen=64)
-        #: Clears sent and not answered yet: audio of a segment played before the server saw the
-        #: clear is dropped meanwhile (pipecat already stopped the bot).
-        self._clears_in_flight = 0
+        self._segment_numbers = itertools.count(1)
+        #: Segments not finished yet, by id, in the order they were opened.
+        self._segments: dict[str, _Segment] = {}
+        #: For each clear sent and not answered yet, the segments it cut.
+        self._clears: deque[list[_Segment]] = deque()
         #: Bumped by every interruption: queued appends and commits of an older epoch are dropped.
         self._epoch = 0
         self._update: _Update | None = None
         self._all_finished = asyncio.Event()
         self._all_finished.set()
-
-        self._frame_size: tuple[int, int] | None = None
 
         for name in ("on_connected", "on_disconnected", "on_playback_started", "on_playback_finished", "on_server_error"):
             self._register_event_handler(name)
@@ -248,8 +264,16 @@ class AvatarVideoService(AIService):
 
     @property
     def frame_size(self) -> tuple[int, int] | None:
-        """(width, height) of the frames, once the first one came."""
-        return self._frame_size
+        """(width, height) of the frames: the session's (``session["video"]``), known from
+        ``on_connected`` on, before the first frame; None before the session opened."""
+        video = _video_of(self._session)
+        return (int(video["width"]), int(video["height"])) if "width" in video and "height" in video else None
+
+    @property
+    def frame_rate(self) -> float | None:
+        """Frames per second of the session (``session["video"]["fps"]``), like ``frame_size``."""
+        video = _video_of(self._session)
+        return float(video["fps"]) if "fps" in video else None
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -341,7 +365,7 @@ class AvatarVideoService(AIService):
             return
         self._send_queue.put_nowait(("commit", None, self._epoch))
         await self._send_queue.join()
-        queued_s = sum(s.audio_ms for s in self._segments) / 1000
+        queued_s = sum(s.audio_ms for s in self._segments.values()) / 1000
         try:
             await asyncio.wait_for(self._all_finished.wait(), min(self._drain_timeout, queued_s + 3))
         except asyncio.TimeoutError:
@@ -369,7 +393,7 @@ class AvatarVideoService(AIService):
         if self._update and not self._update.future.done():
             self._update.future.set_result(None)
         self._segments.clear()
-        self._by_server_id.clear()
+        self._clears.clear()
         self._open = None
         self._all_finished.set()
 
@@ -453,12 +477,13 @@ class AvatarVideoService(AIService):
                     return
             segment = self._open
             if segment is None:
-                segment = self._open = _Segment(context_id=context_id, opened_at=time.monotonic(), rate=rate)
-                self._segments.append(segment)
+                segment = self._open = _Segment(id=f"pipecat_seg_{next(self._segment_numbers)}", context_id=context_id, rate=rate)
+                self._segments[segment.id] = segment
                 self._all_finished.clear()
                 await self.start_ttfb_metrics()
             segment.bytes += len(audio)
-            await self._send({"type": "output_audio_buffer.append", "event_id": self._next_event_id(), "audio": base64.b64encode(audio).decode("ascii")})
+            # Every append names its segment: the server reads the name on the one that opens it.
+            await self._send({"type": "output_audio_buffer.append", "event_id": self._next_event_id(), "segment_id": segment.id, "audio": base64.b64encode(audio).decode("ascii")})
         elif kind == "commit":
             _, stop_frame, epoch = item
             segment = self._open
@@ -469,15 +494,14 @@ class AvatarVideoService(AIService):
                     await self.push_frame(stop_frame)  # nothing was appended: nothing to wait for
                 return
             self._open = None
-            segment.committed = True
             segment.held_stop = stop_frame
             segment.commit_event_id = self._next_event_id()
             await self._send({"type": "output_audio_buffer.commit", "event_id": segment.commit_event_id})
         elif kind == "clear":
             self._open = None
-            for segment in self._segments:
+            for segment in self._segments.values():
                 segment.cut = True
-            self._clears_in_flight += 1
+            self._clears.append(list(self._segments.values()))
             await self._send({"type": "output_audio_buffer.clear", "event_id": self._next_event_id()})
         elif kind == "listen":
             await self._send({"type": "avatar.listen", "event_id": self._next_event_id(), "listening": item[1]})
@@ -541,21 +565,24 @@ class AvatarVideoService(AIService):
         elif kind == "response.output_image.delta":
             await self._on_jpeg(event)
         elif kind == "output_audio_buffer.started":
-            segment = self._segment_named(event.get("segment_id"))
-            if segment:
-                segment.started = True
-            await self.stop_ttfb_metrics()
-            await self._call_event_handler("on_playback_started", event.get("segment_id"), event.get("pts_ms"))
+            segment = self._segments.get(event.get("segment_id"))
+            if segment is not None:
+                segment.on_server = True
+                if not segment.started:  # (not again when the server reopened it)
+                    segment.started = True
+                    await self.stop_ttfb_metrics()
+                    await self._call_event_handler("on_playback_started", segment.id, event.get("pts_ms"))
         elif kind == "output_audio_buffer.stopped":
             await self._on_stopped(event)
         elif kind == "output_audio_buffer.committed":
-            self._segment_named(event.get("segment_id"))
+            segment = self._segments.get(event.get("segment_id"))
+            if segment is not None:
+                segment.on_server = segment.commit_answered = True
         elif kind == "output_audio_buffer.cleared":
-            self._clears_in_flight = max(0, self._clears_in_flight - 1)
-            if self._clears_in_flight == 0:
-                # A cut segment the server never opened (all its appends refused) gets no stopped.
-                for segment in [s for s in self._segments if s.cut and s.server_id is None]:
-                    self._forget(segment)
+            # The server reported every segment it cut (stopped) before this answer; the others
+            # this clear cut it never had (or had ended by itself), so they finish now.
+            for segment in self._clears.popleft() if self._clears else []:
+                await self._finish(segment, interrupted=True)
         elif kind in ("session.updated", "session.created"):
             self._session = event.get("session")
             if kind == "session.updated" and self._update and not self._update.future.done():
@@ -565,57 +592,47 @@ class AvatarVideoService(AIService):
         else:
             logger.trace(f"{self}: server event {kind}")
 
-    def _segment_named(self, server_id: str | None) -> _Segment | None:
-        """The segment a server id names: the oldest one not named yet, the first time it is seen.
+    async def _on_stopped(self, event: dict[str, Any]):
+        segment = self._segments.get(event.get("segment_id"))
+        if segment is None:
+            return  # (not one of this service's segments, or already finished)
+        segment.on_server = True
+        segment.played_ms += int(event.get("played_ms") or 0)
+        interrupted = bool(event.get("interrupted"))
+        if interrupted or segment.commit_answered:
+            await self._finish(segment, interrupted=interrupted)
+        # Else the server ended it by itself (its audio ran out 10 s before a commit): the next
+        # append reopens it under the same name, or the commit ends it (committed, then stopped;
+        # or commit_empty when nothing came after).
 
-        The server opens a segment at the first append after a commit or clear, as this client
-        does, and handles events in order, so segments are named in the order they were opened.
-        """
-        if not server_id:
-            return None
-        segment = self._by_server_id.get(server_id)
-        if segment is None and server_id not in self._finished_ids:
-            segment = next((s for s in self._segments if s.server_id is None), None)
-            if segment is not None:
-                segment.server_id = server_id
-                self._by_server_id[server_id] = segment
-        return segment
-
-    def _forget(self, segment: _Segment) -> None:
-        try:
-            self._segments.remove(segment)
-        except ValueError:
-            pass
-        if segment.server_id:
-            self._by_server_id.pop(segment.server_id, None)
-            self._finished_ids.append(segment.server_id)
+    async def _finish(self, segment: _Segment, *, interrupted: bool) -> None:
+        """The segment is over: its held TTSStoppedFrame goes down (unless an interruption cut it)
+        and on_playback_finished is called (if the server ever had it). Once per segment."""
+        if self._segments.pop(segment.id, None) is None:
+            return
         if self._open is segment:
             self._open = None
         if not self._segments:
             self._all_finished.set()
-
-    async def _on_stopped(self, event: dict[str, Any]):
-        segment_id = event.get("segment_id")
-        segment = self._segment_named(segment_id)
-        if segment_id:
-            self._finished_ids.append(segment_id)
-        interrupted = bool(event.get("interrupted"))
-        if segment is not None:
-            self._forget(segment)
-            if segment.held_stop is not None and not interrupted and not segment.cut:
-                await self.push_frame(segment.held_stop)
-        await self._call_event_handler("on_playback_finished", segment_id, event.get("played_ms"), interrupted)
+        if segment.held_stop is not None and not interrupted and not segment.cut:
+            await self.push_frame(segment.held_stop)
+        if segment.on_server:
+            await self._call_event_handler("on_playback_finished", segment.id, segment.played_ms, interrupted)
 
     async def _on_error(self, error: dict[str, Any]):
         event_id = error.get("event_id")
         if self._update and event_id == self._update.event_id and not self._update.future.done():
             self._update.future.set_result(None)
-        # A commit of a segment the server never opened (every append of it refused).
-        for segment in list(self._segments):
+        # A commit with no open segment (commit_empty): the server never opened the segment
+        # (every append of it was refused, each with its own error already) or had ended it by
+        # itself with nothing appended since. Either way the segment is over, and the answer is
+        # no news for the pipeline.
+        for segment in list(self._segments.values()):
             if event_id and segment.commit_event_id == event_id:
-                self._forget(segment)
-                if segment.held_stop is not None:
-                    await self.push_frame(segment.held_stop)
+                await self._finish(segment, interrupted=False)
+                if error.get("code") == "output_audio_buffer_commit_empty":
+                    logger.debug(f"{self}: {segment.id} had no open segment on the server to commit")
+                    return
         await self._call_event_handler("on_server_error", error)
         await self.push_error(f"{self}: avatar server error {error.get('code')}: {error.get('message')} (event {event_id}, param {error.get('param')})")
 
@@ -631,9 +648,9 @@ class AvatarVideoService(AIService):
                 return
             frame = SpeechOutputAudioRawFrame(audio=audio, sample_rate=OUTPUT_SAMPLE_RATE, num_channels=1)
         else:
-            if self._clears_in_flight:
+            segment = self._segments.get(segment_id)
+            if segment is not None and segment.cut:
                 return  # played before the server saw the clear: pipecat already cut the bot off
-            segment = self._segment_named(segment_id)
             frame = TTSAudioRawFrame(
                 audio=audio, sample_rate=OUTPUT_SAMPLE_RATE, num_channels=1, context_id=segment.context_id if segment else None
             )
@@ -667,8 +684,12 @@ class AvatarVideoService(AIService):
         frame.metadata["avatar_frame_index"] = frame_index
         if segment_id is not None:
             frame.metadata["avatar_segment_id"] = segment_id
-        self._frame_size = size
         await self.push_frame(frame)
+
+
+def _video_of(session: dict[str, Any] | None) -> dict[str, Any]:
+    video = (session or {}).get("video")
+    return video if isinstance(video, dict) else {}
 
 
 def _input_rate_of(session: dict[str, Any] | None, default: int) -> int:
