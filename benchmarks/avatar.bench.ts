@@ -18,8 +18,9 @@
  *    silent, → the mouth still.
  *  - Capacity with light WebRTC callers (benchmarks/lib/rtc-caller.ts): the most avatar-only calls
  *    all talking at once at 25 fps with no late frame, and CPU per call, beside full-agent calls
- *    (offline responder, Piper voice) on the same server; CPU of WebSocket sessions talking, JPEG
- *    against I420.
+ *    (each asking for a long story again as soon as its reply is done: the embedded language model
+ *    and voice, as `npm start` runs them) on the same server, the two stepped in turn; CPU of
+ *    WebSocket avatar-only sessions talking, JPEG against I420.
  *
  * Environment: AVATAR_BENCH_CAPACITY=0 skips capacity; AVATAR_BENCH_WEBRTC=0 skips the browser;
  * AVATAR_BENCH_LATENCY=0 skips the latency runs (capacity alone).
@@ -31,7 +32,7 @@ import type { ServerProcess } from '../test/helpers/process.js';
 import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { speak, toPcm16 } from '../test/helpers/speech.js';
 import type { RtcCaller } from './lib/rtc-caller.js';
-import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, mostCalls, mouthOnset, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad } from './lib/call-measures.js';
+import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, mostCallsEach, mouthOnset, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad } from './lib/call-measures.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const AGENT_RATE = 16_000;
@@ -425,15 +426,18 @@ const AVATAR_TALKING: CapacityLoad = {
 async function measureCapacity(log: (line: string) => void): Promise<{ metrics: Metric[]; notes: string[] }> {
   const metrics: Metric[] = [];
   const notes: string[] = [];
+  // As `npm start` runs: the full agents' replies come from the embedded language model and voice.
   await withServer(
-    { LLM_PROVIDER: 'offline' },
+    {},
     async (server) => {
-      const avatar = await mostCalls(server, AVATAR_TALKING, [1, 4, 8, 12, 14, 16, 18, 20, 22, 24, 28], WINDOW_S, (line) => log(`capacity avatar-only ${line}`));
-      const agent = await mostCalls(server, AGENT_TALKING, [1, 4, 8, 10, 12, 13, 14, 15, 16, 18, 20], WINDOW_S, (line) => log(`capacity full agent ${line}`));
+      // Stepped in turn, so that a drift in this VM's speed (a third between two runs here) hits both alike.
+      const both = await mostCallsEach(server, { 'avatar-only': AVATAR_TALKING, 'full agent': AGENT_TALKING }, [1, 4, 6, 8, 10, 12, 14, 16, 20], WINDOW_S, (line) => log(`capacity ${line}`));
+      const avatar = both['avatar-only']!;
+      const agent = both['full agent']!;
       const wsCpu: Record<Mode, number> = { jpeg: await wsCpuPerSession(server, 'jpeg', 4), i420: await wsCpuPerSession(server, 'i420', 4) };
       metrics.push(
         summarise('most avatar-only calls talking at once at 25 fps, no late frame (WebRTC, H.264 + Opus)', 'calls', [avatar.most]),
-        summarise('most full-agent calls talking at once at 25 fps, no late frame (same server: offline responder, Piper)', 'calls', [agent.most]),
+        summarise('most full-agent calls talking at once at 25 fps, no late frame (same server: embedded Qwen 0.5B and Piper)', 'calls', [agent.most]),
         summarise('server CPU per avatar-only call talking (WebRTC)', '% of a core', avatar.cpuPerCall === null ? [] : [avatar.cpuPerCall]),
         summarise('server CPU per full-agent call talking (WebRTC)', '% of a core', agent.cpuPerCall === null ? [] : [agent.cpuPerCall]),
         summarise('server CPU per avatar-only WebSocket session talking, JPEG frames (4 at once)', '% of a core', [wsCpu.jpeg]),

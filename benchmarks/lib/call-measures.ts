@@ -206,22 +206,46 @@ export const AGENT_TALKING: CapacityLoad = {
 /** A capacity run's server: sessions limited by CPU only, and the log lines capacityStep reads. */
 export const CAPACITY_SERVER_ENV = { WORKER_CAPACITY: '64', LOG_LEVEL: 'info' };
 
+export interface MostCalls {
+  /** The most calls that kept time (0: not even the first step). */
+  most: number;
+  /** Server CPU per call at that step, % of a core (null if no step kept time). */
+  cpuPerCall: number | null;
+  /** One line per step tried. */
+  steps: string[];
+}
+
 /**
- * Capacity steps of `ns` calls under `load` until one does not keep time (a late frame at the
- * server or a receiver, or under 24.5 fps): the most calls that did, the server CPU per call at
- * that step (null if none did), and a line per step.
+ * Capacity steps of `ns` calls under each of `loads`, taken in turn at every step count (so that
+ * the loads are compared under the same conditions, the machine's speed drifting as it may), each
+ * load until one of its steps does not keep time (a late frame at the server or a receiver, or
+ * under 24.5 fps): per load, the most calls that did, the server CPU per call there, and a line
+ * per step.
  */
-export async function mostCalls(server: ServerProcess, load: CapacityLoad, ns: number[], windowS: number, log: (line: string) => void): Promise<{ most: number; cpuPerCall: number | null; steps: string[] }> {
-  const out = { most: 0, cpuPerCall: null as number | null, steps: [] as string[] };
+export async function mostCallsEach(server: ServerProcess, loads: Record<string, CapacityLoad>, ns: number[], windowS: number, log: (line: string) => void): Promise<Record<string, MostCalls>> {
+  const out: Record<string, MostCalls & { stopped: boolean }> = {};
+  for (const name of Object.keys(loads)) out[name] = { most: 0, cpuPerCall: null, steps: [], stopped: false };
   for (const n of ns) {
-    const step = await capacityStep(server, n, load, windowS);
-    out.steps.push(`${n}: ${step.fps.toFixed(1)} fps, ${step.serverLate} late (server), ${step.receiverLate} late (receiver, worst ${step.worstMs.toFixed(0)} ms), ${step.cpuPct.toFixed(0)} % CPU, ${step.speaking} speaking at the end, ${step.replies} began speaking in the window`);
-    log(out.steps.at(-1)!);
-    if (step.serverLate > 0 || step.receiverLate > 0 || step.fps < 24.5) break;
-    out.most = n;
-    out.cpuPerCall = step.cpuPct / n;
+    for (const [name, load] of Object.entries(loads)) {
+      const result = out[name]!;
+      if (result.stopped) continue;
+      const step = await capacityStep(server, n, load, windowS);
+      result.steps.push(`${n}: ${step.fps.toFixed(1)} fps, ${step.serverLate} late (server), ${step.receiverLate} late (receiver, worst ${step.worstMs.toFixed(0)} ms), ${step.cpuPct.toFixed(0)} % CPU, ${step.speaking} speaking at the end, ${step.replies} began speaking in the window`);
+      log(`${name} ${result.steps.at(-1)!}`);
+      if (step.serverLate > 0 || step.receiverLate > 0 || step.fps < 24.5) result.stopped = true;
+      else {
+        result.most = n;
+        result.cpuPerCall = step.cpuPct / n;
+      }
+    }
+    if (Object.values(out).every((r) => r.stopped)) break;
   }
   return out;
+}
+
+/** mostCallsEach for one load. */
+export async function mostCalls(server: ServerProcess, load: CapacityLoad, ns: number[], windowS: number, log: (line: string) => void): Promise<MostCalls> {
+  return (await mostCallsEach(server, { calls: load }, ns, windowS, (line) => log(line.replace(/^calls /, ''))))['calls']!;
 }
 
 /** Sessions that logged `media session closed` so far (stdout, or stderr with losses), and their late frames. */

@@ -28,7 +28,7 @@
 import type { Clock } from '../core/clock.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
+import { DEFAULT_AVATAR_FPS, type AvatarStartOptions, type CallAvatar } from '../media/avatar-output.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { EventAttribution } from './event-attribution.js';
 import { RealtimeSessionEngine, type AssetChecker, type EngineTransport, type SessionRecorder } from '../realtime/session-engine.js';
@@ -364,7 +364,7 @@ export class RealtimeConnection {
         userId: this.userId,
         faceId: session.face ?? 'default',
         drivingId: session.driving ?? 'default',
-        fps: session.targetFps ?? 25,
+        fps: session.targetFps ?? DEFAULT_AVATAR_FPS,
         outputSize: session.outputSize,
         upsampleFactor: session.upsampleFactor ?? 1,
         jpeg: options.jpeg && (avatarOnly === null || avatarOnly.videoFormat === 'jpeg'),

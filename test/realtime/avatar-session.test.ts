@@ -156,6 +156,7 @@ test('an ephemeral key minted for an avatar session opens one; bad avatar config
   const minted = await t.request('POST', '/v1/realtime/client_secrets', { json: { session: { type: 'avatar', face: 'default', output_modalities: ['audio'] } } });
   assert.is(minted.status, 200, minted.text);
   assert.is(minted.body.session.type, 'avatar');
+  assert.equal(minted.body.session.video, { format: 'jpeg', width: 512, height: 512, fps: 25 }, 'the frames a session of this key gets');
   const c = await connectAvatar('', minted.body.value);
   assert.is(c.events[0]!.session.type, 'avatar');
   assert.equal(c.events[0]!.session.output_modalities, ['audio']);

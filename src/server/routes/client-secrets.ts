@@ -10,6 +10,8 @@ import { AppError, invalidParam } from '../../core/errors.js';
 import { requireObject } from '../../sessions/session-config.js';
 import { effectiveRealtimeSession } from '../../realtime/session-object.js';
 import { applyAvatarSessionUpdate, avatarSessionObject } from '../../realtime/avatar-session-update.js';
+import { DEFAULT_AVATAR_FPS } from '../../media/avatar-output.js';
+import { outputDimensions } from '../../core/video-size.js';
 import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
@@ -31,7 +33,7 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
     if (sessionIn.type !== undefined && sessionIn.type !== 'realtime' && sessionIn.type !== 'avatar') {
       throw invalidParam('session.type', "session.type must be 'realtime' or 'avatar' (an avatar-only session: the client supplies the speech).");
     }
-    const session = sessionIn.type === 'avatar' ? avatarSessionFor(sessionIn) : effectiveRealtimeSession(sessionIn, s.config.defaultModel);
+    const session = sessionIn.type === 'avatar' ? avatarSessionFor(sessionIn, outputDimensions(s.config.avatarOutputSize)) : effectiveRealtimeSession(sessionIn, s.config.defaultModel);
     for (const kind of ['voice', 'face', 'driving'] as const) {
       const id = session[kind];
       if (typeof id === 'string') await s.assets.require(kind, id, userId, `session.${kind}`);
@@ -54,9 +56,14 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
   });
 }
 
-/** An avatar-only session's object (avatar-session-update.ts; a bad field is a 400 naming it). */
-function avatarSessionFor(sessionIn: Record<string, unknown>): Record<string, unknown> {
-  const { id: _id, expires_at: _expires, ...session } = avatarSessionObject(applyAvatarSessionUpdate(null, sessionIn, true), '', 0);
+/**
+ * An avatar-only session's object (avatar-session-update.ts; a bad field is a 400 naming it), with
+ * the frames a session opened with this key gets (the server's default size and rate), so that an
+ * agent can set up its video output before it connects.
+ */
+function avatarSessionFor(sessionIn: Record<string, unknown>, size: { width: number; height: number }): Record<string, unknown> {
+  const frames = { ...size, fps: DEFAULT_AVATAR_FPS };
+  const { id: _id, expires_at: _expires, ...session } = avatarSessionObject(applyAvatarSessionUpdate(null, sessionIn, true), '', 0, frames);
   return session;
 }
 
