@@ -120,8 +120,8 @@ node --import tsx src/cli/build-playground.ts
 # (openai-agents, pipecat-ai), every package pinned in test/clients/requirements.txt, in a virtual
 # environment of Debian's Python under target/ (git-ignored). Installed without resolving (all
 # pinned) and from wheels only, leaving out what the tests never import (about 290 MB of numba,
-# llvmlite and onnxruntime): 280 MB, 1.5 min the first time (measured: 31 s of CPU, the rest
-# downloading); again only when the file changes.
+# llvmlite and onnxruntime; 40 MB of livekit-agents' gRPC and CLI stack): 466 MB, about 2 min the
+# first time, mostly downloading; again only when the file changes.
 # Cannot be installed (no PyPI): said in one line, and those tests report themselves skipped.
 # The plugins of integrations/ (LiveKit Agents, Pipecat) are installed into the same environment
 # as a user installs them (`pip install ./integrations/<name>`; built with the pinned setuptools,
@@ -146,6 +146,26 @@ if ((FLEET)); then
       rm -rf "$clients_venv"
       echo "setup: the client tests' Python packages could not be installed; those tests will be skipped (log: /tmp/avatar-clients-venv.log)" >&2
     fi
+  fi
+  # A LiveKit server for the LiveKit plugin's whole-room test: packaged for neither npm, PyPI nor
+  # Debian, but a Go module, built from the Go module proxy when a Go toolchain (1.23 or newer, on
+  # PATH or in Go's default /usr/local/go) is installed: about 6 min and 1.3 GB of Go caches the
+  # first time, seconds after that. v1.13.5 because later tags point their go.mod at LiveKit forks
+  # of pion that the proxy refuses (403). Without Go the test reports itself skipped and says how.
+  go_bin="$(command -v go || true)"
+  if [ -z "$go_bin" ] && [ -x /usr/local/go/bin/go ]; then go_bin=/usr/local/go/bin/go; fi
+  if [ -n "$go_bin" ]; then
+    lk_want="v1.13.5-$("$go_bin" version)"
+    if [ ! -x target/livekit-server/server ] || [ "$(cat target/livekit-server/.version 2>/dev/null)" != "$lk_want" ]; then
+      echo "setup: building livekit-server v1.13.5 for the LiveKit plugin's room test (go install; minutes the first time)"
+      if GOBIN="$PWD/target/livekit-server" "$go_bin" install github.com/livekit/livekit-server/cmd/server@v1.13.5 >/tmp/avatar-livekit-server.log 2>&1; then
+        echo "$lk_want" >target/livekit-server/.version
+      else
+        echo "setup: livekit-server could not be built; the LiveKit whole-room test will be skipped (log: /tmp/avatar-livekit-server.log)" >&2
+      fi
+    fi
+  else
+    echo "setup: no Go toolchain, so no livekit-server: the LiveKit whole-room test will be skipped" >&2
   fi
 fi
 
