@@ -174,6 +174,24 @@ test('an ephemeral key minted for an avatar session opens one; bad avatar config
   await badFormat.waitClose();
 });
 
+test("a REST session's output_size, face and driving carry into an avatar-only session opened on it (?intent=avatar&session_id=); its slot is counted like any session's", async () => {
+  const made = await t.request('POST', '/v1/sessions', { json: { model: 'gpt-realtime', output_size: '1280x720', face: 'default', driving: 'default' } });
+  assert.is(made.status, 200, made.text);
+  const c = await connectAvatar(`intent=avatar&session_id=${made.body.id}`);
+  const session = c.events[0]!.session;
+  assert.is(session.type, 'avatar');
+  assert.is(session.id, made.body.id);
+  assert.equal(session.video, { format: 'jpeg', width: 1280, height: 720, fps: 25 });
+  const frame = await c.waitFor('response.output_image.delta');
+  const meta = await sharp(Buffer.from(frame.delta as string, 'base64')).metadata();
+  assert.is(`${meta.width}x${meta.height}`, '1280x720');
+  assert.ok((await t.server.services.pool.usage()).used >= 1, 'the session holds a worker slot');
+  c.send({ type: 'session.update', event_id: 'f', session: { face: 'no-such-face' } });
+  assert.is((await c.waitFor((e) => e.type === 'error' && e.error.event_id === 'f')).error.param, 'session.face');
+  await c.close();
+  await t.request('DELETE', `/v1/sessions/${made.body.id}`);
+});
+
 test('a client that disconnects mid-segment ends its session; usage holds the speech it heard and the frames it got', async () => {
   const c = await connectAvatar();
   const id = c.events[0]!.session.id as string;
