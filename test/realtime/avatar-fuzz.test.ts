@@ -16,6 +16,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Rng, checkCaseErrors, fuzzSeed, mutateObject, oddJson, oddString } from '../helpers/fuzz.js';
 import { RealtimeTestClient } from '../helpers/realtime-client.js';
+import { watchHealth } from '../helpers/health.js';
 import { startRealtimeTestServer } from '../helpers/realtime-server.js';
 
 const TIME_BUDGET_MS = Number(process.env.FUZZ_AVATAR_TIME_BUDGET_MS) || 20_000;
@@ -108,18 +109,8 @@ test('hostile events to avatar-only sessions: no server_error, errors name their
   process.on('uncaughtException', onEscape);
   process.on('unhandledRejection', onEscape);
   const t = await startRealtimeTestServer();
-  const health = { asked: 0, failed: [] as string[] };
-  let running = true;
-  const healthLoop = (async () => {
-    while (running) {
-      const started = performance.now();
-      const status = await fetch(`${t.url}/healthz`).then((r) => r.status, (err: Error) => err.message);
-      const ms = performance.now() - started;
-      health.asked++;
-      if (status !== 200 || ms > HEALTH_DEADLINE_MS) health.failed.push(`/healthz ${status} after ${Math.round(ms)} ms`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
+  const healthWatch = watchHealth(t.url, HEALTH_DEADLINE_MS);
+  let health = { asked: 0, worstMs: 0, failed: [] as string[] };
   const started = performance.now();
   const failures: string[] = [];
   const clients: RealtimeTestClient[] = [];
@@ -163,8 +154,7 @@ test('hostile events to avatar-only sessions: no server_error, errors name their
       if (twice.length > 0) failures.push(`segments finished more than once: ${JSON.stringify(twice.slice(0, 3))}`);
     }
   } finally {
-    running = false;
-    await healthLoop;
+    health = await healthWatch.stop();
     for (const client of clients) await client.close();
     await t.close();
     process.off('uncaughtException', onEscape);

@@ -22,6 +22,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Rng, checkCaseErrors, fuzzSeed, mutateObject, oddJson, oddString } from '../helpers/fuzz.js';
 import { RealtimeTestClient, type ServerEvent } from '../helpers/realtime-client.js';
+import { watchHealth } from '../helpers/health.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 
 const CASES = Number(process.env.FUZZ_WS_CASES) || 3000;
@@ -379,19 +380,8 @@ test('thousands of hostile realtime events: no server_error, errors name their e
   process.on('uncaughtException', onEscape);
   process.on('unhandledRejection', onEscape);
   const t = await startRealtimeTestServer();
-  const health = { asked: 0, worstMs: 0, failed: [] as string[] };
-  let running = true;
-  const healthLoop = (async () => {
-    while (running) {
-      const started = performance.now();
-      const status = await fetch(`${t.url}/healthz`).then((r) => r.status, (err: Error) => `${err.message}`);
-      const ms = performance.now() - started;
-      health.asked++;
-      health.worstMs = Math.max(health.worstMs, ms);
-      if (status !== 200 || ms > HEALTH_DEADLINE_MS) health.failed.push(`/healthz ${status} after ${Math.round(ms)} ms`);
-      await new Promise((r) => setTimeout(r, HEALTH_INTERVAL_MS));
-    }
-  })();
+  const healthWatch = watchHealth(t.url, HEALTH_DEADLINE_MS, HEALTH_INTERVAL_MS);
+  let health = { asked: 0, worstMs: 0, failed: [] as string[] };
   const started = performance.now();
   const conns: ConnState[] = [];
   try {
@@ -429,8 +419,7 @@ test('thousands of hostile realtime events: no server_error, errors name their e
       }
     }
   } finally {
-    running = false;
-    await healthLoop;
+    health = await healthWatch.stop();
     for (const conn of conns) await conn.client.close();
     await t.close();
     process.off('uncaughtException', onEscape);
