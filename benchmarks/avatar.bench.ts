@@ -32,7 +32,7 @@ import type { ServerProcess } from '../test/helpers/process.js';
 import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { speak, toPcm16 } from '../test/helpers/speech.js';
 import type { RtcCaller } from './lib/rtc-caller.js';
-import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, mostCallsEach, mouthOnset, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad } from './lib/call-measures.js';
+import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, idleMouth, mostCallsEach, mouthOnset, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type MouthFrame } from './lib/call-measures.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const AGENT_RATE = 16_000;
@@ -339,9 +339,9 @@ function i420ToRgb(planes: Buffer, width: number, height: number): Buffer {
  * frames before `onsetT` (plus half a grey level). Stillness, not a return to the idle grey: the
  * head keeps moving after a cut, and the box's grey drifts with it.
  */
-function mouthStill(frames: Array<{ t: number; grey: number }>, onsetT: number, cutT: number): number | null {
-  const idle = frames.filter((f) => f.t < onsetT - 150 && f.t > onsetT - 650).map((f) => f.grey);
-  if (idle.length < 8) return null;
+function mouthStill(frames: MouthFrame[], onsetT: number, cutT: number): number | null {
+  const idle = idleMouth(frames, onsetT);
+  if (idle === null) return null;
   const idleStep = Math.max(...idle.slice(1).map((g, i) => Math.abs(g - idle[i]!)));
   const still = 2 * idleStep + 0.5;
   const after = frames.filter((f) => f.t >= cutT);

@@ -60,18 +60,36 @@ export function audioOnset(s: PageSamples, t0: number): number | null {
   return s.loud.find((b) => b.t > t0)?.t ?? null;
 }
 
+/** A frame's time and the mean grey level of its mouth box. */
+export interface MouthFrame {
+  t: number;
+  grey: number;
+}
+
+/** A picture up to this long before the sound still counts as the mouth's onset for it. */
+const MOUTH_LEAD_MS = 150;
+
+/**
+ * The mouth box's grey levels in the half second before MOUTH_LEAD_MS ahead of `heardAt`: the
+ * idle face before the speech; null when fewer than 8 frames were presented then.
+ */
+export function idleMouth(frames: MouthFrame[], heardAt: number): number[] | null {
+  const from = heardAt - MOUTH_LEAD_MS;
+  const idle = frames.filter((f) => f.t <= from && f.t > from - 500).map((f) => f.grey);
+  return idle.length < 8 ? null : idle;
+}
+
 /**
  * The presented frame where the mouth starts moving for the speech heard at `heardAt`: the first
- * frame from LEAD_MS before it whose mouth box leaves the range of the frames in the half second
+ * frame from MOUTH_LEAD_MS before it whose mouth box leaves the range of the frames in the half second
  * before that (widened by a quarter of the range plus 1 grey level), two frames in a row (one
  * odd frame is not an onset). Looking from just before the audio keeps idle motion earlier in a
- * slow turn from counting, while a picture up to LEAD_MS early is still seen as early.
+ * slow turn from counting, while a picture up to MOUTH_LEAD_MS early is still seen as early.
  */
-export function mouthOnset(s: { frames: Array<{ t: number; grey: number }> }, heardAt: number): number | null {
-  const LEAD_MS = 150;
-  const from = heardAt - LEAD_MS;
-  const idle = s.frames.filter((f) => f.t <= from && f.t > from - 500).map((f) => f.grey);
-  if (idle.length < 8) return null;
+export function mouthOnset(s: { frames: MouthFrame[] }, heardAt: number): number | null {
+  const from = heardAt - MOUTH_LEAD_MS;
+  const idle = idleMouth(s.frames, heardAt);
+  if (idle === null) return null;
   const lo = Math.min(...idle);
   const hi = Math.max(...idle);
   const margin = (hi - lo) / 4 + 1;

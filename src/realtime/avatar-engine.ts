@@ -32,8 +32,7 @@ import { type AvatarFrameShape, type AvatarSessionSettings, applyAvatarSessionUp
 import { type SegmentChange, SegmentTimeline } from './avatar-segments.js';
 import type { AssetChecker, EngineTransport, SessionRecorder } from './session-engine.js';
 import {
-  AVATAR_CLIENT_EVENT_TYPES,
-  CLIENT_EVENT_TYPES,
+  ALL_CLIENT_EVENT_TYPES,
   type ClientEvent,
   type Json,
   type ServerEventDraft,
@@ -56,8 +55,6 @@ const RAW_FRAME_MAGIC = 'I420';
 const NS_PER_MS = 1e6;
 const BYTES_PER_SAMPLE = 2;
 
-/** Events an avatar-only session reads: its own, and the realtime ones (refused by name, not as unknown). */
-const READABLE_TYPES = [...new Set<string>([...AVATAR_CLIENT_EVENT_TYPES, ...CLIENT_EVENT_TYPES])];
 
 export interface AvatarEngineOptions {
   sessionId: string;
@@ -136,7 +133,8 @@ export class AvatarSessionEngine {
   /** One text message from the client; handled after every earlier one. Never throws. */
   receive(text: string): void {
     try {
-      const read = readClientEvent(text, READABLE_TYPES);
+      // Its own events and the realtime ones, which it refuses by name rather than as unknown.
+      const read = readClientEvent(text, ALL_CLIENT_EVENT_TYPES);
       if (read.error) {
         this.emit(errorEvent(read.error, read.eventId));
         return;

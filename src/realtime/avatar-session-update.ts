@@ -14,7 +14,9 @@
  * detection, ...) are refused with `unsupported_in_avatar_session`, so a client that thinks it
  * configured a model learns at once that none runs.
  */
-import { type Json, RealtimeError, checkMaxLength, describeValue, isObject } from './protocol.js';
+import { type Json, RealtimeError, describeValue, isObject } from './protocol.js';
+import { stringAt } from './session-object.js';
+import { checkFormat } from './session-update.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 import { type WireAudioFormat, wireFormat } from '../audio/wire-format.js';
 
@@ -26,7 +28,6 @@ export type AvatarModality = 'audio' | 'image';
 /** PCM rates the media plane resamples from (native MediaSession.pushAudio). */
 export const MIN_INPUT_RATE_HZ = 8000;
 export const MAX_INPUT_RATE_HZ = 48000;
-const MAX_ASSET_ID_CHARS = 200;
 
 /** What the session's frames are (read-only in the session object: set by the REST session's output_size and target_fps, or the server's defaults). */
 export interface AvatarFrameShape {
@@ -80,8 +81,9 @@ export function applyAvatarSessionUpdate(previous: AvatarSessionSettings | null,
       );
     }
   }
-  if (update.face !== undefined) next.face = assetId(update.face, 'session.face');
-  if (update.driving !== undefined) next.driving = assetId(update.driving, 'session.driving');
+  // Named by the same rules as in realtime sessions (session-object.ts).
+  if (update.face !== undefined) next.face = stringAt(update, 'face', 'session.face');
+  if (update.driving !== undefined) next.driving = stringAt(update, 'driving', 'session.driving');
   if (update.audio !== undefined) {
     if (!isObject(update.audio)) throw new RealtimeError('invalid_type', "Invalid type for 'session.audio': expected an object.", 'session.audio');
     const { input, output } = update.audio;
@@ -118,12 +120,6 @@ export function avatarSessionObject(settings: AvatarSessionSettings, id: string,
   };
 }
 
-function assetId(value: unknown, param: string): string | null {
-  if (value === null) return null;
-  if (typeof value !== 'string' || value === '') throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected a non-empty string or null.`, param);
-  return checkMaxLength(value, MAX_ASSET_ID_CHARS, param);
-}
-
 /** `audio.input` / `audio.output`: an object whose `format` is the only field read. */
 function formatOf(side: unknown, param: string): unknown {
   if (!isObject(side)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
@@ -152,18 +148,11 @@ function inputFormat(format: unknown, param: string): AvatarInputFormat | null {
   return { type: 'audio/pcm', rate };
 }
 
+/** The played audio's format: the realtime session's output formats (session-update.ts). */
 function outputFormat(format: unknown, param: string): WireAudioFormat | null {
   if (format === undefined) return null;
-  if (!isObject(format)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
-  const { type } = format;
-  if (type !== 'audio/pcm' && type !== 'audio/pcmu' && type !== 'audio/pcma') {
-    throw new RealtimeError('unsupported_audio_format', `Audio format ${describeValue(type)} is not supported; use {"type":"audio/pcm","rate":${PCM_RATE_HZ}}, {"type":"audio/pcmu"} or {"type":"audio/pcma"}.`, `${param}.type`);
-  }
-  const wire = wireFormat(type);
-  if (format.rate !== undefined && format.rate !== wire.rate) {
-    throw new RealtimeError('invalid_value', `Invalid value for '${param}.rate': the played audio is sent as ${type} at ${wire.rate} Hz.`, `${param}.rate`);
-  }
-  return wire;
+  checkFormat(format, param);
+  return wireFormat((format as { type: WireAudioFormat['type'] }).type);
 }
 
 function modalities(value: unknown): AvatarModality[] {

@@ -49,6 +49,8 @@ export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
 /** Client event types of avatar-only sessions (avatar-engine.ts, docs/avatar-mode.md). */
 export const AVATAR_CLIENT_EVENT_TYPES = ['session.update', 'output_audio_buffer.append', 'output_audio_buffer.commit', 'output_audio_buffer.clear', 'avatar.listen'] as const;
 export type AvatarClientEventType = (typeof AVATAR_CLIENT_EVENT_TYPES)[number];
+/** Every client event type of either kind of session (an avatar-only session refuses the realtime ones by name). */
+export const ALL_CLIENT_EVENT_TYPES: readonly string[] = [...new Set<string>([...CLIENT_EVENT_TYPES, ...AVATAR_CLIENT_EVENT_TYPES])];
 
 /** Legacy names of the GA events that have one (null: the legacy dialect has no such event). */
 const LEGACY_NAMES: { readonly [T in ServerEventType]?: string | null } = {

@@ -60,7 +60,8 @@ export const DEFAULT_TURN_DETECTION = {
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-function stringAt(obj: Obj, key: string, param: string): string | null {
+/** A model, voice, face or driving name at `obj[key]`: null when absent, else a non-empty string of at most MAX_NAME_CHARS. */
+export function stringAt(obj: Obj, key: string, param: string): string | null {
   const v = obj[key];
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v.trim() === '') throw invalidParam(param, `'${param}' must be a non-empty string.`, 'invalid_type');

@@ -181,7 +181,7 @@ function betaFormat(value: unknown, param: string): Json {
  * GA formats: PCM16 at 24 kHz, or G.711 μ-law / A-law at 8 kHz (telephony: the audio is
  * converted at the edge, src/audio/wire-format.ts; the engine works at 24 kHz).
  */
-function checkFormat(format: unknown, param: string): void {
+export function checkFormat(format: unknown, param: string): void {
   if (!isObject(format)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
   if (format.type === 'audio/pcmu' || format.type === 'audio/pcma') {
     if (format.rate !== undefined && format.rate !== 8000) {

@@ -14,10 +14,7 @@
  * (RealtimeConnection's receiving window).
  */
 import { randomBase62 } from '../core/ids.js';
-import { AVATAR_CLIENT_EVENT_TYPES, CLIENT_EVENT_TYPES, MAX_CLIENT_EVENT_BYTES, readClientEvent } from '../realtime/protocol.js';
-
-/** Events of either engine (a call may run an avatar-only session). */
-const TAGGED_TYPES: readonly string[] = [...new Set<string>([...CLIENT_EVENT_TYPES, ...AVATAR_CLIENT_EVENT_TYPES])];
+import { ALL_CLIENT_EVENT_TYPES, MAX_CLIENT_EVENT_BYTES, readClientEvent } from '../realtime/protocol.js';
 
 /**
  * Original event ids remembered. An error names an event while the engine handles it, or, for
@@ -44,7 +41,7 @@ export class EventAttribution {
    */
   tag(source: number, text: string): string | null {
     if (text.length > MAX_CLIENT_EVENT_BYTES) return null; // characters ≤ bytes: certainly too large
-    const read = readClientEvent(text, TAGGED_TYPES);
+    const read = readClientEvent(text, ALL_CLIENT_EVENT_TYPES); // a call may run either kind of session
     if (read.error) return null;
     const id = `${this.prefix}${source}_${++this.seq}`;
     this.origins.set(id, read.event.eventId);
