@@ -40,7 +40,8 @@ test('SentenceSplitter cuts sentences from token-sized chunks', () => {
 });
 
 test('SentenceSplitter keeps abbreviations, initials and decimals inside a sentence', () => {
-  assert.equal(split(['Dr. Smith paid 3.5 dollars e.g. for J. R. R. Tolkien books in the U.S. today. Done.']), [
+  assert.equal(split(['Yes. Dr. Smith paid 3.5 dollars e.g. for J. R. R. Tolkien books in the U.S. today. Done.']), [
+    'Yes.',
     'Dr. Smith paid 3.5 dollars e.g. for J. R. R. Tolkien books in the U.S. today.',
     'Done.',
   ]);
@@ -50,6 +51,17 @@ test('SentenceSplitter speaks a long first clause on its own at a comma', () => 
   const pieces = split(['Well, that is a really interesting question, and the answer has two parts. First part.']);
   assert.equal(pieces[0], 'Well, that is a really interesting question,');
   assert.equal(pieces.slice(1), ['and the answer has two parts.', 'First part.']);
+});
+
+test('SentenceSplitter speaks a first phrase of a few words on its own where the next phrase begins, once that word is complete', () => {
+  const text = 'The capital of France is Paris. It is lovely in spring.';
+  assert.equal(split(text.match(/.{1,3}/gs) as string[]), ['The capital of France', 'is Paris.', 'It is lovely in spring.']);
+  const s = new SentenceSplitter();
+  assert.equal(s.push('The capital of France i'), [], 'not before the next word is complete ("i" may be "island")');
+  assert.equal(s.push('sland'), []);
+  assert.equal(split(['I am fine and you?']), ['I am fine and you?'], 'too short to cut');
+  assert.equal(split(['Sure thing, here it is.']), ['Sure thing, here it is.'], 'not after a pronoun');
+  assert.equal(split(['It is one of the best.']), ['It is one of the best.'], 'nor before three words');
 });
 
 test('SentenceSplitter cuts at line breaks and flushes an unterminated tail', () => {
