@@ -15,7 +15,9 @@
  * Only with a model running in this process (`LanguageModel.local`): a remote API would bill for
  * replies thrown away. The early reply holds one of the local model's sequences while it runs; a
  * discarded one frees it at once, and leaves that sequence holding the conversation's prompt, so
- * the next attempt evaluates only the words added since.
+ * the next attempt evaluates only the words added since. Until it is taken it is speculative
+ * (`GenerateRequest.speculation`): the model may stop it to serve another session's confirmed
+ * turn, and a reply so preempted is never taken (its turn's response asks the model anew).
  *
  * Invariants: the model's stream is read by exactly one consumer (the pump here); `take()` is
  * allowed once, and the stream it returns replays every chunk in order, then the live rest, and
@@ -32,6 +34,8 @@ export class EarlyReply {
   private ended = false;
   private wake: (() => void) | null = null;
   private taken = false;
+  /** The model stopped it to serve another session's confirmed request: it cannot be taken. */
+  private preempted = false;
   private readonly startedAt = performance.now();
 
   constructor(
@@ -57,6 +61,7 @@ export class EarlyReply {
   matches(model: LanguageModel, request: ModelRequest): boolean {
     return (
       !this.taken &&
+      !this.preempted &&
       !this.abort.signal.aborted &&
       model.id === this.model.id &&
       request.maxOutputTokens === this.request.maxOutputTokens &&
@@ -91,6 +96,7 @@ export class EarlyReply {
         messages,
         maxOutputTokens,
         signal: this.abort.signal,
+        speculation: { isSpeculative: () => !this.taken, preempted: () => (this.preempted = true) },
         ...(tools.length > 0 ? { tools, toolChoice, parallelToolCalls } : {}),
       });
       for await (const chunk of stream) {

@@ -36,7 +36,7 @@ import type { SpeechService } from '../providers/tts/base.js';
 import type { SpeechRecognizers } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
-import { checkedByWords } from './turn-judge.js';
+import { judgedWithWords } from './turn-judge.js';
 import { AppError } from '../core/errors.js';
 import type { AvatarOutput } from './avatar-output.js';
 import { InputAudio } from './input-audio.js';
@@ -170,7 +170,7 @@ export class RealtimeSessionEngine {
     });
     const judge = async (): Promise<EndOfTurnModel | null> => {
       const model = await deps.endOfTurnModel();
-      return model && checkedByWords(model, () => this.voice.wordsOfLatestPause());
+      return model && judgedWithWords(model, () => this.voice.wordsOfLatestPause());
     };
     this.input = new InputAudio(deps.createVad, judge, deps.log.child({ sessionId: options.sessionId }));
     this.input.on('speech_started', (e) => this.onSpeechStarted(e));

@@ -10,7 +10,9 @@
  *    the transcript (the rest is silence), its deltas sent only then; if the user speaks on
  *    (speech_resumed) it is aborted, and nothing of it ever reaches the client. Never with a
  *    remote recogniser (it would be billed for work thrown away). semantic_vad's judge also reads
- *    it (`wordsOfLatestPause`; turn-judge.ts: a pause after "a table for" is not the end of the turn);
+ *    it (`wordsOfLatestPause`; turn-judge.ts: a pause after "a table for" is not the end of the
+ *    turn); under semantic_vad the local language model first reads the words (its probability
+ *    that the message ends there, `readWords`), on the sequence the early reply then continues;
  *  - early reply: once that transcript is ready (create_response on, no response running, a
  *    model in this process), the model starts on the reply the turn would get, while the end of
  *    the turn is still being decided (early-reply.ts). Its output is only buffered: the turn's
@@ -27,6 +29,14 @@ import { type MessageItem, toMessages } from './items.js';
 import { type ServerEventDraft, RealtimeError } from './protocol.js';
 import type { ModelRequest } from './response.js';
 import type { SessionSettings } from './session-update.js';
+import { type TurnWords, spokenWords } from './turn-judge.js';
+
+/**
+ * How long semantic_vad's judge waits for the language model's reading of the words after the
+ * transcript is ready (it waits for a free sequence when every one is generating); past that the
+ * words are judged by rule.
+ */
+export const WORDS_READING_DEADLINE_MS = 400;
 
 /** What the voice-turn machinery needs of the engine. */
 export interface VoiceTurnHost {
@@ -60,6 +70,8 @@ export interface Speculation {
   result: Promise<TranscriptionResult>;
   /** The reply started on its transcript, or null. */
   reply: EarlyReply | null;
+  /** What the words say about the end of the turn (semantic_vad's judge; turn-judge.ts), once the transcript is read. */
+  words: Promise<TurnWords | null>;
 }
 
 export class VoiceTurns {
@@ -90,14 +102,18 @@ export class VoiceTurns {
     if (!transcriber.local) return;
     const deltas: string[] = [];
     const abort = new AbortController();
-    const result = transcriber.transcribe({ pcm: e.audio, language: language ?? 'en', prompt, signal: abort.signal }, (delta) => deltas.push(delta));
-    const speculation: Speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result, reply: null };
+    // Speculative until the turn ends in this pause (stopped() takes it): confirmed turns of other sessions go first.
+    const speculative = (): boolean => this.speculation === speculation;
+    const result = transcriber.transcribe({ pcm: e.audio, language: language ?? 'en', prompt, signal: abort.signal, speculative }, (delta) => deltas.push(delta));
+    const speculation: Speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result, reply: null, words: Promise.resolve(null) };
     this.speculation = speculation;
-    // Registered before the end-of-turn judge reads the same transcript: the reply starts first.
-    result.then(
-      (r) => this.startEarlyReply(speculation, r.text),
-      () => undefined, // a failure (or the abort) is handled by whoever takes the result
+    // The language model reads the words first (semantic_vad), then starts the reply on the
+    // sequence that now holds them: the reply evaluates only the message's end.
+    speculation.words = result.then(
+      (r) => this.readWords(speculation, r.text),
+      () => null, // a failure (or the abort) is handled by whoever takes the result
     );
+    void speculation.words.then(() => result.then((r) => this.startEarlyReply(speculation, r.text), () => undefined));
   }
 
   /** The user spoke on: the speculation of that pause is stale. */
@@ -127,11 +143,9 @@ export class VoiceTurns {
     return s;
   }
 
-  /** The words of the current pause's speculation, for the end-of-turn judge (null: none, or it failed). */
-  async wordsOfLatestPause(): Promise<string | null> {
-    const s = this.speculation;
-    if (!s) return null;
-    return s.result.then((r) => r.text, () => null);
+  /** What the words of the current pause's speculation say, for the end-of-turn judge (null: none, or it failed). */
+  async wordsOfLatestPause(): Promise<TurnWords | null> {
+    return this.speculation ? this.speculation.words : null;
   }
 
   dropSpeculation(): void {
@@ -211,6 +225,32 @@ export class VoiceTurns {
     this.dropSpeculation();
     this.dropEarlyReply();
     await Promise.allSettled([...this.transcriptions]);
+  }
+
+  /**
+   * The transcript of a pause and, under semantic_vad with a local model that can say it, the
+   * model's probability that the message ends there (its punctuation removed; turn-judge.ts).
+   * Bounded by WORDS_READING_DEADLINE_MS; a model that fails leaves the words to the rules.
+   */
+  private async readWords(s: Speculation, transcript: string): Promise<TurnWords | null> {
+    const text = transcript.trim();
+    if (this.speculation !== s || text === '') return null;
+    const settings = this.host.settings();
+    const words = spokenWords(text);
+    const model = this.host.llm.forModel(settings.session.model);
+    if (!settings.turnDetection?.segmenter.endOfTurn || words === null || !model.local || !model.endOfTurnProbability) return { text, endProbability: null };
+    const turn: MessageItem = { id: s.itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: words }] };
+    const request = this.host.replyRequest([...this.host.messages(), ...toMessages([turn])]);
+    const deadline = AbortSignal.any([s.abort.signal, AbortSignal.timeout(WORDS_READING_DEADLINE_MS)]);
+    const started = performance.now();
+    try {
+      const endProbability = await model.endOfTurnProbability({ ...request, signal: deadline });
+      this.host.log.debug('words read', { sessionId: this.host.sessionId, itemId: s.itemId, words, endProbability, ms: Math.round(performance.now() - started) });
+      return { text, endProbability };
+    } catch (err) {
+      this.host.log.warn('reading the words for the end of the turn failed', { sessionId: this.host.sessionId, err });
+      return { text, endProbability: null };
+    }
   }
 
   /** Starts the reply the turn would get if it ends in this pause (see the header); buffered, unseen. */

@@ -2,7 +2,8 @@
  * EarlyReply (src/realtime/early-reply.ts) on its own, over the fake model: it matches only the
  * exact request it was started for, hands over every chunk in order (those ready and those still
  * coming), a discard aborts the generation and keeps nothing, and aborting the taken stream aborts
- * the generation as a direct request would.
+ * the generation as a direct request would; it is speculative until taken, and never taken once
+ * the model preempted it.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -41,6 +42,20 @@ test('matches only the same model, messages and output limit', () => {
   } finally {
     early.discard();
   }
+});
+
+test('it is speculative until taken, and a reply the model preempted is never taken', async () => {
+  const model = new FakeLlm({ chunks: ['It ', 'is ', 'noon.'], chunkDelayMs: 30 });
+  const early = new EarlyReply(model, REQUEST);
+  const speculation = model.requests[0]!.speculation!;
+  assert.ok(speculation.isSpeculative());
+  speculation.preempted(); // what a local model does before it stops the generation
+  assert.not.ok(early.matches(model, REQUEST));
+  early.discard();
+  const taken = new EarlyReply(model, REQUEST);
+  taken.take();
+  assert.not.ok(model.requests[1]!.speculation!.isSpeculative(), 'a taken reply is confirmed: it is not stopped for others');
+  taken.discard();
 });
 
 test('take(): the chunks ready and those still coming, in order, ending with the model’s done', async () => {

@@ -22,7 +22,7 @@ import {
   type SpeechPausedEvent,
   type SpeechStoppedEvent,
 } from '../../src/realtime/speech-segmenter.js';
-import { soundsFinished, soundsUnfinished, checkedByWords, WORDS_FINISHED_PROBABILITY } from '../../src/realtime/turn-judge.js';
+import { soundsFinished, soundsUnfinished, judgedWithWords, combine, spokenWords } from '../../src/realtime/turn-judge.js';
 import { engineHarness, type Harness, type SeenEvent } from '../helpers/engine-harness.js';
 import { FakeLanguageModels } from '../../src/providers/llm/fake-llm.js';
 import { concatSamples, silence, toPcm16, tone } from '../helpers/speech.js';
@@ -300,17 +300,40 @@ Words('soundsFinished() wants closing punctuation and nothing dangling', () => {
   for (const t of ['I would like a table for.', 'What time is it', 'I was thinking...', '', 'Can you tell me about?']) assert.not.ok(soundsFinished(t), t);
 });
 
-Words('checkedByWords() turns "complete" into "incomplete" when the words are unfinished, and lifts "incomplete" to 0.35 when they are finished', async () => {
+Words('the words and the melody combine: a language model sure of a fragment holds a confident "complete" past every bar but the ceiling; sure of a sentence, it ends a doubtful one at the first', () => {
+  const fragment = { text: 'What time zone.', endProbability: 1e-5 };
+  const sentence = { text: 'Where are you from?', endProbability: 0.3 };
+  const lastBar = JUDGEMENTS.at(-1)!.threshold;
+  assert.ok(combine(0.95, fragment) < lastBar, `fragment: ${combine(0.95, fragment)}`);
+  assert.ok(combine(0.99, fragment) < JUDGEMENTS[1]!.threshold, 'not before the whole silence is heard');
+  assert.ok(combine(0.1, sentence) >= 0.5, `sentence: ${combine(0.1, sentence)}`);
+  assert.ok(combine(0.02, sentence) >= lastBar, 'a sentence never waits for the ceiling unless the melody is sure it goes on');
+  assert.ok(combine(0.001, sentence) < 0.5, 'nor is it cut when the melody is sure it goes on');
+  assert.is(combine(0.7, null), 0.7, 'no transcript: the melody decides');
+  assert.is(combine(0.7, { text: '', endProbability: null }), 0.7);
+});
+
+Words('without a language model the rules read the words: a dangling article holds, a finished sentence lifts a doubtful melody', () => {
+  assert.ok(combine(0.95, { text: 'a table for the', endProbability: null }) < 0.15);
+  assert.ok(combine(0.95, { text: 'a table for', endProbability: null }) < 0.5, 'a preposition is doubtful');
+  assert.ok(combine(0.3, { text: 'Tell me a joke.', endProbability: null }) >= 0.5);
+  assert.is(combine(0.2, { text: 'Tell me a joke', endProbability: null }), 0.2, 'no punctuation: the melody decides');
+});
+
+Words('judgedWithWords() asks the model, then combines its verdict with the words of the pause', async () => {
   const complete = new FakeTurnModel({ script: () => 0.95 });
-  const incomplete = new FakeTurnModel({ script: () => 0.2 });
   const audio = new Float32Array(1600);
-  assert.ok((await checkedByWords(complete, async () => 'a table for').completeProbability(audio)) < 0.5);
-  assert.ok((await checkedByWords(complete, async () => 'What time is it?').completeProbability(audio)) > 0.5);
-  assert.ok((await checkedByWords(complete, async () => null).completeProbability(audio)) > 0.5, 'no transcript: the model decides');
-  assert.is(await checkedByWords(incomplete, async () => 'Tell me a joke.').completeProbability(audio), WORDS_FINISHED_PROBABILITY);
-  assert.is(await checkedByWords(incomplete, async () => 'Tell me a joke about').completeProbability(audio), 0.1);
-  assert.is(await checkedByWords(incomplete, async () => 'Tell me a joke').completeProbability(audio), 0.2, 'no punctuation: the model decides');
-  assert.ok(WORDS_FINISHED_PROBABILITY < 0.5 && WORDS_FINISHED_PROBABILITY >= JUDGEMENTS[1]!.threshold, 'under the first bar, over the second');
+  assert.ok((await judgedWithWords(complete, async () => ({ text: 'a table for', endProbability: 1e-4 })).completeProbability(audio)) < 0.15);
+  assert.ok((await judgedWithWords(complete, async () => null).completeProbability(audio)) > 0.9);
+  assert.is(complete.judged.length, 2);
+});
+
+Words('spokenWords() removes the punctuation Whisper closes a transcript with', () => {
+  assert.is(spokenWords(' What time zone. '), 'What time zone');
+  assert.is(spokenWords('Where are you from?!'), 'Where are you from');
+  assert.is(spokenWords('I was thinking...'), 'I was thinking');
+  assert.is(spokenWords('U.S.'), 'U.S');
+  assert.is(spokenWords(' ?. '), null);
 });
 
 Words.run();
@@ -410,6 +433,47 @@ Engine('semantic_vad: a pause after "a table for" is not the end, though the mel
     assert.is(done.transcript, 'I would like a table for two.');
     assert.is(h.events.filter((e) => e.type === 'input_audio_buffer.speech_stopped').length, 1, 'one turn');
     assert.ok(model.judged.length >= 2, 'both pauses judged');
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('semantic_vad: a finished question the melody calls unfinished is answered at the first judgement, not the ceiling: the language model reads the words', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: 'Where are you from?' });
+  const model = new FakeTurnModel({ script: () => 0.1 });
+  const asked: string[] = [];
+  const llm = new FakeLanguageModels({ reply: 'From the cloud.', endOfTurn: (words) => (asked.push(words), words === 'Where are you from' ? 0.5 : 1e-5) });
+  const h = await engineHarness({ deps: { asr, llm, endOfTurnModel: async () => model } });
+  try {
+    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
+    await speak(h, [silence(200, IN_HZ), loud(1200), silence(1500, IN_HZ)]);
+    const stopped = await h.waitFor((e) => e.type === 'input_audio_buffer.speech_stopped');
+    const afterSpeechMs = (stopped.audio_end_ms as number) - (200 + 1200);
+    assert.ok(afterSpeechMs < 400, `ended ${afterSpeechMs} ms after the speech (the first judgement comes at 160 ms of silence; the ceiling is 4 s)`);
+    assert.equal(asked, ['Where are you from'], 'asked once, about the words without the punctuation');
+    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
+    assert.is(replyTranscript(done), 'From the cloud.');
+    assert.is(llm.requests.length, 1, 'the early reply started after the words were read is the response');
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('semantic_vad: a clause that trails off is not cut though the melody says "complete"; what was started on it is thrown away without an event', async () => {
+  const asr = new FakeSpeechRecognizers({ transcript: (r) => (r.pcm.length / SAMPLES_PER_MS < 1600 ? 'I would like a table for.' : 'I would like a table for two.') });
+  const model = new FakeTurnModel({ script: () => 0.95 });
+  const llm = new FakeLanguageModels({ reply: (r) => `Reply to ${r.messages.at(-1)!.content}`, chunkDelayMs: 20, endOfTurn: (words) => (words.endsWith('for') ? 1e-5 : 0.4) });
+  const h = await engineHarness({ deps: { asr, llm, endOfTurnModel: async () => model } });
+  try {
+    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
+    // A second's pause: past the first two judgements (160 and 640 ms of silence), short of the whole-silence one (1,280 ms).
+    await speak(h, [silence(200, IN_HZ), loud(1000), silence(1000, IN_HZ), loud(600), silence(1200, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
+    assert.is(h.events.filter((e) => e.type === 'input_audio_buffer.speech_stopped').length, 1, 'one turn');
+    assert.is(replyTranscript(done), 'Reply to I would like a table for two.');
+    assert.is(llm.requests.length, 2, 'a reply was started in the pause, and another for the whole turn');
+    assert.is(llm.requests[0]!.signal.aborted, true, 'the pause’s reply is aborted');
+    for (const e of h.events) assert.not.ok(JSON.stringify(e).includes('table for.'), `${e.type} shows the abandoned pause`);
   } finally {
     await h.close();
   }

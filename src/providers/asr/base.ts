@@ -27,6 +27,12 @@ export interface TranscriptionRequest {
   /** Optional prompt (vocabulary hints) from the session's transcription config. */
   prompt: string | null;
   signal?: AbortSignal;
+  /**
+   * Whether the transcription is still speculative (read whenever it matters): a pause's
+   * transcript, until the turn is known to end in that pause. A local recogniser that queues
+   * serves confirmed transcriptions first. Unset: confirmed.
+   */
+  speculative?: () => boolean;
 }
 export interface TranscriptionResult { text: string; language: string | null; audioSeconds: number }
 export interface Transcriber {

@@ -7,7 +7,8 @@
  * one segment per 30 s window, encoder context cut to the utterance; see native/asr).
  *
  * At most `concurrency` transcriptions run at once (default 1: on a 2-core machine two at once
- * each take about twice as long, so a queue answers the first speaker sooner); the rest wait in
+ * each take about twice as long, so a queue answers the first speaker sooner); the rest wait,
+ * confirmed turns before speculative ones (a pause's transcript whose turn may go on), each in
  * arrival order, and a waiting request whose signal fires leaves the queue at once. Deltas are
  * the finished segments, delivered when the call completes (a turn shorter than 30 s is one
  * segment). A missing or unloadable model is `asr_unavailable`; a failed call is `asr_failed`.
@@ -60,17 +61,18 @@ function loadShared(path: string, log: Logger): Promise<WhisperRecognizer> {
   return load;
 }
 
-/** Runs at most `limit` tasks at once, in arrival order; a waiter whose signal fires leaves. */
+/** Runs at most `limit` tasks at once: confirmed before speculative ones, each in arrival order; a waiter whose signal fires leaves. */
 class Gate {
   private running = 0;
-  private readonly waiting: Array<{ start: () => void; cancel: (reason: unknown) => void }> = [];
+  private readonly waiting: Array<{ start: () => void; cancel: (reason: unknown) => void; speculative: () => boolean }> = [];
 
   constructor(private readonly limit: number) {}
 
-  async run<T>(signal: AbortSignal | undefined, task: () => Promise<T>): Promise<T> {
+  async run<T>(signal: AbortSignal | undefined, speculative: () => boolean, task: () => Promise<T>): Promise<T> {
     if (this.running >= this.limit) {
       await new Promise<void>((resolve, reject) => {
         const entry = {
+          speculative,
           start: () => {
             signal?.removeEventListener('abort', onAbort);
             resolve();
@@ -91,7 +93,8 @@ class Gate {
     try {
       return await task();
     } finally {
-      const next = this.waiting.shift();
+      const confirmed = this.waiting.findIndex((w) => !w.speculative());
+      const next = this.waiting.splice(confirmed >= 0 ? confirmed : 0, 1)[0];
       if (next) next.start(); // the slot passes straight to the next waiter
       else this.running--;
     }
@@ -139,7 +142,7 @@ export class WhisperCppTranscriber implements Transcriber {
       throw asrUnavailable(`The Whisper model ${this.options.modelPath} could not be loaded: ${(err as Error).message}`, err);
     }
     const pcm = toWhisperInput(request.pcm);
-    const transcript = await this.gate.run(signal, async () => {
+    const transcript = await this.gate.run(signal, request.speculative ?? (() => false), async () => {
       throwIfAborted(signal);
       try {
         return await model.transcribe(

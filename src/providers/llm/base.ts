@@ -79,6 +79,20 @@ export interface GenerateRequest {
   toolChoice?: ToolChoice;
   /** Whether it may make several calls in one reply (OpenAI's parallel_tool_calls); undefined = true. */
   parallelToolCalls?: boolean;
+  /** Set for a reply started before its turn is confirmed (the early reply); unset: confirmed. */
+  speculation?: SpeculativeWork;
+}
+
+/**
+ * Work started before it is known to be needed. A local model serves confirmed requests first and
+ * may stop a speculative generation to free room for a confirmed one: it calls `preempted()` at
+ * once, and the stream then ends with finishReason 'aborted' though the request's signal did not
+ * fire.
+ */
+export interface SpeculativeWork {
+  /** Whether it is still speculative (read whenever it matters: false once its turn is confirmed). */
+  isSpeculative(): boolean;
+  preempted(): void;
 }
 
 export interface TokenUsage {
@@ -124,6 +138,15 @@ export interface LanguageModel {
    * evaluates prompts itself (the local one) has anything to prepare.
    */
   prefill?(messages: ChatMessage[]): Promise<void>;
+  /**
+   * The probability that the last message of the request (the user's words so far) ends where
+   * its text does: the model's own prediction that the next token closes the sentence or the turn
+   * (`.`, `?`, `!`, the end of the message), read from evaluating the prompt up to the last word,
+   * formatted as `generate` would format this request (with its tools), so the reply to it then
+   * reuses that evaluation. Null when the signal aborted first. Optional: a model in this process
+   * that evaluates prompts itself (semantic_vad's judge uses it, realtime/turn-judge.ts).
+   */
+  endOfTurnProbability?(request: GenerateRequest): Promise<number | null>;
   close(): Promise<void>;
 }
 

@@ -48,6 +48,11 @@ export interface FakeLlmOptions {
   local?: boolean;
   /** Function calls to make after the text (none: a plain reply). */
   toolCalls?: FakeToolCall[] | ((request: GenerateRequest) => FakeToolCall[]);
+  /**
+   * endOfTurnProbability(): the probability given the user's last words (unset: the model cannot
+   * say, null is returned). Every text asked about is recorded in `endOfTurnAsked`.
+   */
+  endOfTurn?: (words: string) => number;
 }
 
 /** A call the fake makes; `callId` defaults to call_fake_<n>. */
@@ -114,9 +119,23 @@ export class FakeLlm implements LanguageModel {
     }
   }
 
+  async endOfTurnProbability(request: GenerateRequest): Promise<number | null> {
+    return fakeEndOfTurn(this.options, request);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }
+}
+
+/** The words every fake model was asked to judge (endOfTurnProbability), in order. */
+export const endOfTurnAsked: string[] = [];
+
+function fakeEndOfTurn(options: FakeLlmOptions, request: GenerateRequest): number | null {
+  const last = request.messages.at(-1);
+  if (!options.endOfTurn || last?.role !== 'user' || request.signal.aborted) return null;
+  endOfTurnAsked.push(last.content);
+  return options.endOfTurn(last.content);
 }
 
 /** The LanguageModels router over FakeLlm: every model name gets a FakeLlm with the current
@@ -137,6 +156,7 @@ export class FakeLanguageModels implements LanguageModels {
         requests.push(request);
         return new FakeLlm(current()).generate(request);
       },
+      endOfTurnProbability: async (request: GenerateRequest) => fakeEndOfTurn(current(), request),
       async close() {},
     };
   }

@@ -128,6 +128,16 @@ modelTest('transcribe() queues calls beyond its concurrency, and an abort while 
   assert.ok(wer('What time is it in London', (await first).text) <= 0.2);
 });
 
+modelTest('transcribe() serves a confirmed turn queued behind a speculative one first', async ({ asr }) => {
+  const pcm = speech24k('What time is it in London?');
+  const finished: string[] = [];
+  const running = asr.transcribe({ pcm, language: 'en', prompt: null }).then(() => finished.push('running'));
+  const speculative = asr.transcribe({ pcm, language: 'en', prompt: null, speculative: () => true }).then(() => finished.push('speculative'));
+  const confirmed = asr.transcribe({ pcm, language: 'en', prompt: null, speculative: () => false }).then(() => finished.push('confirmed'));
+  await Promise.all([running, speculative, confirmed]);
+  assert.equal(finished, ['running', 'confirmed', 'speculative']);
+});
+
 modelTest('transcribe() aborted while whisper.cpp runs rejects with AbortError, and the next call still works', async ({ asr }) => {
   const pcm = speech24k('The weather is nice today, so let us go for a walk.');
   const controller = new AbortController();

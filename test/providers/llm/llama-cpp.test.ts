@@ -185,4 +185,50 @@ modelTest('prefill(): instructions evaluated ahead are not evaluated again by a 
   assert.ok(a.reused >= systemTokens && b.reused >= systemTokens, `reused ${a.reused} and ${b.reused} tokens`);
 });
 
+modelTest('endOfTurnProbability(): a finished question ends there, a fragment does not; the reply that follows evaluates only the end of the message', async (ctx) => {
+  const system = { role: 'system' as const, content: 'You are Cleo, a friendly avatar. Answer in one short spoken sentence.' };
+  const ask = (words: string) => ctx.model.endOfTurnProbability({ messages: [system, { role: 'user', content: words }], maxOutputTokens: 12, signal: new AbortController().signal });
+  const finished = await ask('What time zone are you in right now');
+  const fragments = await Promise.all(['What time zone', 'I would like to book a table for', 'Can you tell me about the'].map(ask));
+  process.stdout.write(`LlamaCppModel: end of turn after a question ${finished?.toFixed(3)}, after fragments ${fragments.map((p) => p?.toExponential(1)).join(', ')}\n`);
+  assert.ok(finished !== null && finished > 0.1, `finished ${finished}`);
+  for (const p of fragments) assert.ok(p !== null && p < 1e-3, `fragment ${p}`);
+  // The reply to the same words lands where they were just read.
+  await ask('Where are you from');
+  const reply = await turn(ctx.model, [system, { role: 'user', content: 'Where are you from?' }]);
+  assert.ok(reply.prompt - reply.reused <= 8, `${reply.prompt - reply.reused} of ${reply.prompt} tokens evaluated for the reply`);
+  const aborted = new AbortController();
+  aborted.abort();
+  assert.is(await ctx.model.endOfTurnProbability({ messages: [system, { role: 'user', content: 'Hello' }], maxOutputTokens: null, signal: aborted.signal }), null);
+});
+
+modelTest('a confirmed request does not wait for speculative ones: it stops one (told at once, its stream ends aborted) and is served first', async (ctx) => {
+  const system = { role: 'system' as const, content: 'You are a storyteller. Tell long stories.' };
+  const preempted: number[] = [];
+  const speculative = (i: number) =>
+    ctx.model.generate({
+      messages: [system, { role: 'user', content: `Tell me story number ${i}.` }],
+      maxOutputTokens: 48,
+      signal: new AbortController().signal,
+      speculation: { isSpeculative: () => true, preempted: () => preempted.push(i) },
+    });
+  const finishes = async (stream: AsyncIterable<GenerateChunk>) => {
+    let reason = '';
+    for await (const c of stream) if (c.type === 'done') reason = c.finishReason;
+    return reason;
+  };
+  const before = ctx.model.preempted;
+  // Both sequences generate speculatively; a speculative third waits behind the confirmed one.
+  const running = [finishes(speculative(1)), finishes(speculative(2))];
+  await new Promise((r) => setTimeout(r, 300));
+  const third = finishes(speculative(3));
+  const confirmed = await turn(ctx.model, [system, { role: 'user', content: 'Say hello.' }]);
+  assert.ok(confirmed.text.length > 0);
+  assert.is(ctx.model.preempted - before, 1, 'one speculative generation stopped');
+  assert.is(preempted.length, 1);
+  const reasons = await Promise.all(running);
+  assert.is(reasons[preempted[0]! - 1], 'aborted', 'the preempted stream ends aborted');
+  assert.ok(['stop', 'length'].includes(await third), 'the waiting speculative one is served after');
+});
+
 test.run();
