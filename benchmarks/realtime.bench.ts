@@ -4,47 +4,86 @@
  *  - `default`: the embedded defaults as `npm start` runs them (local Qwen GGUF, Piper/flite,
  *    Whisper base, Silero, Smart Turn);
  *  - `offline`: the rule-based offline responder in place of the model (the server alone).
- * REALTIME_BENCH_LLM=default|offline|both (default both) chooses; REALTIME_BENCH_VERBOSE=1 prints
- * how each voice turn ended (when, by the silence or the model, its probability) and every turn
- * the server ended with its transcript (a cut-in shows as the first words of a sentence).
- * REALTIME_BENCH_PARTS=turns,tools (default both) chooses the parts: `turns` the text and voice
- * turns below, `tools` the tool round trip; REALTIME_BENCH_PARTS=tools runs the tool round trip alone.
+ *
+ * Switches (environment):
+ *  - REALTIME_BENCH_LLM=default|offline|both (default both): the language model settings;
+ *  - REALTIME_BENCH_PARTS=turns,concurrent,tools (default all): `turns` the text and voice turns,
+ *    `concurrent` the concurrent sessions (both on the same server per run), `tools` the tool
+ *    round trip (its own servers); REALTIME_BENCH_PARTS=tools runs the tool round trip alone;
+ *  - REALTIME_BENCH_MODES=server_vad,semantic_vad (default both): the voice turns' turn detections;
+ *  - REALTIME_BENCH_LINE=silence,noise (default both): what the line carries around the speech;
+ *  - REALTIME_BENCH_SPEAKERS=all|quick (default all): every speaker (21 voice turns per mode, about
+ *    80 s), or the first three with one question of each kind each (9 turns, about 35 s a mode);
+ *  - REALTIME_BENCH_CONCURRENT=N (default 4, the server's default WORKER_CAPACITY): sessions at once;
+ *  - REALTIME_BENCH_VERBOSE=1: prints how every voice turn ended (by the silence or the model, its
+ *    probability, what the server heard) and every turn the server ended with its transcript (a
+ *    cut-in shows as the first words of a sentence); without it only the turns that waited more
+ *    than 1.5 s for speech_stopped and the false cut-ins are printed.
  *
  * Text turns: response.create → first response.output_audio.delta (and first image delta).
  *
- * Voice turns, for each turn detection (server_vad at 500 ms, semantic_vad eagerness auto): the
- * same recorded questions streamed in real time (20 ms appends, silence after), spoken by the
- * server's offline voices (Piper joe and flite's four speakers); some are sentences with a 300–600
- * ms pause in the middle (the whole sentence spoken, then silence put in at a word boundary, see
- * test/helpers/voices.ts). Per turn:
- *  - end of speech → first output_audio.delta (the figure users feel);
- *  - false cut-in: a turn ended (speech_stopped) in the middle of a paused question;
+ * Voice turns (lib/voice-turns.ts says who speaks what, and how the line is streamed): for each
+ * turn detection (server_vad at 500 ms, semantic_vad eagerness auto) × line (`silence`: digital
+ * zeros; `noise`: a live microphone's seeded pink noise floor at -60 to -50 dBFS, streamed
+ * before, under, between and after the speech until the reply's first audio), a new session hears
+ * the same samples in real time: complete questions (many ending in a preposition), questions
+ * with a 300–800 ms pause mid-sentence, and answers to be cut (a complete question, a 700–900 ms
+ * gap, then more), spoken by every Piper voice fetched, flite's four speakers and four espeak-ng
+ * variants, some slowed to 0.8 or hurried to 1.25, in a fixed rotation. Per mode
+ * (lib/voice-turn-report.ts says how it is reported):
+ *  - end of speech → first output_audio.delta (the figure users feel), p50/p95/max;
+ *  - turns that waited > 1.5 s from the end of the speech to speech_stopped;
+ *  - false cut-ins: a turn ended (speech_stopped) before the speech did, paused questions apart;
  *  - a breakdown: end-of-turn decision (end of speech → speech_stopped), transcription tail
  *    (speech_stopped → transcription.completed), then from the server's 'response timing' log:
  *    model first token and first clause (response start → first clause handed to the voice), voice first chunk
- *    (→ its first chunk queued on the avatar), first tick (→ first audio played out), and the
- *    rest (response.created → first delta at the client, minus those). A response that took an
- *    early reply (the model started on the pause's transcript before the turn ended) has its
- *    model steps counted from the response's start, so they shrink by the head start; how many
- *    did is in the notes.
+ *    (→ its first chunk queued on the avatar), first tick (→ first audio played out). A response
+ *    that took an early reply (the model started on the pause's transcript before the turn ended)
+ *    has its model steps counted from the response's start, so they shrink by the head start; how
+ *    many did is in the notes;
+ *  - answers to be cut, apart (not cut-ins): whether a reply's first audio came in the gap,
+ *    whether it was then stopped (response.done cancelled, output_audio_buffer.cleared) or never
+ *    started, and end of the whole speech → first audio of the reply to all of it;
+ *  - per speaker (notes): p50 and worst end of speech → first audio.
+ * A session that stops answering (input_audio_buffer.clear unanswered for 10 s: something before it
+ * in its event order never finished) is reported with the server's log lines about it, and the
+ * rest of its samples go to a new session.
+ *
+ * Concurrent sessions (REALTIME_BENCH_PARTS=concurrent): REALTIME_BENCH_CONCURRENT sessions, audio
+ * only (output_modalities ['audio']), server_vad 500 ms, on the live-microphone line (digital
+ * silence when REALTIME_BENCH_LINE leaves `noise` out), each streaming CONCURRENT_TURNS questions
+ * of its own in real time at once, started 0–1 s apart (seeded); the same measures per turn.
  *
  * Tool round trip (REALTIME_BENCH_PARTS=tools): lib/tool-round-trip.ts says what it measures.
  */
-import { spawnServer } from '../test/helpers/process.js';
+import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
 import { tempDir } from '../test/helpers/server.js';
 import type { RealtimeTestClient, ServerEvent } from '../test/helpers/realtime-client.js';
-import { concatSamples, silence, toPcm16 } from '../test/helpers/speech.js';
-import { pausedSpeech, testVoices, voiceSpeech } from '../test/helpers/voices.js';
 import { median, summarise, type BenchContext, type BenchOutput, type Benchmark, type Metric } from './lib/harness.js';
-import { connect, waitWarm, type ResponseTiming } from './lib/realtime-session.js';
+import { connect, responseTimings, waitWarm, type ResponseTiming } from './lib/realtime-session.js';
 import { TOOL_LLMS, runTools } from './lib/tool-round-trip.js';
+import { addEndings, explainTurns, noEndings, turnMetrics, turnNotes, type Endings } from './lib/voice-turn-report.js';
+import {
+  COMPLETE_QUESTIONS,
+  LINES,
+  NOISE_DBFS,
+  PAUSED_QUESTIONS,
+  SPEAKER_SETS,
+  THEN_MORE,
+  makeSamples,
+  streamTurn,
+  testSpeakers,
+  type Line,
+  type Sample,
+  type SpeakerSet,
+  type VoiceTurn,
+} from './lib/voice-turns.js';
 
-const RATE_HZ = 24000;
 const TEXT_TURNS = 10;
-const APPEND_MS = 20;
-const LEAD_MS = 300;
-/** Silence streamed after the speech at most (past semantic_vad's 4 s ceiling). */
-const TAIL_MS = 5000;
+/** Questions each concurrent session asks. */
+const CONCURRENT_TURNS = 5;
+/** Concurrent sessions start this far apart at most (ms, seeded). */
+const CONCURRENT_SPREAD_MS = 1000;
 
 /** REALTIME_BENCH_VERBOSE=1: print how every voice turn ended, not only the slow ones. */
 const VERBOSE = process.env.REALTIME_BENCH_VERBOSE === '1';
@@ -54,53 +93,40 @@ const TURN_DETECTIONS = {
   semantic_vad: { type: 'semantic_vad', eagerness: 'auto' },
 } as const;
 type TurnMode = keyof typeof TURN_DETECTIONS;
+const TURN_MODES = Object.keys(TURN_DETECTIONS) as TurnMode[];
 
 const TEXT_QUESTIONS = ['Hello, who are you?', 'What can you do for me?', 'Tell me about the weather.', 'How are you today?', 'What time is it?'];
-const QUESTIONS = [
-  'What is the capital of France?',
-  'Can you tell me a joke about cats?',
-  'How are you doing today?',
-  'What should I cook for dinner tonight?',
-  'Tell me something interesting about the moon.',
-  'Where is the nearest train station?',
-];
-/** [words before the pause, the whole sentence, pause ms]. */
-const PAUSED: Array<[string, string, number]> = [
-  ['I would like to book a table for', 'I would like to book a table for two people tonight.', 400],
-  ['Can you tell me about the', 'Can you tell me about the history of Rome?', 600],
-  ['So what I was thinking is that', 'So what I was thinking is that we could go to the park.', 300],
-  ['My favourite colour is', 'My favourite colour is blue, what is yours?', 500],
-];
 
-const PARTS = ['turns', 'tools'] as const;
+const PARTS = ['turns', 'concurrent', 'tools'] as const;
+type Part = (typeof PARTS)[number];
 
-interface Sample {
-  label: string;
-  audio: Int16Array;
-  /** Where the speech ends in `audio` (samples), and where its pause begins and ends (null: none). */
-  speechEnd: number;
-  pause: [number, number] | null;
+/** What one mode's turns gathered over the runs. */
+interface ModeTurns {
+  turns: VoiceTurn[];
+  endings: Endings;
 }
 
-interface VoiceTurn {
-  /** The item of the turn that ended after the speech. */
-  itemId: string | null;
-  fromSpeechEndMs: number | null;
-  falseCutIn: boolean;
-  decisionMs: number | null;
-  transcriptionTailMs: number | null;
-  responseId: string | null;
-  createdToDeltaMs: number | null;
+/** What the voice parts run: modes, lines, speakers and concurrency, from the switches. */
+interface VoicePlan {
+  modes: TurnMode[];
+  lines: Line[];
+  speakerSet: SpeakerSet;
+  samples: Sample[];
+  sessions: number;
+  /** The concurrent sessions' line: a live microphone when that line is chosen. */
+  concurrentLine: Line;
 }
 
 const bench: Benchmark = {
   name: 'realtime',
-  description: 'realtime latency as a user gets it: text turns (response.create → first audio) and voice turns (end of speech → first audio) under server_vad and semantic_vad, with false cut-ins and a breakdown; tool round trip (function_call_output + response.create → first audio), local model and a paced stand-in remote',
+  description: 'realtime latency as a user gets it: text turns (response.create → first audio) and voice turns (end of speech → first audio) under server_vad and semantic_vad on a silent and a live-microphone line, by many speakers, with waits, false cut-ins, answers to be cut and a breakdown; concurrent voice sessions; tool round trip (function_call_output + response.create → first audio), local model and a paced stand-in remote',
   async run(ctx) {
     const parts = chosen('REALTIME_BENCH_PARTS', PARTS);
     const out: BenchOutput = { params: { parts: parts.join(', ') }, metrics: [], notes: [] };
-    for (const part of parts) {
-      const r = part === 'turns' ? await runTurns(ctx) : await runTools(ctx, chosen('REALTIME_BENCH_TOOL_LLM', TOOL_LLMS));
+    const results: BenchOutput[] = [];
+    if (parts.includes('turns') || parts.includes('concurrent')) results.push(await runTurns(ctx, parts));
+    if (parts.includes('tools')) results.push(await runTools(ctx, chosen('REALTIME_BENCH_TOOL_LLM', TOOL_LLMS)));
+    for (const r of results) {
       Object.assign(out.params, r.params);
       out.metrics.push(...r.metrics);
       out.notes!.push(...(r.notes ?? []));
@@ -109,30 +135,59 @@ const bench: Benchmark = {
   },
 };
 
-/** The names listed in env var `name` (comma-separated; 'both' or unset: all of `all`). */
+/** The names listed in env var `name` (comma-separated; 'both', 'all' or unset: all of `all`). */
 function chosen<T extends string>(name: string, all: readonly T[]): T[] {
   const value = process.env[name];
-  if (value === undefined || value === '' || value === 'both') return [...all];
+  if (value === undefined || value === '' || value === 'both' || value === 'all') return [...all];
   const names = value.split(',').map((x) => x.trim());
   for (const n of names) if (!all.includes(n as T)) throw new Error(`${name}: '${n}' is not one of ${all.join(', ')}`);
   return names as T[];
 }
 
-/** Text and voice turns (see the header). */
-async function runTurns(ctx: BenchContext): Promise<BenchOutput> {
-  const modes = (process.env.REALTIME_BENCH_LLM ?? 'both') === 'both' ? ['default', 'offline'] : [process.env.REALTIME_BENCH_LLM as string];
-  const samples = await makeSamples();
-  ctx.log(`${samples.length} voice samples (${samples.filter((s) => s.pause).length} with a mid-sentence pause)`);
+/** REALTIME_BENCH_CONCURRENT: sessions at once (default 4, the server's default WORKER_CAPACITY). */
+function concurrentSessions(): number {
+  const value = process.env.REALTIME_BENCH_CONCURRENT ?? '4';
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`REALTIME_BENCH_CONCURRENT: '${value}' is not a whole number from 1 to 64`);
+  return n;
+}
+
+async function voicePlan(ctx: BenchContext): Promise<VoicePlan> {
+  const lines = chosen('REALTIME_BENCH_LINE', LINES);
+  const speakerSet = (process.env.REALTIME_BENCH_SPEAKERS || 'all') as SpeakerSet;
+  if (!SPEAKER_SETS.includes(speakerSet)) throw new Error(`REALTIME_BENCH_SPEAKERS: '${speakerSet}' is not one of ${SPEAKER_SETS.join(', ')}`);
+  const speakers = await testSpeakers(speakerSet);
+  const samples = await makeSamples(speakers, speakerSet);
+  const kinds = (k: Sample['kind']) => samples.filter((s) => s.kind === k).length;
+  ctx.log(
+    `${samples.length} voice samples (${kinds('complete')} complete, ${kinds('paused')} with a mid-sentence pause, ${kinds('then-more')} answers to be cut) by ${speakers.length} speakers: ${speakers.map((s) => s.voice.id).join(', ')}`,
+  );
+  return {
+    modes: chosen('REALTIME_BENCH_MODES', TURN_MODES),
+    lines,
+    speakerSet,
+    samples,
+    sessions: concurrentSessions(),
+    concurrentLine: lines.includes('noise') ? 'noise' : 'silence',
+  };
+}
+
+/** Text and voice turns and the concurrent sessions (see the header), one server per model setting and run. */
+async function runTurns(ctx: BenchContext, parts: Part[]): Promise<BenchOutput> {
+  const llms = (process.env.REALTIME_BENCH_LLM ?? 'both') === 'both' ? ['default', 'offline'] : [process.env.REALTIME_BENCH_LLM as string];
+  const plan = await voicePlan(ctx);
   const metrics: Metric[] = [];
   const notes: string[] = [];
-  for (const llm of modes) {
+  for (const llm of llms) {
     const text: { audio: number[]; image: number[] } = { audio: [], image: [] };
-    const voice: Record<TurnMode, VoiceTurn[]> = { server_vad: [], semantic_vad: [] };
+    const modes = new Map<string, ModeTurns>();
     const timings = new Map<string, ResponseTiming>();
-    /** How each mode's turns ended ('model' or 'silence'), from the server's 'turn ended' log. */
-    const endings: Record<TurnMode, string[]> = { server_vad: [], semantic_vad: [] };
-    /** Responses that took the reply started before the end of the turn ('early reply taken'). */
-    const early: Record<TurnMode, number> = { server_vad: 0, semantic_vad: 0 };
+    const gather = (tag: string, turns: VoiceTurn[], endings: Endings) => {
+      const m = modes.get(tag) ?? { turns: [], endings: noEndings() };
+      m.turns.push(...turns);
+      addEndings(m.endings, endings);
+      modes.set(tag, m);
+    };
     for (let run = 0; run < ctx.runs; run++) {
       const server = await spawnServer({
         DATA_DIR: tempDir('avatar-bench-'),
@@ -143,124 +198,169 @@ async function runTurns(ctx: BenchContext): Promise<BenchOutput> {
       try {
         await waitWarm(server);
         const key = server.bootstrapKey as string;
-        const c = await connect(server.url, key, TURN_DETECTIONS.server_vad);
-        await textTurn(c, 'Hi there.'); // not measured: the first turn of a connection
-        for (let i = 0; i < TEXT_TURNS; i++) {
-          const r = await textTurn(c, TEXT_QUESTIONS[i % TEXT_QUESTIONS.length]!);
-          text.audio.push(r.audioMs);
-          text.image.push(r.imageMs);
-        }
-        await c.close();
-        for (const mode of Object.keys(TURN_DETECTIONS) as TurnMode[]) {
-          const v = await connect(server.url, key, TURN_DETECTIONS[mode]);
-          for (const sample of samples) {
-            const turn = await voiceTurn(v, sample);
-            voice[mode].push(turn);
-            if (turn.falseCutIn) ctx.log(`${llm} ${mode}: false cut-in on "${sample.label}"`);
-          }
-          await v.close();
-          const sessionId = (v.events.find((e) => e.type === 'session.created') as { session?: { id?: string } } | undefined)?.session?.id;
-          const ended = new Map<string, { endedBy: string; endOfTurnProbability: number | null }>();
-          for (const m of server.stdout().matchAll(/^\{.*"msg":"turn ended".*\}$/gm)) {
-            const r = JSON.parse(m[0]) as { sessionId: string; itemId: string; endedBy: string; endOfTurnProbability: number | null };
-            if (r.sessionId !== sessionId) continue;
-            endings[mode].push(r.endedBy);
-            ended.set(r.itemId, r);
-          }
-          for (const m of server.stdout().matchAll(/^\{.*"msg":"early reply taken".*\}$/gm)) {
-            if ((JSON.parse(m[0]) as { sessionId: string }).sessionId === sessionId) early[mode]++;
-          }
-          if (VERBOSE) {
-            // Every turn the server ended, in order, with what it heard (a cut-in shows as the first part of a sentence).
-            const heard = new Map<string, string>();
-            for (const e of v.events) if (e.type === 'conversation.item.input_audio_transcription.completed') heard.set(e.item_id as string, e.transcript as string);
-            for (const [id, r] of ended) ctx.log(`${llm} ${mode}: turn ended by ${r.endedBy} (p=${r.endOfTurnProbability?.toFixed(2)}), heard "${heard.get(id)}"`);
-          }
-          for (const [i, turn] of voice[mode].slice(-samples.length).entries()) {
-            if ((turn.decisionMs ?? 0) <= 1500 && !VERBOSE) continue;
-            const how = turn.itemId ? ended.get(turn.itemId) : undefined;
-            ctx.log(`${llm} ${mode}: "${samples[i]!.label}" ended ${turn.decisionMs} ms after the speech (${how?.endedBy}, p=${how?.endOfTurnProbability?.toFixed(2)})`);
+        if (parts.includes('turns')) {
+          const r = await textTurns(server.url, key);
+          text.audio.push(...r.audio);
+          text.image.push(...r.image);
+          for (const line of plan.lines) {
+            for (const mode of plan.modes) {
+              const tag = modeTag(mode, line);
+              const r = await voiceTurns(ctx, server, key, mode, line, plan.samples, `${llm} ${tag}`);
+              gather(tag, r.turns, r.endings);
+            }
           }
         }
-        for (const m of server.stdout().matchAll(/^\{.*"msg":"response timing".*\}$/gm)) {
-          const r = JSON.parse(m[0]) as ResponseTiming & { responseId: string };
-          timings.set(r.responseId, r);
+        if (parts.includes('concurrent')) {
+          const r = await concurrentTurns(ctx, server, key, plan, `${llm} ${concurrentTag(plan)}`);
+          gather(concurrentTag(plan), r.turns, r.endings);
         }
+        for (const [id, t] of responseTimings(server)) timings.set(id, t);
       } catch (err) {
         throw new Error(`${(err as Error).message.slice(0, 300)}\nserver output (tail):\n${server.stdout().slice(-3000)}`);
       } finally {
         server.child.kill('SIGTERM');
         await server.exited;
       }
-      ctx.log(
-        `${llm} run ${run + 1}: text first audio p50 ${median(text.audio)} ms; voice p50 server_vad ${median(values(voice.server_vad, 'fromSpeechEndMs'))} ms, semantic_vad ${median(values(voice.semantic_vad, 'fromSpeechEndMs'))} ms`,
-      );
+      const voice = [...modes].map(([tag, m]) => `${tag} ${median(m.turns.map((t) => t.fromSpeechEndMs).filter((x): x is number => x !== null))} ms`);
+      ctx.log(`${llm} run ${run + 1}: ${text.audio.length > 0 ? `text first audio p50 ${median(text.audio)} ms; ` : ''}voice p50 (so far) ${voice.join(', ')}`);
     }
     const tag = `[${llm}]`;
-    metrics.push(summarise(`${tag} text: response.create → first output_audio.delta`, 'ms', text.audio));
-    metrics.push(summarise(`${tag} text: response.create → first output_image.delta`, 'ms', text.image));
-    for (const mode of Object.keys(TURN_DETECTIONS) as TurnMode[]) {
-      const turns = voice[mode];
-      const t = `${tag} ${mode}`;
-      metrics.push(summarise(`${t}: end of speech → first audio delta`, 'ms', values(turns, 'fromSpeechEndMs')));
-      metrics.push(summarise(`${t}: end-of-turn decision (end of speech → speech_stopped)`, 'ms', values(turns, 'decisionMs')));
-      metrics.push(summarise(`${t}: transcription tail (speech_stopped → transcription.completed)`, 'ms', values(turns, 'transcriptionTailMs')));
-      const server = turns.map((x) => (x.responseId ? timings.get(x.responseId) : undefined)).filter((x): x is ResponseTiming => x !== undefined);
-      const steps = server.filter((s) => s.firstTextMs !== null && s.firstClauseMs !== null && s.firstVoiceChunkMs !== null && s.firstAudioMs !== null);
-      metrics.push(summarise(`${t}: model first token`, 'ms', steps.map((s) => s.firstTextMs!)));
-      metrics.push(summarise(`${t}: model first clause`, 'ms', steps.map((s) => s.firstClauseMs!)));
-      metrics.push(summarise(`${t}: voice first chunk`, 'ms', steps.map((s) => s.firstVoiceChunkMs! - s.firstClauseMs!)));
-      metrics.push(summarise(`${t}: first tick (chunk queued → audio played out)`, 'ms', steps.map((s) => s.firstAudioMs! - s.firstVoiceChunkMs!)));
-      const paused = turns.filter((_, i) => samples[i % samples.length]!.pause !== null);
-      notes.push(`${t}: turns ended by the end-of-turn model ${endings[mode].filter((x) => x === 'model').length}, by silence ${endings[mode].filter((x) => x === 'silence').length}`);
-      notes.push(`${t}: responses that took the reply started before the turn ended (early reply) ${early[mode]}, over ${turns.length} voice samples`);
-      notes.push(
-        `${t}: false cut-ins ${paused.filter((x) => x.falseCutIn).length} of ${paused.length} paused questions, ${turns.filter((x) => x.falseCutIn).length - paused.filter((x) => x.falseCutIn).length} of ${turns.length - paused.length} others; ${turns.filter((x) => x.fromSpeechEndMs === null).length} turns without a reply heard within ${TAIL_MS} ms`,
-      );
+    if (parts.includes('turns')) {
+      metrics.push(summarise(`${tag} text: response.create → first output_audio.delta`, 'ms', text.audio));
+      metrics.push(summarise(`${tag} text: response.create → first output_image.delta`, 'ms', text.image));
+    }
+    for (const [mode, m] of modes) {
+      metrics.push(...turnMetrics(`${tag} ${mode}`, m.turns, timings));
+      notes.push(...turnNotes(`${tag} ${mode}`, m.turns, m.endings));
     }
   }
+  return { params: voiceParams(llms, parts, plan, ctx.runs), metrics, notes: ['Goals (issue 12): voice p50 ≤ 600 ms and p95 ≤ 900 ms from the end of speech, no false cut-in on the paused questions; text p50 ≤ 250 ms with the local model.', ...notes] };
+}
+
+const modeTag = (mode: TurnMode, line: Line) => `${mode}, ${line}`;
+const concurrentTag = (plan: VoicePlan) => `concurrent ×${plan.sessions} (server_vad, ${plan.concurrentLine}, audio only)`;
+
+function voiceParams(llms: string[], parts: Part[], plan: VoicePlan, runs: number): Record<string, unknown> {
+  const speakers = new Map<string, string[]>();
+  for (const s of plan.samples) speakers.set(s.speaker, [...(speakers.get(s.speaker) ?? []), s.label.slice(0, s.label.indexOf(':'))]);
   return {
-    params: {
-      llm: modes.join(', '),
-      runs: ctx.runs,
-      text_turns_per_run: TEXT_TURNS,
-      voice_turns_per_run_and_mode: samples.length,
-      voices: 'Piper joe (if fetched), flite slt, rms, awb, kal16',
-      paused_questions: PAUSED.map(([, s, ms]) => `${ms} ms in "${s}"`).join('; '),
-      turn_detection: TURN_DETECTIONS,
-      video: '512x512 JPEG @ 25 fps',
-    },
-    metrics,
-    notes: [
-      'Goals (issue 12): voice p50 ≤ 600 ms and p95 ≤ 900 ms from the end of speech, no false cut-in on the paused questions; text p50 ≤ 250 ms with the local model.',
-      ...notes,
-    ],
+    llm: llms.join(', '),
+    runs,
+    ...(parts.includes('turns')
+      ? {
+          text_turns_per_run: TEXT_TURNS,
+          voice_modes: plan.modes.flatMap((m) => plan.lines.map((l) => modeTag(m, l))),
+          voice_turns_per_run_and_mode: plan.samples.length,
+        }
+      : {}),
+    speaker_set: plan.speakerSet,
+    speakers: [...speakers.values()].map((names) => [...new Set(names)].join(' / ')).join(', '),
+    complete_questions: COMPLETE_QUESTIONS.join(' '),
+    paused_questions: PAUSED_QUESTIONS.map(([, s, ms]) => `${ms} ms in "${s}"`).join('; '),
+    answers_to_be_cut: THEN_MORE.map(([a, b, ms]) => `"${a}" ${ms} ms "${b}"`).join('; '),
+    noise_line: `pink noise, ${NOISE_DBFS.join(' / ')} dBFS RMS by sample in turn, seeded per sample`,
+    ...(parts.includes('concurrent') ? { concurrent_sessions: plan.sessions, concurrent_turns_per_session: CONCURRENT_TURNS, concurrent_line: plan.concurrentLine } : {}),
+    turn_detection: TURN_DETECTIONS,
+    video: '512x512 JPEG @ 25 fps (audio only in the concurrent sessions)',
   };
 }
 
-/** Each question once, each paused sentence once, spoken by the voices in turn. */
-async function makeSamples(): Promise<Sample[]> {
-  const voices = await testVoices();
-  const out: Sample[] = [];
-  const lead = silence(LEAD_MS, RATE_HZ);
-  let n = 0;
-  for (const q of QUESTIONS) {
-    const voice = voices[n++ % voices.length]!;
-    const speech = await voiceSpeech(voice, q, RATE_HZ);
-    out.push({ label: `${voice.id}: ${q}`, audio: toPcm16(concatSamples([lead, speech])), speechEnd: lead.length + speech.length, pause: null });
+/** TEXT_TURNS measured text turns on one connection, after one unmeasured. */
+async function textTurns(url: string, key: string): Promise<{ audio: number[]; image: number[] }> {
+  const out: { audio: number[]; image: number[] } = { audio: [], image: [] };
+  const c = await connect(url, key, TURN_DETECTIONS.server_vad);
+  await textTurn(c, 'Hi there.'); // not measured: the first turn of a connection
+  for (let i = 0; i < TEXT_TURNS; i++) {
+    const r = await textTurn(c, TEXT_QUESTIONS[i % TEXT_QUESTIONS.length]!);
+    out.audio.push(r.audioMs);
+    out.image.push(r.imageMs);
   }
-  for (const [prefix, sentence, ms] of PAUSED) {
-    const voice = voices[n++ % voices.length]!;
-    const { audio, pauseAt } = await pausedSpeech(voice, prefix, sentence, ms, RATE_HZ);
-    const start = lead.length + pauseAt;
-    out.push({
-      label: `${voice.id}: ${sentence} (${ms} ms pause)`,
-      audio: toPcm16(concatSamples([lead, audio])),
-      speechEnd: lead.length + audio.length,
-      pause: [start, start + (ms * RATE_HZ) / 1000],
-    });
-  }
+  await c.close();
   return out;
+}
+
+/** Every sample in turn on a new session of `mode` on `line`. */
+function voiceTurns(ctx: BenchContext, server: ServerProcess, key: string, mode: TurnMode, line: Line, samples: Sample[], tag: string): Promise<ModeTurns> {
+  return sessionTurns(ctx, server, () => connect(server.url, key, TURN_DETECTIONS[mode]), samples, line, tag);
+}
+
+/** plan.sessions audio-only sessions at once, each asking CONCURRENT_TURNS questions of its own (see the header). */
+async function concurrentTurns(ctx: BenchContext, server: ServerProcess, key: string, plan: VoicePlan, tag: string): Promise<ModeTurns> {
+  const pool = plan.samples.filter((s) => s.kind !== 'then-more');
+  const stride = Math.max(1, Math.floor(pool.length / plan.sessions));
+  const random = seededRandom(20260101);
+  const offsets = Array.from({ length: plan.sessions }, () => Math.round(random() * CONCURRENT_SPREAD_MS));
+  const sessions = await Promise.all(
+    offsets.map(async (offset, s) => {
+      await new Promise((r) => setTimeout(r, offset));
+      const samples = Array.from({ length: CONCURRENT_TURNS }, (_, k) => pool[(s * stride + k) % pool.length]!);
+      return sessionTurns(ctx, server, () => connectWhenFree(server.url, key), samples, plan.concurrentLine, `${tag} session ${s + 1}`);
+    }),
+  );
+  const out: ModeTurns = { turns: sessions.flatMap((x) => x.turns), endings: noEndings() };
+  for (const x of sessions) addEndings(out.endings, x.endings);
+  return out;
+}
+
+/**
+ * `samples` in turn on a session from `open`, each explained from the server's log once its
+ * session has closed; a session that wedged is closed and the rest go to a new one.
+ */
+async function sessionTurns(ctx: BenchContext, server: ServerProcess, open: () => Promise<RealtimeTestClient>, samples: Sample[], line: Line, tag: string): Promise<ModeTurns> {
+  const out: ModeTurns = { turns: [], endings: noEndings() };
+  let c: RealtimeTestClient | null = null;
+  let turns: VoiceTurn[] = [];
+  const finish = async (client: RealtimeTestClient) => {
+    await closeSoon(client);
+    out.turns.push(...turns);
+    addEndings(out.endings, explainTurns(ctx, tag, server.stdout(), client, turns, VERBOSE));
+    turns = [];
+  };
+  for (const sample of samples) {
+    c ??= await open();
+    const turn = await streamTurn(c, sample, line);
+    turns.push(turn);
+    if (turn.wedged) {
+      await finish(c);
+      c = null;
+    }
+  }
+  if (c) await finish(c);
+  return out;
+}
+
+/** Closes a session, or drops its socket when the server does not close it in 5 s (a wedged session may not). */
+async function closeSoon(c: RealtimeTestClient): Promise<void> {
+  const timer = new Promise<'late'>((r) => setTimeout(() => r('late'), 5000).unref());
+  if ((await Promise.race([c.close().then(() => 'closed' as const), timer])) === 'late') c.ws.terminate();
+}
+
+/**
+ * An audio-only server_vad session, retried for a few seconds: the sessions of the voice turns
+ * before have closed, but their worker slots are given back as the server ends them.
+ */
+async function connectWhenFree(url: string, key: string): Promise<RealtimeTestClient> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await connect(url, key, TURN_DETECTIONS.server_vad, { output_modalities: ['audio'] });
+    } catch (err) {
+      if (tries >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+/** Uniform 0..1 from a seeded xorshift32: the same sequence every run. */
+function seededRandom(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 0x100000000;
+  };
 }
 
 async function textTurn(c: RealtimeTestClient, text: string): Promise<{ audioMs: number; imageMs: number }> {
@@ -282,70 +382,6 @@ async function textTurn(c: RealtimeTestClient, text: string): Promise<{ audioMs:
   await c.waitFor('response.done', { from, timeoutMs: 60_000 });
   c.ws.off('message', listener);
   return { audioMs: seen['response.output_audio.delta']!, imageMs: seen['response.output_image.delta']! };
-}
-
-/** Streams `sample` in real time, then silence until the reply's first audio (or TAIL_MS). */
-async function voiceTurn(c: RealtimeTestClient, sample: Sample): Promise<VoiceTurn> {
-  const step = (RATE_HZ * APPEND_MS) / 1000;
-  const start = performance.now();
-  const wallOf = (sampleIndex: number) => start + (sampleIndex / RATE_HZ) * 1000;
-  const speechEnd = wallOf(sample.speechEnd);
-  let stoppedAt: number | null = null;
-  let itemId: string | null = null;
-  let transcribedAt: number | null = null;
-  let createdAt: number | null = null;
-  let responseId: string | null = null;
-  let firstAudio: number | null = null;
-  let falseCutIn = false;
-  const listener = (data: Buffer) => {
-    const now = performance.now();
-    const e = JSON.parse(data.toString()) as ServerEvent & { response?: { id: string } };
-    if (e.type === 'input_audio_buffer.speech_stopped') {
-      // A turn that ends before the speech does cut the speaker off (in the pause, for the paused ones).
-      if (now < speechEnd) falseCutIn = true;
-      else if (stoppedAt === null) {
-        stoppedAt = now;
-        itemId = (e as { item_id?: string }).item_id ?? null;
-      }
-    }
-    if (stoppedAt === null) return;
-    if (e.type === 'conversation.item.input_audio_transcription.completed') transcribedAt ??= now;
-    if (e.type === 'response.created' && createdAt === null) {
-      createdAt = now;
-      responseId = e.response?.id ?? null;
-    }
-    if (e.type === 'response.output_audio.delta' && createdAt !== null) firstAudio ??= now;
-  };
-  c.ws.on('message', listener);
-  const total = sample.audio.length + (TAIL_MS * RATE_HZ) / 1000;
-  for (let i = 0, n = 0; i < total && firstAudio === null; i += step, n++) {
-    // Real-time pacing: a microphone delivers each 20 ms once they have been heard.
-    const wait = start + (n + 1) * APPEND_MS - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const part = i < sample.audio.length ? sample.audio.subarray(i, Math.min(sample.audio.length, i + step)) : new Int16Array(step);
-    c.send({ type: 'input_audio_buffer.append', audio: Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('base64') });
-  }
-  c.ws.off('message', listener);
-  // Quiet the line before the next turn: stop the reply, and let the server settle.
-  const from = c.events.length;
-  c.send({ type: 'response.cancel' });
-  await new Promise((r) => setTimeout(r, 300));
-  c.send({ type: 'input_audio_buffer.clear' });
-  await c.waitFor('input_audio_buffer.cleared', { from, timeoutMs: 10_000 });
-  const ms = (a: number | null, b: number | null) => (a !== null && b !== null ? Math.round(b - a) : null);
-  return {
-    itemId,
-    fromSpeechEndMs: ms(speechEnd, firstAudio),
-    falseCutIn,
-    decisionMs: ms(speechEnd, stoppedAt),
-    transcriptionTailMs: ms(stoppedAt, transcribedAt),
-    responseId,
-    createdToDeltaMs: ms(createdAt, firstAudio),
-  };
-}
-
-function values(turns: VoiceTurn[], key: 'fromSpeechEndMs' | 'decisionMs' | 'transcriptionTailMs'): number[] {
-  return turns.map((t) => t[key]).filter((v): v is number => v !== null);
 }
 
 export default bench;
