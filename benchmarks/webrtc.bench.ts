@@ -25,7 +25,10 @@
  * for calls whose avatars all talk at once; and server CPU per call (/proc, the server process).
  *
  * Environment: WEBRTC_BENCH_PROFILES=embedded,offline (which browser runs), WEBRTC_BENCH_CAPACITY=0
- * (skip capacity), WEBRTC_BENCH_DUMP=file (append each turn's raw page samples as JSON lines).
+ * (skip capacity), WEBRTC_BENCH_DUMP=file (append each turn's raw page samples as JSON lines),
+ * WEBRTC_BENCH_VERBOSE=1 (where each voice turn's time went: its steps from the end of speech by the
+ * page's events, and what the server logged about it: `turn ended` with its speculativeTranscript /
+ * earlyReply flags, `early reply taken`, `response timing`).
  */
 import fs from 'node:fs';
 import type { Page } from 'playwright-core';
@@ -137,9 +140,11 @@ async function oneCall(browser: TestBrowser, server: ServerProcess, l: Latencies
     }
     for (let i = 0; i < VOICE_TURNS; i++) {
       const from = (await eventsIn(page)).length;
+      const since = Date.now();
       const speech = questionSpeech(QUESTIONS[(i + 1) % QUESTIONS.length]!);
       const endAt = await callIn<number>(page, 'speak', Array.from(speech.samples), speech.rateHz);
       const turn = await measureTurn(page, endAt, from);
+      if (process.env.WEBRTC_BENCH_VERBOSE === '1') logVoiceTurn((await eventsIn(page)).slice(from), endAt, serverLogEntries(server.stdout(), since), log);
       l.voiceToStarted.push(turn.startedAt - endAt);
       if (turn.stoppedAt) l.voiceStoppedToStarted.push(turn.startedAt - turn.stoppedAt);
       if (turn.heardAt) l.voiceToHeard.push(turn.heardAt - endAt);
@@ -184,6 +189,48 @@ async function measureTurn(
     avOffset: heardAt !== null && mouthAt !== null ? mouthAt - heardAt : null,
     streamOffset: videoDelays.length > 10 && audioBufferMs > 0 ? median(videoDelays) - audioBufferMs : null,
   };
+}
+
+/**
+ * Where a voice turn's time went (WEBRTC_BENCH_VERBOSE): the steps after the end of speech by the
+ * page's events, and the server's own account: whether the turn was answered from the pause's
+ * speculative transcript and with its early reply (a transcript that arrives after
+ * speech_stopped is still that pause's, but too late for the early reply), and the response's
+ * critical path from its start.
+ */
+function logVoiceTurn(events: Array<{ type: string; at: number; [field: string]: any }>, endAt: number, serverLog: Array<Record<string, unknown>>, log: (line: string) => void): void {
+  const stopped = events.find((e) => e.type === 'input_audio_buffer.speech_stopped');
+  const first = (type: string) => events.find((e) => e.type === type && (e.item_id === undefined || e.item_id === stopped?.item_id));
+  const step = (type: string, label: string) => {
+    const at = first(type)?.at;
+    return `${label} ${at === undefined ? '-' : Math.round(at - endAt)}`;
+  };
+  log(`    voice turn, ms from the end of speech: ${[
+    step('input_audio_buffer.speech_stopped', 'speech_stopped'),
+    step('conversation.item.input_audio_transcription.completed', 'transcript'),
+    step('response.created', 'response.created'),
+    step('output_audio_buffer.started', 'output_audio_buffer.started'),
+  ].join(', ')}`);
+  for (const entry of serverLog) {
+    if (entry.msg === 'turn ended') log(`    server: turn ended by ${entry.endedBy}, speculativeTranscript ${entry.speculativeTranscript}, earlyReply ${entry.earlyReply}`);
+    if (entry.msg === 'early reply taken') log(`    server: early reply taken, ${entry.readyChars} characters ready, ${entry.ageMs} ms old`);
+    if (entry.msg === 'response timing') log(`    server: response timing (${entry.status}), ms from its start: first text ${entry.firstTextMs}, first clause ${entry.firstClauseMs}, first voice chunk ${entry.firstVoiceChunkMs}, first audio ${entry.firstAudioMs}`);
+  }
+}
+
+/** The server's JSON log lines in `output` stamped at `sinceMs` (epoch ms) or later; its banner and other plain lines skipped. */
+function serverLogEntries(output: string, sinceMs: number): Array<Record<string, unknown>> {
+  const entries: Array<Record<string, unknown>> = [];
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if (Date.parse(String(entry.time)) >= sinceMs) entries.push(entry);
+    } catch {
+      // a line still being written (its rest not read yet): not this turn's
+    }
+  }
+  return entries;
 }
 
 /** A question spoken by espeak-ng, cut after its last audible sample (espeak pads ~300 ms). */

@@ -3,8 +3,10 @@
  * server on loopback, plays the answer, decodes the avatar's video and audio, and talks to the
  * engine on its data channel. Providers are the deterministic test ones (scripted model, tone
  * voice); the media plane, VAD and transport are the real ones. Timings are the benchmark's
- * (npm run bench -- webrtc), not asserted here. Barge-in is spoken: the fake microphone plays a
- * question, then talks over the long reply.
+ * (npm run bench -- webrtc), not asserted here; the fast path is: a call's voice turn is answered
+ * from the transcript started in its pause and the reply started on that transcript, as over
+ * WebSocket. Barge-in is spoken: the fake microphone plays a question, then talks over the long
+ * reply.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,7 +18,7 @@ import { assertError } from '../helpers/assert-error.js';
 import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, regionMotion, type CallStartOptions, type CallStartResult, type PageSamples, type TestBrowser } from '../helpers/browser.js';
 import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { REPO_ROOT } from '../helpers/server.js';
-import { speechPcm24k } from '../helpers/speech.js';
+import { speak, speechPcm24k } from '../helpers/speech.js';
 import { until } from '../helpers/wait.js';
 
 /** The mouth of the default face in the 512x512 frame (from its landmarks 61, 291, 0, 17), with room for the jaw. */
@@ -332,6 +334,38 @@ Voice('a spoken question from the microphone gets a spoken, animated answer (Sil
   const heard = ctx.t.asr.requests.at(-1)!;
   const seconds = heard.pcm.length / 24_000;
   assert.ok(seconds > 1 && seconds < 5, `the committed turn is the question (${seconds.toFixed(2)} s)`);
+  await page.close();
+});
+
+Voice('a voice turn of a call is answered as one over WebSocket: from the transcript started in the pause it ended in, and with the reply started on that transcript', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  // The benchmark's caller: a Web Audio microphone, silent until the question is played into it
+  // in real time once the session runs; server_vad 500 ms, so the turn pauses at 200 ms of
+  // silence (the speculation starts) and ends 300 ms later.
+  const session = { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 500 } } } };
+  await startCall(ctx, page, { microphone: 'synth', session });
+  await waitEvent(page, 'session.created');
+  await callIn(page, 'speak', Array.from(speak(DEFAULT_TRANSCRIPT, 24_000)), 24_000);
+  const done = await waitEvent(page, 'response.done', 60_000);
+  assert.is(done.response.status, 'completed');
+  const events = await eventsIn(page);
+  const started = events.findLast((e) => e.type === 'input_audio_buffer.speech_started')!;
+  const stopped = events.findLast((e) => e.type === 'input_audio_buffer.speech_stopped')!;
+  // The transcript is the pause's: no transcription after the turn ended (a loaded machine may
+  // split the question into turns; each is transcribed in its own pause), and the last heard the
+  // turn up to its pause, the committed turn less the last ~300 ms of its silence.
+  const asked = ctx.t.asr.requests;
+  assert.ok(asked.length > 0 && asked.every((r) => typeof r.speculative === 'function'), `transcriptions: ${asked.map((r) => (r.speculative ? 'in a pause' : 'after the turn')).join(', ')}`);
+  const heardMs = asked.at(-1)!.pcm.length / 24;
+  const committedMs = stopped.audio_end_ms - started.audio_start_ms;
+  assert.ok(committedMs - heardMs >= 200 && committedMs - heardMs <= 350, `heard ${heardMs} of ${committedMs} ms`);
+  // The reply is the early reply: one generation, started on the pause's transcript before the
+  // turn ended and taken by the turn's response (not asked again).
+  const reply = ctx.t.llm.requests.at(-1)!;
+  assert.ok(reply.speculation, 'the reply was started in the pause (an early reply)');
+  assert.not.ok(reply.speculation!.isSpeculative(), "and taken by the turn's response");
+  assert.is(reply.signal.aborted, false);
+  assert.equal(reply.messages.at(-1), { role: 'user', content: DEFAULT_TRANSCRIPT });
   await page.close();
 });
 
