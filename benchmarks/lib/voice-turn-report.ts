@@ -134,9 +134,10 @@ function speakerLine(turns: VoiceTurn[]): string {
 export function explainTurns(ctx: BenchContext, tag: string, stdout: string, c: RealtimeTestClient, turns: VoiceTurn[], verbose: boolean): Endings {
   const sessionId = (c.events.find((e) => e.type === 'session.created') as { session?: { id?: string } } | undefined)?.session?.id;
   const endings = noEndings();
-  const ended = new Map<string, { endedBy: string; endOfTurnProbability: number | null }>();
+  type Ended = { sessionId: string; itemId: string; endedBy: string; endOfTurnProbability: number | null; wordsEndProbability?: number | null; wordsReadMs?: number | null };
+  const ended = new Map<string, Ended>();
   for (const m of stdout.matchAll(/^\{.*"msg":"turn ended".*\}$/gm)) {
-    const r = JSON.parse(m[0]) as { sessionId: string; itemId: string; endedBy: string; endOfTurnProbability: number | null };
+    const r = JSON.parse(m[0]) as Ended;
     if (r.sessionId !== sessionId) continue;
     if (r.endedBy === 'model') endings.model++;
     else if (r.endedBy === 'silence') endings.silence++;
@@ -149,7 +150,8 @@ export function explainTurns(ctx: BenchContext, tag: string, stdout: string, c: 
   for (const e of c.events) if (e.type === 'conversation.item.input_audio_transcription.completed') heard.set(e.item_id as string, e.transcript as string);
   const how = (id: string | null) => {
     const r = id ? ended.get(id) : undefined;
-    return `${r?.endedBy}, p=${r?.endOfTurnProbability?.toFixed(2)}, heard "${id ? heard.get(id) : undefined}"`;
+    const words = r?.wordsEndProbability == null ? '' : `, words ${r.wordsEndProbability.toExponential(1)} read in ${r.wordsReadMs} ms`;
+    return `${r?.endedBy}, p=${r?.endOfTurnProbability?.toFixed(2)}${words}, heard "${id ? heard.get(id) : undefined}"`;
   };
   if (verbose) {
     // Every turn the server ended, in order, with what it heard (a cut-in shows as the first part of a sentence).

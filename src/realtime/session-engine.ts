@@ -582,6 +582,8 @@ export class RealtimeSessionEngine {
       endedBy: e.endedBy,
       endOfTurnProbability: e.endOfTurnProbability,
       speculativeTranscript: speculation !== null,
+      wordsEndProbability: speculation?.wordsRead?.endProbability ?? null,
+      wordsReadMs: speculation?.wordsRead?.ms ?? null,
       earlyReply: speculation?.reply != null,
     });
     this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, speculation);

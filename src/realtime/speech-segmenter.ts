@@ -48,8 +48,13 @@ import { PCM_RATE_HZ, PCM_SAMPLES_PER_MS } from '../audio/pcm.js';
  * own VADIterator uses the same 0.15 margin.) */
 export const VAD_EXIT_MARGIN = 0.15;
 
-/** Silence after which `speech_paused` reports the turn so far (for speculative transcription). */
-export const PAUSE_MS = 200;
+/**
+ * Silence after which `speech_paused` reports the turn so far (for speculative transcription).
+ * Early enough that under server_vad's 500 ms the pause's transcript (Whisper base: 0.3-0.6 s here)
+ * is ready about when the turn ends, so the early reply has started by then; a pause the speaker
+ * breaks costs an aborted transcription (whisper.cpp stops between graph nodes).
+ */
+export const PAUSE_MS = 120;
 
 /**
  * semantic_vad: when the end-of-turn model is asked (silence, in multiples of the candidate

@@ -36,14 +36,16 @@ const AUDIO_LOGIT_LIMIT = 4.6;
 /**
  * The language model's probability as log-odds for the end of the turn: 4 per decade around
  * 10^-2.7 (the measured gap between finished sentences, 10^-0.1..10^-2.3 and "Tell me more" at
- * 10^-2.8, and fragments, 10^-3.1 for "The thing is" down to 10^-5), from −6 to +3. A fragment at
+ * 10^-2.8, and fragments, 10^-3.1 for "The thing is" down to 10^-5), from −6 to +4. A fragment at
  * 10^-3.8 ("What time zone") then holds against a "complete" of 0.95 from the audio at the first
- * two bars and ends only once the whole silence is heard; a finished sentence ends the turn
- * unless the audio is sure it goes on.
+ * two bars and ends only once the whole silence is heard; a finished sentence ends the turn at
+ * the first bar unless the audio is fairly sure it goes on (under 0.02), and at the second
+ * (640 ms of silence under eagerness auto) whatever the audio says (espeak's voices end
+ * finished questions on a level melody that Smart Turn hears as unfinished at 0.01).
  */
 export function languageModelLogit(probability: number): number {
   const decades = Math.log10(Math.max(probability, 1e-6));
-  return clamp(4 * (decades + 2.7), -6, 3);
+  return clamp(4 * (decades + 2.7), -6, 4);
 }
 
 /**

@@ -72,6 +72,8 @@ export interface Speculation {
   reply: EarlyReply | null;
   /** What the words say about the end of the turn (semantic_vad's judge; turn-judge.ts), once the transcript is read. */
   words: Promise<TurnWords | null>;
+  /** The language model's reading of the words once done (for the log): its probability and how long it took. */
+  wordsRead: { endProbability: number | null; ms: number } | null;
 }
 
 export class VoiceTurns {
@@ -105,7 +107,7 @@ export class VoiceTurns {
     // Speculative until the turn ends in this pause (stopped() takes it): confirmed turns of other sessions go first.
     const speculative = (): boolean => this.speculation === speculation;
     const result = transcriber.transcribe({ pcm: e.audio, language: language ?? 'en', prompt, signal: abort.signal, speculative }, (delta) => deltas.push(delta));
-    const speculation: Speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result, reply: null, words: Promise.resolve(null) };
+    const speculation: Speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result, reply: null, words: Promise.resolve(null), wordsRead: null };
     this.speculation = speculation;
     // The language model reads the words first (semantic_vad), then starts the reply on the
     // sequence that now holds them: the reply evaluates only the message's end.
@@ -245,7 +247,7 @@ export class VoiceTurns {
     const started = performance.now();
     try {
       const endProbability = await model.endOfTurnProbability({ ...request, signal: deadline });
-      this.host.log.debug('words read', { sessionId: this.host.sessionId, itemId: s.itemId, words, endProbability, ms: Math.round(performance.now() - started) });
+      s.wordsRead = { endProbability, ms: Math.round(performance.now() - started) };
       return { text, endProbability };
     } catch (err) {
       this.host.log.warn('reading the words for the end of the turn failed', { sessionId: this.host.sessionId, err });

@@ -20,6 +20,7 @@ import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } 
 import { REPO_ROOT } from '../helpers/server.js';
 import { speak, speechPcm24k } from '../helpers/speech.js';
 import { until } from '../helpers/wait.js';
+import { PAUSE_MS } from '../../src/realtime/speech-segmenter.js';
 
 /** The mouth of the default face in the 512x512 frame (from its landmarks 61, 291, 0, 17), with room for the jaw. */
 const OFFER = fs.readFileSync(path.join(REPO_ROOT, 'test/fixtures/sdp/chromium-audio-video-dc.sdp'), 'utf8');
@@ -340,8 +341,8 @@ Voice('a spoken question from the microphone gets a spoken, animated answer (Sil
 Voice('a voice turn of a call is answered as one over WebSocket: from the transcript started in the pause it ended in, and with the reply started on that transcript', async (ctx) => {
   const page = await ctx.browser.newPage();
   // The benchmark's caller: a Web Audio microphone, silent until the question is played into it
-  // in real time once the session runs; server_vad 500 ms, so the turn pauses at 200 ms of
-  // silence (the speculation starts) and ends 300 ms later.
+  // in real time once the session runs; server_vad 500 ms, so the turn pauses at PAUSE_MS of
+  // silence (the speculation starts) and ends at 500 ms.
   const session = { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 500 } } } };
   await startCall(ctx, page, { microphone: 'synth', session });
   await waitEvent(page, 'session.created');
@@ -353,12 +354,13 @@ Voice('a voice turn of a call is answered as one over WebSocket: from the transc
   const stopped = events.findLast((e) => e.type === 'input_audio_buffer.speech_stopped')!;
   // The transcript is the pause's: no transcription after the turn ended (a loaded machine may
   // split the question into turns; each is transcribed in its own pause), and the last heard the
-  // turn up to its pause, the committed turn less the last ~300 ms of its silence.
+  // turn up to its pause, the committed turn less the last 500 − PAUSE_MS ms of its silence.
   const asked = ctx.t.asr.requests;
   assert.ok(asked.length > 0 && asked.every((r) => typeof r.speculative === 'function'), `transcriptions: ${asked.map((r) => (r.speculative ? 'in a pause' : 'after the turn')).join(', ')}`);
   const heardMs = asked.at(-1)!.pcm.length / 24;
   const committedMs = stopped.audio_end_ms - started.audio_start_ms;
-  assert.ok(committedMs - heardMs >= 200 && committedMs - heardMs <= 350, `heard ${heardMs} of ${committedMs} ms`);
+  const unheardMs = 500 - PAUSE_MS;
+  assert.ok(committedMs - heardMs >= unheardMs - 100 && committedMs - heardMs <= unheardMs + 50, `heard ${heardMs} of ${committedMs} ms`);
   // The reply is the early reply: one generation, started on the pause's transcript before the
   // turn ended and taken by the turn's response (not asked again).
   const reply = ctx.t.llm.requests.at(-1)!;

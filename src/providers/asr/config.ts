@@ -49,7 +49,7 @@ const VARS = {
   model: envVar('ASR_OPENAI_MODEL', 'gpt-4o-mini-transcribe', 'Transcription model asked of the OpenAI endpoint when the session names none (whisper-1, gpt-4o-transcribe and gpt-4o-mini-transcribe are passed through).', text),
   timeoutMs: envVar('ASR_OPENAI_TIMEOUT_MS', '30000', 'Time allowed for one OpenAI transcription, 100..300000.', integer(100, 300_000)),
   whisperModelPath: envVar('ASR_WHISPER_MODEL_PATH', '', 'whisper.cpp ggml model file to use instead of models/weights/asr/ggml-base.bin (made by setup from the fetched Whisper base).', optionalText),
-  whisperThreads: envVar('ASR_WHISPER_THREADS', String(DEFAULT_WHISPER_THREADS), 'CPU threads one Whisper transcription uses, 1..64 (default: 2, or 1 on a single core).', integer(1, 64)),
+  whisperThreads: envVar('ASR_WHISPER_THREADS', String(DEFAULT_WHISPER_THREADS), 'CPU threads one Whisper transcription uses at most, 1..64 (default: 2, or 1 on a single core); each call takes one per core idle when it starts, so a busy machine gets one thread instead of two that wait on each other.', integer(1, 64)),
   whisperConcurrency: envVar('ASR_WHISPER_CONCURRENCY', String(DEFAULT_WHISPER_CONCURRENCY), 'Whisper transcriptions run at once, 1..64; others wait in order. 1 suits a 2-core machine (two at once each take twice as long); about cores / ASR_WHISPER_THREADS on larger ones.', integer(1, 64)),
 };
 

@@ -9,11 +9,16 @@
  * At most `concurrency` transcriptions run at once (default 1: on a 2-core machine two at once
  * each take about twice as long, so a queue answers the first speaker sooner); the rest wait,
  * confirmed turns before speculative ones (a pause's transcript whose turn may go on), each in
- * arrival order, and a waiting request whose signal fires leaves the queue at once. Deltas are
+ * arrival order, and a waiting request whose signal fires leaves the queue at once. Each call
+ * uses up to `threads` threads, one per idle core when it starts (core/idle-cores.ts): ggml's
+ * threads spin while they wait for each other, so two threads on a 2-core machine whose other core
+ * is busy (other sessions' avatars, the language model, another process) took 0.4-5 s for a 2 s
+ * clip where one thread took ~0.63 s, and ~0.35 s on an idle machine. Deltas are
  * the finished segments, delivered when the call completes (a turn shorter than 30 s is one
  * segment). A missing or unloadable model is `asr_unavailable`; a failed call is `asr_failed`.
  */
 import type { Logger } from '../../core/log.js';
+import { idleCores, threadsForIdleCores } from '../../core/idle-cores.js';
 import { WHISPER_SAMPLE_RATE_HZ, WhisperRecognizer } from '../../media/speech-recognition.js';
 import { Resampler } from '../../audio/resample.js';
 import { PCM_RATE_HZ } from '../../audio/pcm.js';
@@ -32,6 +37,7 @@ import {
 export interface WhisperCppOptions {
   /** The ggml model file. */
   modelPath: string;
+  /** Threads a call uses at most (one per idle core, see the header). */
   threads: number;
   concurrency: number;
   log: Logger;
@@ -124,6 +130,8 @@ export class WhisperCppTranscriber implements Transcriber {
   readonly id: string;
   private readonly gate: Gate;
   private closed = false;
+  /** Keeps the idle-core sampler running while this transcriber is open. */
+  private readonly releaseIdleCores = idleCores.hold();
 
   constructor(private readonly options: WhisperCppOptions) {
     this.id = `whisper-cpp:${options.name ?? 'base'}`;
@@ -147,7 +155,7 @@ export class WhisperCppTranscriber implements Transcriber {
       try {
         return await model.transcribe(
           pcm,
-          { language: request.language ?? 'auto', prompt: request.prompt ?? undefined, threads: this.options.threads },
+          { language: request.language ?? 'auto', prompt: request.prompt ?? undefined, threads: threadsForIdleCores(this.options.threads, idleCores.now) },
           signal,
         );
       } catch (err) {
@@ -180,6 +188,7 @@ export class WhisperCppTranscriber implements Transcriber {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.releaseIdleCores();
     this.gate.drain(asrUnavailable('The Whisper recogniser was closed.'));
   }
 }
