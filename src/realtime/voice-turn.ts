@@ -5,7 +5,7 @@
  *  - transcription: a user audio item (a VAD turn, a commit, an input_audio item) is transcribed
  *    and its events sent (.delta*, .completed | .failed); responses wait for transcriptions in
  *    progress (`settled()`), so the model hears what was said;
- *  - speculative transcription: when the turn pauses (speech_paused, about 200 ms of silence) a
+ *  - speculative transcription: when the turn pauses (speech_paused, about 120 ms of silence) a
  *    local recogniser starts on the turn so far; if the turn ends in that same pause its result is
  *    the transcript (the rest is silence), its deltas sent only then; if the user speaks on
  *    (speech_resumed) it is aborted, and nothing of it ever reaches the client. Never with a
