@@ -12,6 +12,7 @@ import { SPEECH_MS_PER_CHAR, startRealtimeTestServer, type RealtimeTestServer } 
 import { RealtimeTestClient, type ServerEvent } from '../helpers/realtime-client.js';
 import { speechPcm24k } from '../helpers/speech.js';
 import { ProviderError } from '../../src/providers/llm/base.js';
+import { PAUSE_MS } from '../../src/realtime/speech-segmenter.js';
 
 let t: RealtimeTestServer;
 
@@ -175,11 +176,12 @@ test('a voice turn (server_vad): speech_started, speech_stopped, committed, tran
   assert.is(completed.transcript, 'What is the weather like today?');
   assert.is(completed.item_id, started.item_id);
   // The recogniser got the turn up to its pause, once (speculative transcription: the turn less
-  // the last 200-350 ms of the 500 ms silence window), and the model got the transcript.
+  // the last 500 − PAUSE_MS ms of the 500 ms silence window), and the model got the transcript.
   assert.is(t.asr.requests.length, asked + 1);
   const heardMs = ((t.asr.requests[asked]?.pcm.length ?? 0) / 24000) * 1000;
   const committedMs = stopped.audio_end_ms - started.audio_start_ms;
-  assert.ok(committedMs - heardMs >= 200 && committedMs - heardMs <= 350, `heard ${heardMs} of ${committedMs} ms`);
+  const unheardMs = 500 - PAUSE_MS;
+  assert.ok(committedMs - heardMs >= unheardMs - 100 && committedMs - heardMs <= unheardMs + 50, `heard ${heardMs} of ${committedMs} ms`);
   assert.equal(t.llm.requests.at(-1)?.messages.at(-1), { role: 'user', content: 'What is the weather like today?' });
   assert.is(done.response.status, 'completed');
   await c.close();

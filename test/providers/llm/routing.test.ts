@@ -57,7 +57,7 @@ test('loadLlmConfig() gives the documented defaults for an empty environment', (
     routes: [],
     threads: 1,
     contextTokens: 4096,
-    parallel: 2,
+    parallel: 4,
     ggufPath: null,
     maxOutputTokens: 1024,
     requestTimeoutMs: 30000,
