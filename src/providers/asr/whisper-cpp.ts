@@ -19,6 +19,7 @@
  */
 import type { Logger } from '../../core/log.js';
 import { idleCores, threadsForIdleCores } from '../../core/idle-cores.js';
+import { takeNext } from '../../core/confirmed-first.js';
 import { WHISPER_SAMPLE_RATE_HZ, WhisperRecognizer } from '../../media/speech-recognition.js';
 import { Resampler } from '../../audio/resample.js';
 import { PCM_RATE_HZ } from '../../audio/pcm.js';
@@ -99,8 +100,7 @@ class Gate {
     try {
       return await task();
     } finally {
-      const confirmed = this.waiting.findIndex((w) => !w.speculative());
-      const next = this.waiting.splice(confirmed >= 0 ? confirmed : 0, 1)[0];
+      const next = takeNext(this.waiting);
       if (next) next.start(); // the slot passes straight to the next waiter
       else this.running--;
     }

@@ -76,6 +76,7 @@ import type { Logger } from '../../core/log.js';
 import type { ChatMessage, FinishReason, GenerateChunk, GenerateRequest, LanguageModel, SpeculativeWork, TokenUsage } from './base.js';
 import { ProviderError, llmUnavailable, newCallId } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
+import { takeNext } from '../../core/confirmed-first.js';
 import { MAX_CALLS_PER_REPLY, type SequenceTemplate, answeredCalls, callKey, functionsFor, sequenceTemplate, toHistory } from './llama-cpp-tools.js';
 
 export { functionsFor, toGrammarSchema, toHistory } from './llama-cpp-tools.js';
@@ -153,8 +154,7 @@ export class LlamaCppModel implements LanguageModel {
   readonly promptStats = { requests: 0, promptTokens: 0, reusedTokens: 0 };
   private loading: Promise<Loaded> | null = null;
   private readonly waiters: Waiter[] = [];
-  private readonly active = new Set<AbortController>();
-  /** The slots generating now (endOfTurnProbability's short evaluations are not listed: they are not stopped). */
+  /** The slots generating now, with how to stop them (on close(); a speculative one for a confirmed request). endOfTurnProbability's short evaluations are not listed: they are not stopped. */
   private readonly serving = new Map<Slot, Serving>();
   /** Speculative generations stopped to free a sequence for a confirmed request (for tests and the log). */
   preempted = 0;
@@ -196,7 +196,6 @@ export class LlamaCppModel implements LanguageModel {
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     request.signal.addEventListener('abort', onAbort, { once: true });
-    this.active.add(stop);
     this.serving.set(slot, { speculation, stop });
     const queue = new ChunkQueue();
     slot.template.forceCall = calling.force;
@@ -277,7 +276,6 @@ export class LlamaCppModel implements LanguageModel {
       slot.template.forceCall = false;
       slot.template.documented = undefined;
       request.signal.removeEventListener('abort', onAbort);
-      this.active.delete(stop);
       this.serving.delete(slot);
       this.release(loaded, slot);
     }
@@ -355,7 +353,7 @@ export class LlamaCppModel implements LanguageModel {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const stop of this.active) stop.abort();
+    for (const { stop } of this.serving.values()) stop.abort();
     for (const waiter of this.waiters.splice(0)) waiter.reject(llmUnavailable(`${this.id}: closed`));
     if (!this.loading) return;
     const loaded = await this.loading.catch(() => null); // a failed load holds nothing to release
@@ -466,8 +464,7 @@ export class LlamaCppModel implements LanguageModel {
   }
 
   private release(loaded: Loaded, slot: Slot): void {
-    const confirmed = this.waiters.findIndex((w) => !w.speculative());
-    const next = this.waiters.splice(confirmed >= 0 ? confirmed : 0, 1)[0];
+    const next = takeNext(this.waiters);
     if (next) next.resolve(slot);
     else loaded.free.push(slot);
   }
