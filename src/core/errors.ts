@@ -117,3 +117,23 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/** The dependencies whose outage a request can meet: the fleet's Redis and the PostgreSQL store. */
+export type Dependency = 'redis' | 'postgres';
+
+/** Seconds a client is told to wait before retrying a request that met a dependency outage. */
+export const DEPENDENCY_RETRY_AFTER_S = 2;
+
+/**
+ * 503 for a request that needs a dependency that is down or did not answer in time: code
+ * `redis_unavailable` or `postgres_unavailable`, with Retry-After. The request did nothing (or
+ * nothing the client can see); retrying it later is safe.
+ */
+export function dependencyUnavailable(dependency: Dependency, cause?: unknown): AppError {
+  const name = dependency === 'redis' ? 'The fleet coordinator (Redis)' : 'The database (PostgreSQL)';
+  return new AppError(`${dependency}_unavailable`, `${name} is unavailable; retry in a few seconds.`, {
+    status: 503,
+    cause,
+    headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) },
+  });
+}
