@@ -2,7 +2,19 @@
  * Structured JSON logging: one JSON object per line on stdout (stderr for warn and error), with a
  * static `msg` and context in fields. Child loggers carry a `module` and any bound fields.
  * Prompts and transcripts are only ever logged under a `pii.` field prefix.
+ *
+ * A log stream that fails never stops the process (its reader went away: `npm start | head`, a log
+ * shipper restarting; the write fails with EPIPE). The standard streams get an 'error' listener
+ * once, before the first line (guardStdStreams); a stream that errored is never written again, and
+ * that is said once, on the other stream if it still works. Without this the failed write is an
+ * unhandled stream error, the process safety net logs it to the same broken stream, and that fails
+ * again, for ever: the process spins and stops serving.
+ *
+ * Errors in fields are written with name, message, code and stack; an AppError of status 503 (a
+ * dependency outage: an expected condition, not a bug) without the stack, which would say nothing,
+ * and with its cause's message and code instead.
  */
+import { AppError } from './errors.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -14,9 +26,54 @@ export interface LogSink {
   write(line: string, level: LogLevel): void;
 }
 
+/** Standard streams that failed; nothing is written to them again. */
+const brokenStreams = new Set<NodeJS.WriteStream>();
+let stdGuarded = false;
+
+/**
+ * Attaches an 'error' listener to process.stdout and process.stderr, once per process: a failed
+ * write (EPIPE, the stream destroyed) marks the stream broken instead of being an unhandled error,
+ * and the first failure of each stream is reported once on the other one if that still works.
+ */
+export function guardStdStreams(): void {
+  if (stdGuarded) return;
+  stdGuarded = true;
+  const pairs: Array<[NodeJS.WriteStream, NodeJS.WriteStream, string]> = [
+    [process.stdout, process.stderr, 'stdout'],
+    [process.stderr, process.stdout, 'stderr'],
+  ];
+  for (const [stream, other, name] of pairs) {
+    stream.on('error', (err: Error & { code?: unknown }) => {
+      if (brokenStreams.has(stream)) return;
+      brokenStreams.add(stream);
+      const record = { time: new Date().toISOString(), level: 'error', msg: 'log stream failed; nothing more is written to it', stream: name, error: err.message, code: err.code };
+      writeStd(other, JSON.stringify(record));
+    });
+  }
+}
+
+/** Whether a standard stream failed (and is no longer written). */
+export function stdStreamBroken(stream: 'stdout' | 'stderr'): boolean {
+  return brokenStreams.has(stream === 'stdout' ? process.stdout : process.stderr);
+}
+
+function writeStd(stream: NodeJS.WriteStream, line: string): void {
+  if (brokenStreams.has(stream)) return;
+  if (stream.destroyed || stream.writableEnded) {
+    brokenStreams.add(stream);
+    return;
+  }
+  try {
+    stream.write(line + '\n');
+  } catch {
+    brokenStreams.add(stream); // a synchronous failure: same as an 'error' event
+  }
+}
+
 const stdSink: LogSink = {
   write(line, level) {
-    (level === 'warn' || level === 'error' ? process.stderr : process.stdout).write(line + '\n');
+    guardStdStreams();
+    writeStd(level === 'warn' || level === 'error' ? process.stderr : process.stdout, line);
   },
 };
 
@@ -52,6 +109,12 @@ export class Logger {
 }
 
 function errorReplacer(_key: string, value: unknown): unknown {
+  if (value instanceof AppError && value.status === 503) {
+    const out: LogFields = { name: value.name, message: value.message, code: value.code };
+    const cause = value.cause as { message?: unknown; code?: unknown } | undefined;
+    if (cause !== undefined && cause !== null) out.cause = { message: String(cause.message ?? cause), code: cause.code };
+    return out;
+  }
   if (value instanceof Error) {
     const out: LogFields = { name: value.name, message: value.message, stack: value.stack };
     const code = (value as { code?: unknown }).code;

@@ -9,8 +9,12 @@
  * Not hidden: the log line says it is a bug, the counter is what an alert watches, and the fuzz
  * suites assert it stays at zero. Going on after an uncaught exception can leave the one request or
  * session it came from in a broken state; ending every other session with it is worse.
+ *
+ * The net never feeds itself: the standard streams it logs to are guarded first (a failed write to
+ * a closed log pipe is noticed once and the stream is no longer written: log.ts guardStdStreams),
+ * so a broken log stream is not an escaped error whose logging breaks again, for ever.
  */
-import type { Logger } from './log.js';
+import { guardStdStreams, type Logger } from './log.js';
 
 export type EscapeKind = 'uncaught_exception' | 'unhandled_rejection';
 
@@ -27,6 +31,7 @@ export function installProcessSafetyNet(log: Logger): void {
   const first = installed === null;
   installed = log;
   if (!first) return;
+  guardStdStreams();
   process.on('uncaughtException', (err, origin) => {
     counts.uncaught_exception++;
     installed?.error('uncaught exception (a bug: the server goes on)', { err, origin, escapedErrors: escapedErrors() });

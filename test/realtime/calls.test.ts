@@ -7,19 +7,22 @@
  * from the transcript started in its pause and the reply started on that transcript, as over
  * WebSocket. Barge-in is spoken: the fake microphone plays a question, then talks over the long
  * reply.
+ *
+ * Without Chromium every test here is registered as skipped, saying why (test/helpers/skip.ts);
+ * CI, which has it, fails on a skip.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
 import { ManualClock } from '../../src/core/clock.js';
 import { assertError } from '../helpers/assert-error.js';
-import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, regionMotion, type CallStartOptions, type CallStartResult, type PageSamples, type TestBrowser } from '../helpers/browser.js';
+import { callIn, chromiumAvailable, CHROMIUM_PATH, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, regionMotion, type CallStartOptions, type CallStartResult, type PageSamples, type TestBrowser } from '../helpers/browser.js';
 import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { speak, speechPcm24k } from '../helpers/speech.js';
 import { until } from '../helpers/wait.js';
+import { suiteNeeding } from '../helpers/skip.js';
 import { PAUSE_MS } from '../../src/realtime/speech-segmenter.js';
 
 /** The mouth of the default face in the 512x512 frame (from its landmarks 61, 291, 0, 17), with room for the jaw. */
@@ -39,7 +42,10 @@ const waitEvent = (page: Page, type: string, timeoutMs = 30_000) => until(() => 
 
 const mouthMotion = (page: Page, samples: number): Promise<number> => regionMotion(page, '#video', DEFAULT_FACE_MOUTH_BOX, samples);
 
-const Calls = suite<Ctx>('WebRTC calls', {} as Ctx);
+/** Why these tests cannot run here (every suite needs Chromium), or null. */
+const NO_CHROMIUM = chromiumAvailable() ? null : `${CHROMIUM_PATH} is missing (src/cli/setup.sh installs it)`;
+
+const Calls = suiteNeeding<Ctx>('WebRTC calls', NO_CHROMIUM, {} as Ctx);
 Calls.before(async (ctx) => {
   // A caller who says nothing: Chromium's default beeps would be turns of their own.
   ctx.browser = await launchBrowser({ microphone: 'silence' });
@@ -277,7 +283,7 @@ Calls('a peer that never connects: the session is cancelled after the start time
   await until(async () => [(await ctx.t.server.services.pool.usage()).used, ctx.t.server.services.calls.size], ([u, c]) => u === 0 && c === 0, 'slot and call freed');
 });
 
-const Limits = suite<{ t: RealtimeTestServer; clock: ManualClock }>('WebRTC call limits', {} as { t: RealtimeTestServer; clock: ManualClock });
+const Limits = suiteNeeding<{ t: RealtimeTestServer; clock: ManualClock }>('WebRTC call limits', NO_CHROMIUM, {} as { t: RealtimeTestServer; clock: ManualClock });
 Limits.before.each(async (ctx) => {
   ctx.clock = new ManualClock();
   ctx.t = await startRealtimeTestServer({ clock: ctx.clock, env: { WORKER_CAPACITY: '1' } });
@@ -306,7 +312,7 @@ Limits('an expired ephemeral key is a 401', async (ctx) => {
   assert.is(((await res.json()) as { error: { code: string } }).error.code, 'ephemeral_key_expired');
 });
 
-const Voice = suite<Ctx>('WebRTC call: voice', {} as Ctx);
+const Voice = suiteNeeding<Ctx>('WebRTC call: voice', NO_CHROMIUM, {} as Ctx);
 Voice.before(async (ctx) => {
   // The fake microphone plays, in a loop: a question, then a silence longer than the answer takes
   // on a loaded machine (the question coming round again would barge in and cancel it).
@@ -371,7 +377,7 @@ Voice('a voice turn of a call is answered as one over WebSocket: from the transc
   await page.close();
 });
 
-const BargeIn = suite<Ctx>('WebRTC call: barge-in', {} as Ctx);
+const BargeIn = suiteNeeding<Ctx>('WebRTC call: barge-in', NO_CHROMIUM, {} as Ctx);
 /** Silence between the question and the interruption: long enough for the reply to be playing by then on a loaded machine (the fake voice speaks the reply below for ~23 s). */
 const BARGE_IN_AFTER_S = 8;
 BargeIn.before(async (ctx) => {
@@ -455,11 +461,7 @@ BargeIn('speaking over the avatar stops its audio, cancels the reply (turn_detec
   await page.close();
 });
 
-if (chromiumAvailable()) {
-  Calls.run();
-  Limits.run();
-  Voice.run();
-  BargeIn.run();
-} else {
-  console.log('  WebRTC calls: skipped, /usr/bin/chromium is missing (src/cli/setup.sh installs it)');
-}
+Calls.run();
+Limits.run();
+Voice.run();
+BargeIn.run();

@@ -4,14 +4,14 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Logger } from '../../src/core/log.js';
 import { MediaSession } from '../../src/media/media-session.js';
 import { CallPeer, releaseClosedPeers, type CloseReason } from '../../src/transport/call-peer.js';
-import { callIn, chromiumAvailable, launchBrowser, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
+import { callIn, chromiumAvailable, CHROMIUM_PATH, launchBrowser, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
 import { standardMediaConfig } from '../helpers/media.js';
 import { until } from '../helpers/wait.js';
+import { suiteNeeding } from '../helpers/skip.js';
 
 interface Ctx {
   browser: TestBrowser;
@@ -48,7 +48,8 @@ async function signalling(ctx: Ctx, videoCodec: 'h264' | 'vp8'): Promise<void> {
   ctx.url = `http://127.0.0.1:${(ctx.server.address() as AddressInfo).port}`;
 }
 
-const Peer = suite<Ctx>('CallPeer with Chromium', {} as Ctx);
+/** Without Chromium every test here is registered as skipped, saying why (and no hook runs). */
+const Peer = suiteNeeding<Ctx>('CallPeer with Chromium', chromiumAvailable() ? null : `${CHROMIUM_PATH} is missing (src/cli/setup.sh installs it)`, {} as Ctx);
 Peer.before(async (ctx) => {
   ctx.browser = await launchBrowser();
 });
@@ -145,5 +146,4 @@ Peer('an unusable offer is refused with a 400 naming the problem, and nothing is
   assert.is(ctx.peers.length, 0);
 });
 
-if (chromiumAvailable()) Peer.run();
-else console.log('  CallPeer with Chromium: skipped, /usr/bin/chromium is missing (src/cli/setup.sh installs it)');
+Peer.run();

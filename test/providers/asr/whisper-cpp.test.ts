@@ -16,6 +16,7 @@ import { Resampler } from '../../../src/audio/resample.js';
 import { toWhisperInput, WhisperCppTranscriber } from '../../../src/providers/asr/whisper-cpp.js';
 import { espeak, toPcm16 } from '../../helpers/speech.js';
 import { rejection } from '../../helpers/assert-error.js';
+import { needs } from '../../helpers/skip.js';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
 
@@ -57,14 +58,8 @@ interface Ctx {
 
 const Whisper = suite<Ctx>('WhisperCppTranscriber', {} as Ctx);
 const reason = skipReason();
-const modelTest = (title: string, fn: (ctx: Ctx) => Promise<void>): void =>
-  Whisper(title, async (ctx) => {
-    if (reason) {
-      console.log(`  (skipped '${title}': ${reason})`);
-      return;
-    }
-    await fn(ctx);
-  });
+/** Registered as skipped (counted by uvu, the reason printed) when the model or the addon's Whisper is missing. */
+const modelTest = needs(Whisper, 'WhisperCppTranscriber', reason);
 
 Whisper.before.each((ctx) => {
   ctx.asr = new WhisperCppTranscriber({ modelPath: whisperModelPath(MODELS_DIR) ?? '/nonexistent', threads: 2, concurrency: 1, log: memoryLogger().logger });
