@@ -20,8 +20,11 @@
  * only its spans still ahead of the playout, and frames are skipped (audio never) while the
  * client's socket holds more than MAX_FRAME_BACKLOG_BYTES unsent.
  *
- * Usage: the speech played (to its end, or to a cut) and the frames sent are written when each
- * segment finishes and when the session closes; close() resolves after the last write.
+ * Usage is counted as it is delivered (recorder.addUsage, which the connection commits): each tick
+ * the segments' speech it played (silence between segments is not billed), right after its audio
+ * delta and before any segment's output_audio_buffer.stopped; each frame sent. A clear bills what
+ * had played up to the cut, never what was only queued. close() interrupts the avatar, so nothing
+ * plays (or reaches a call's track) once the engine has stopped counting.
  */
 import type { Logger } from '../core/log.js';
 import { AppError } from '../core/errors.js';
@@ -98,9 +101,10 @@ export class AvatarSessionEngine {
   private jpegFrames = 0;
   private framesSent = 0;
   private framesSkipped = 0;
-  /** Usage not written yet. */
-  private unbilled = { audioNs: 0, frames: 0 };
-  private usageWrites: Promise<void> = Promise.resolve();
+  /** Speech of finished segments, as played (ns). */
+  private finishedNs = 0;
+  /** Speech counted into usage so far (ns). */
+  private billedNs = 0;
 
   constructor(
     private readonly options: AvatarEngineOptions,
@@ -153,16 +157,18 @@ export class AvatarSessionEngine {
   }
 
   /**
-   * Stops: no events are sent afterwards. What played of the unfinished segments (up to the last
-   * tick) and the frames sent are written to usage; resolves once that is stored.
+   * Stops: no events are sent and nothing is counted afterwards, and the avatar's queued speech is
+   * cut (what played up to the last tick was counted tick by tick).
    */
   async close(): Promise<void> {
-    if (this.closed) return this.usageWrites;
+    if (this.closed) return;
     this.closed = true;
-    this.unbilled.audioNs += this.timeline.playedBy(this.playedToNs);
-    this.writeUsage();
+    try {
+      this.deps.avatar.interrupt();
+    } catch (err) {
+      this.deps.log.warn('avatar interrupt failed', { sessionId: this.options.sessionId, err });
+    }
     if (this.framesSkipped > 0) this.deps.log.info('avatar frames skipped for a slow client', { sessionId: this.options.sessionId, skipped: this.framesSkipped, sent: this.framesSent });
-    await this.usageWrites;
   }
 
   private emit(event: ServerEventDraft): void {
@@ -288,7 +294,10 @@ export class AvatarSessionEngine {
     const playing = this.timeline.segmentAt(this.playedToNs, this.playedToNs + 1);
     const cut = this.deps.avatar.interrupt();
     let playedMs = 0;
-    for (const change of this.timeline.cut(cut.ptsNs)) {
+    const changes = this.timeline.cut(cut.ptsNs);
+    for (const change of changes) if (change.kind === 'finished') this.finishedNs += change.playedNs;
+    this.bill();
+    for (const change of changes) {
       if (change.kind === 'finished' && change.segment === playing) playedMs = Math.round(change.playedNs / NS_PER_MS);
       this.apply(change);
     }
@@ -314,7 +323,21 @@ export class AvatarSessionEngine {
       const wire = this.encoder.encode(pcm);
       if (wire.length > 0) this.emit({ type: 'response.output_audio.delta', delta: wire.toString('base64'), segment_id: segment?.id ?? null, pts_ms: Math.round(ptsNs / NS_PER_MS) });
     }
+    for (const change of changes) if (change.kind === 'finished') this.finishedNs += change.playedNs;
+    this.bill();
     for (const change of changes) if (change.kind === 'finished') this.apply(change);
+  }
+
+  /** Counts the speech played and not counted yet: finished segments, and the unfinished ones up to the latest tick. */
+  private bill(): void {
+    const played = this.finishedNs + this.timeline.playedBy(this.playedToNs);
+    if (played <= this.billedNs) {
+      // A cut behind the latest tick: what was sent stays billed (and is not billed again later).
+      this.finishedNs += this.billedNs - played;
+      return;
+    }
+    this.deps.recorder.addUsage({ audioSecondsOut: (played - this.billedNs) / 1e9 });
+    this.billedNs = played;
   }
 
   private onJpeg(jpeg: Buffer, ptsNs: number): void {
@@ -327,6 +350,7 @@ export class AvatarSessionEngine {
       pts_ms: Math.round(ptsNs / NS_PER_MS),
       segment_id: this.timeline.segmentAt(ptsNs, ptsNs + 1)?.id ?? null,
     });
+    this.deps.recorder.addUsage({ framesOut: 1 });
   }
 
   private onRaw(frame: AvatarRawFrame): void {
@@ -338,6 +362,7 @@ export class AvatarSessionEngine {
     header.writeUInt16LE(frame.height, 10);
     header.writeBigUInt64LE(BigInt(Math.round(frame.ptsNs)), 16);
     this.deps.sendBinary(Buffer.concat([header, frame.i420]));
+    this.deps.recorder.addUsage({ framesOut: 1 });
   }
 
   /** Whether this frame goes out (and is counted): the client asked for frames in this format and keeps up. */
@@ -348,7 +373,6 @@ export class AvatarSessionEngine {
       return false;
     }
     this.framesSent++;
-    this.unbilled.frames++;
     return true;
   }
 
@@ -360,20 +384,6 @@ export class AvatarSessionEngine {
       return;
     }
     this.emit({ type: 'output_audio_buffer.stopped', segment_id: segment.id, played_ms: Math.round(change.playedNs / NS_PER_MS), interrupted: change.interrupted });
-    this.unbilled.audioNs += change.playedNs;
-    this.writeUsage();
-  }
-
-  /** Writes what is unbilled, after every earlier write (a failed write is logged; its amounts are lost to that store error alone). */
-  private writeUsage(): void {
-    const { audioNs, frames } = this.unbilled;
-    if (audioNs === 0 && frames === 0) return;
-    this.unbilled = { audioNs: 0, frames: 0 };
-    this.usageWrites = this.usageWrites.then(() =>
-      this.deps.recorder.addUsage({ audioSecondsOut: audioNs / 1e9, framesOut: frames }).catch((err: unknown) => {
-        this.deps.log.error('writing avatar usage failed', { sessionId: this.options.sessionId, err });
-      }),
-    );
   }
 }
 

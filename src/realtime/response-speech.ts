@@ -64,6 +64,8 @@ export interface MessageOutputDeps {
   mark(step: keyof ResponseTiming): void;
   /** The transcript so far, as it is heard (for the chat history in progress). */
   onProgress?: (text: string) => void;
+  /** Usage as it is delivered: each tick's audio and each frame, right after its event. */
+  addUsage(delta: { audioSecondsOut?: number; framesOut?: number }): void;
   /** The last sentence has played out. */
   onPlayedOut(): void;
 }
@@ -176,6 +178,7 @@ export class MessageOutput {
           if (wire.length > 0) this.deps.emit({ type: 'response.output_audio.delta', ...this.partRef(), delta: wire.toString('base64') });
         }
         this.samplesSent += b - a;
+        this.deps.addUsage({ audioSecondsOut: (b - a) / PCM_RATE_HZ });
       }
       this.sentUpToNs = to;
     }
@@ -193,6 +196,7 @@ export class MessageOutput {
       pts_ms: Math.round(frame.ptsNs / 1e6),
     });
     this.framesSent++;
+    this.deps.addUsage({ framesOut: 1 });
   }
 
   /** Called by SpeechQueue for each synthesised chunk once it is queued on the avatar. */

@@ -27,6 +27,10 @@
  * `done` is emitted once whatever happens while the closing events are sent, so the engine always
  * learns that the run is over; `finished` is the run's own truth.
  *
+ * Usage is counted as it is delivered (deps.addUsage): each tick's audio and each frame right after
+ * its event, the model's tokens as soon as it reports them; so a run cut short (cancel, barge-in,
+ * truncate, a dropped connection) bills what the client was sent, never what was only generated.
+ *
  * Its critical path is logged when it ends ('response timing', info): ms from start() to the
  * model's first text, the first clause handed to the voice, the voice's first chunk queued on
  * the avatar, and the first audio played out to the client (`npm run bench -- realtime` reads it).
@@ -43,6 +47,7 @@ import { MessageOutput, type ResponseTiming } from './response-speech.js';
 import { FunctionCallOutput } from './response-function-call.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 import { OutputAudioEncoder, type WireAudioFormat } from '../audio/wire-format.js';
+import type { UsageDelta } from './session-engine.js';
 
 export type { ResponseTiming } from './response-speech.js';
 
@@ -101,6 +106,8 @@ export interface ResponseDeps {
   log: Logger;
   /** The assistant's transcript so far, as it is heard (for the chat history in progress). */
   onProgress?: (text: string) => void;
+  /** Usage as it is delivered: audio played and frames sent (right after their events), the model's tokens once reported. */
+  addUsage(delta: UsageDelta): void;
 }
 
 export interface ResponseOutcome {
@@ -239,6 +246,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
           case 'done':
             this.usage = chunk.usage;
             this.finishReason = chunk.finishReason;
+            if (chunk.usage) this.deps.addUsage({ inputTokens: chunk.usage.inputTokens, outputTokens: chunk.usage.outputTokens });
             break;
         }
       }
@@ -309,6 +317,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         signal: this.abort.signal,
         mark: (step) => this.mark(step),
         onProgress: this.deps.onProgress,
+        addUsage: (delta) => this.deps.addUsage(delta),
         onPlayedOut: () => this.finish('completed', null),
       },
     );

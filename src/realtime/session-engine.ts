@@ -76,11 +76,23 @@ export const MAX_RECORDED_CHAT_CHARS = 4_000_000;
 export const SPOKEN_REPLY_GUIDANCE =
   'Your replies are spoken aloud by an animated avatar in a live conversation: answer in one to three short sentences of plain speech, without lists, markdown, code or emoji.';
 
+/** Usage delivered to the client: seconds of speech played, frames sent, the model's tokens. */
+export interface UsageDelta {
+  audioSecondsOut?: number;
+  framesOut?: number;
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
 /** What the engine records outside itself (chat history, usage), through the store. */
 export interface SessionRecorder {
   appendTurn(role: 'user' | 'assistant', content: string): Promise<void>;
   setCurrentTranscript(text: string): Promise<void>;
-  addUsage(delta: { audioSecondsOut?: number; framesOut?: number; inputTokens?: number; outputTokens?: number }): Promise<void>;
+  /**
+   * Counts usage as it is delivered, right after the event that carries it is sent (audio as it
+   * plays, each frame, tokens once the model reports them); the connection commits it to the store.
+   */
+  addUsage(delta: UsageDelta): void;
 }
 
 /** Asset checks for session.update (standard id or an upload the user owns). */
@@ -142,6 +154,8 @@ export class RealtimeSessionEngine {
   /** The latest response run; it is the active one until it has finished (see `active`). */
   private current: ResponseRun | null = null;
   private recordedChatChars = 0;
+  /** The last store write failed: further failures are not logged until one succeeds. */
+  private recordFailing = false;
   private chatLimitWarned = false;
   /** The input audio buffer, a call's microphone, and server-VAD turns. */
   private readonly input: InputAudio;
@@ -711,6 +725,7 @@ export class RealtimeSessionEngine {
         voice: () => this.deps.tts.voice({ voiceId, userId: this.options.userId, source: this.options.ttsSource }),
         log: this.deps.log,
         onProgress: (text) => void this.record(() => this.deps.recorder.setCurrentTranscript(text)),
+        addUsage: (delta) => this.deps.recorder.addUsage(delta),
       },
     );
     this.current = run;
@@ -748,15 +763,8 @@ export class RealtimeSessionEngine {
       for (const item of outcome.items) if (item.type === 'message') this.recordTurn('assistant', itemText(item));
       this.enforceConversationBound();
     }
-    void this.record(async () => {
-      await this.deps.recorder.setCurrentTranscript('');
-      await this.deps.recorder.addUsage({
-        audioSecondsOut: outcome.audioSeconds,
-        framesOut: outcome.frames,
-        inputTokens: outcome.usage?.inputTokens ?? 0,
-        outputTokens: outcome.usage?.outputTokens ?? 0,
-      });
-    });
+    // Its usage was counted as it was delivered (ResponseDeps.addUsage), committed before response.done went out.
+    void this.record(() => this.deps.recorder.setCurrentTranscript(''));
   }
 
   private onResponseCancel(event: ClientEventOf<'response.cancel'>): void {
@@ -788,12 +796,18 @@ export class RealtimeSessionEngine {
     void this.record(() => this.deps.recorder.appendTurn(role, text));
   }
 
-  /** Store writes never break the conversation: a failure is logged. */
+  /**
+   * Store writes never break the conversation: a failure is logged, once per run of failures (a
+   * store outage would otherwise log every turn; the store logs the outage itself).
+   */
   private async record(write: () => Promise<void>): Promise<void> {
     try {
       await write();
+      this.recordFailing = false;
     } catch (err) {
-      this.deps.log.error('recording chat or usage failed', { sessionId: this.options.sessionId, err });
+      if (this.recordFailing) return;
+      this.recordFailing = true;
+      this.deps.log.error('recording chat or usage failed (later failures in a row are not logged)', { sessionId: this.options.sessionId, err });
     }
   }
 }

@@ -13,8 +13,20 @@
  *   terminal -> terminal  end()/fail() again: no change, the session is returned as it is
  *
  * A session leaving `active` gets a usage record (and a webhook outbox entry) in the same store
- * transaction that ends it, so usage can never be lost or doubled. Every live session is
+ * transaction that ends it, so usage can never be lost or doubled. Its counters are what its
+ * connection delivered: the connection commits them as they accrue (usage-meter.ts) and, when the
+ * session runs in this process, finish() first settles it (its output stops and the exact total is
+ * committed), so every end here bills exactly what was delivered; an end decided on another node
+ * (fleet) bills up to the running connection's last commit (USAGE_FLUSH_MS). Every live session is
  * heartbeated; after a crash, recover() closes it as failed, billed up to its last heartbeat.
+ *
+ * Ends nobody can retry (a connection closed, a worker unreachable) go through endEventually():
+ * when the store is down (postgres_unavailable) the end is owed, not lost. It keeps the moment it
+ * was decided (billed up to then, not up to when the store came back) and its slot, and is tried
+ * again every OWED_RETRY_MS until the store takes it, with the connection's last usage commit
+ * first. One log line per owed end, none per retry. A node stopped with ends still owed leaves
+ * them to the next start's recover() (embedded) or the janitor (fleet), billed up to their last
+ * heartbeat.
  */
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../core/clock.js';
@@ -32,6 +44,29 @@ const RETRY_AFTER_S = 5;
 export const HEARTBEAT_INTERVAL_MS = 10_000;
 /** A WebRTC call must connect within this long after its offer is answered. */
 export const PENDING_START_TIMEOUT_MS = 30_000;
+/** An end waits at most this long for the session's connection here to commit its usage (a store outage must not hang it). */
+const SETTLE_TIMEOUT_MS = 5_000;
+/** An end owed while the store is down is tried again this often. */
+const OWED_RETRY_MS = 1_000;
+
+/** What runs sessions in this process (the connection registry), as an end needs it. */
+export interface LocalSessionRunner {
+  /** Stops the session's output here and commits the usage it delivered; resolves at once when it does not run here. */
+  settle(sessionId: string): Promise<void>;
+  /** A settled session could not be ended (the store failed): its connection here ends too. */
+  abandon(sessionId: string): void;
+  /** The sessions connections here run (a shutdown that cannot ask Redis or the store ends these). */
+  running(): string[];
+}
+
+/** An end that the store could not take yet (endEventually()). */
+interface OwedEnd {
+  status: 'ended' | 'cancelled' | 'failed' | null;
+  reason: string;
+  endedAtUs: number;
+  /** Commits what the session's connection delivered and could not commit while the store was down. */
+  commit?: () => Promise<void>;
+}
 
 export interface SessionServiceOptions {
   maxSessionSeconds: number;
@@ -59,6 +94,9 @@ export class SessionService extends EventEmitter<SessionEvents> {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly pendingTimeoutMs: number;
+  private runner: LocalSessionRunner | null = null;
+  private readonly owed = new Map<string, OwedEnd>();
+  private owedTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly store: Store,
@@ -72,6 +110,11 @@ export class SessionService extends EventEmitter<SessionEvents> {
     this.pendingTimeoutMs = options.pendingTimeoutMs ?? PENDING_START_TIMEOUT_MS;
     const interval = options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS;
     this.heartbeat = setInterval(() => void this.beat(), interval).unref();
+  }
+
+  /** The connections of this process: an end settles a session running here before it is recorded. */
+  useRunner(runner: LocalSessionRunner): void {
+    this.runner = runner;
   }
 
   async create(
@@ -167,13 +210,51 @@ export class SessionService extends EventEmitter<SessionEvents> {
    * Ends a session at a client's or the system's request: active -> ended, pending -> cancelled.
    * `status` forces a terminal status (fail() uses it). Already-terminal sessions come back unchanged.
    */
-  async end(id: string, status: 'ended' | 'cancelled' | 'failed' | null, reason: string, onlyFrom?: SessionEnd['onlyFrom']): Promise<SessionRecord> {
+  async end(id: string, status: 'ended' | 'cancelled' | 'failed' | null, reason: string, onlyFrom?: SessionEnd['onlyFrom'], endedAtUs?: number): Promise<SessionRecord> {
     const current = await this.store.getSession(id);
     if (!current) throw notFound('session', id);
     if (!isLive(current.status)) return current;
     if (onlyFrom && !onlyFrom.includes(current.status)) return current;
     const endStatus = status ?? (current.status === 'pending' ? 'cancelled' : 'ended');
-    return this.finish(current, { status: endStatus, endReason: reason, endedAtUs: this.clock.nowUs(), onlyFrom });
+    const at = Math.max(current.startedAtUs ?? current.createdAtUs, endedAtUs ?? this.clock.nowUs());
+    return this.finish(current, { status: endStatus, endReason: reason, endedAtUs: at, onlyFrom });
+  }
+
+  /**
+   * An end nobody will retry (a connection closed, its worker unreachable): ended now, or, while
+   * the store is down, owed and ended as soon as it is back, billed up to now either way. `commit`
+   * writes the connection's usage that could not be committed meanwhile. Never rejects.
+   */
+  async endEventually(id: string, status: OwedEnd['status'], reason: string, commit?: () => Promise<void>): Promise<void> {
+    const owed: OwedEnd = { status, reason, endedAtUs: this.clock.nowUs(), commit };
+    if (await this.payOwed(id, owed)) return;
+    this.log.warn('the store is unavailable: the session ends as soon as it is back', { sessionId: id, endReason: reason });
+    this.owed.set(id, owed);
+    this.owedTimer ??= setInterval(() => void this.retryOwed(), OWED_RETRY_MS).unref();
+  }
+
+  /** True once the end is done (or cannot ever be: logged); false while the store is down. */
+  private async payOwed(id: string, owed: OwedEnd): Promise<boolean> {
+    try {
+      await owed.commit?.();
+      await this.end(id, owed.status, owed.reason, undefined, owed.endedAtUs);
+      return true;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'postgres_unavailable') return false;
+      this.log.error('ending session failed', { sessionId: id, err });
+      return true;
+    }
+  }
+
+  private async retryOwed(): Promise<void> {
+    for (const [id, owed] of [...this.owed]) {
+      if (!(await this.payOwed(id, owed))) return; // still down: the next tick tries again
+      this.owed.delete(id);
+    }
+    if (this.owed.size === 0 && this.owedTimer) {
+      clearInterval(this.owedTimer);
+      this.owedTimer = null;
+    }
   }
 
   /** Ends a session for its owner: DELETE /v1/sessions/{id} and POST /sessions/{id}/end. Idempotent. */
@@ -257,13 +338,42 @@ export class SessionService extends EventEmitter<SessionEvents> {
   }
 
   /** Graceful shutdown: live sessions fail now (reason server_shutdown) so their usage is exact. */
+  /**
+   * With Redis down, the sessions connections here run count as local; with the store down, only
+   * those are tried, and what cannot end is left (logged once) to the next start or the janitor.
+   */
   async shutdown(): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
-    const live = await this.store.listSessionsByStatus(['pending', 'active']);
-    for (const session of live) {
-      if ((await this.pool.leaseOf(session.id))?.local) await this.end(session.id, 'failed', 'server_shutdown');
+    if (this.owedTimer) clearInterval(this.owedTimer);
+    this.owedTimer = null;
+    const running = new Set(this.runner?.running() ?? []);
+    let live: string[];
+    try {
+      live = (await this.store.listSessionsByStatus(['pending', 'active'])).map((s) => s.id);
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === 'postgres_unavailable')) throw err;
+      live = [...new Set([...running, ...this.owed.keys()])];
     }
+    let left = 0;
+    for (const id of live) {
+      const local = await this.pool.leaseOf(id).then(
+        (lease) => lease?.local ?? false,
+        () => running.has(id) || this.owed.has(id),
+      );
+      if (!local) continue;
+      const owed = this.owed.get(id);
+      const ended = await this.end(id, 'failed', 'server_shutdown', undefined, owed?.endedAtUs).then(
+        () => true,
+        (err: unknown) => {
+          if (!(err instanceof AppError && err.status === 503)) this.log.error('ending a session at shutdown failed', { sessionId: id, err });
+          return false;
+        },
+      );
+      if (!ended) left++;
+    }
+    if (left > 0) this.log.warn('sessions left live at shutdown (the store is down): the next start or the janitor ends them, billed up to their last heartbeat', { count: left });
+    this.owed.clear();
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
   }
@@ -275,7 +385,17 @@ export class SessionService extends EventEmitter<SessionEvents> {
     const outbox: OutboxDraft | null = payload
       ? { eventId, buildPayload: (usage) => payload(eventId, usage), nextAttemptAtUs: createdAtUs }
       : null;
-    const ended = await this.store.endSession(session.id, end, { id: newUsageId(), createdAtUs }, outbox);
+    // An active session running here stops delivering and commits its exact usage first; a
+    // pending one (a call not connected) has delivered nothing, and a start timeout leaves an active one alone.
+    const settles = session.status === 'active' && (!end.onlyFrom || end.onlyFrom.includes('active'));
+    if (settles) await this.settle(session.id);
+    let ended: SessionRecord | null;
+    try {
+      ended = await this.store.endSession(session.id, end, { id: newUsageId(), createdAtUs }, outbox);
+    } catch (err) {
+      if (settles) this.runner?.abandon(session.id);
+      throw err;
+    }
     // Not ended by us: someone else ended it first (then its slot goes too), or `end.onlyFrom` did
     // not match (a start timeout after another node started it: it stays live, slot and all).
     const now = ended ?? (await this.store.getSession(session.id)) ?? session;
@@ -285,7 +405,8 @@ export class SessionService extends EventEmitter<SessionEvents> {
       await (await this.pool.leaseOf(session.id))?.release();
     } catch (err) {
       // Fleet mode, Redis unreachable: the janitor frees the slots of ended sessions later.
-      this.log.error('freeing the worker slot failed', { sessionId: session.id, err });
+      if (err instanceof AppError && err.code === 'redis_unavailable') this.log.debug('slot left for the janitor: Redis is unavailable', { sessionId: session.id });
+      else this.log.error('freeing the worker slot failed', { sessionId: session.id, err });
     }
     if (!ended) return now;
     this.log.info('session ended', {
@@ -296,6 +417,25 @@ export class SessionService extends EventEmitter<SessionEvents> {
     });
     this.emit('ended', ended);
     return ended;
+  }
+
+  /** Settles the session's connection here, if any, within SETTLE_TIMEOUT_MS (a failure is logged: the end goes on). */
+  private async settle(id: string): Promise<void> {
+    if (!this.runner) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), SETTLE_TIMEOUT_MS).unref();
+    });
+    const settled = this.runner.settle(id).then(
+      () => 'settled' as const,
+      (err: unknown) => {
+        this.log.error('settling an ending session failed; ending it with what was committed', { sessionId: id, err });
+        return 'failed' as const;
+      },
+    );
+    const outcome = await Promise.race([settled, timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') this.log.warn('committing the usage of an ending session took too long; ending it with what was committed', { sessionId: id, timeoutMs: SETTLE_TIMEOUT_MS });
   }
 
   private armDeadline(session: SessionRecord): void {
@@ -328,7 +468,8 @@ export class SessionService extends EventEmitter<SessionEvents> {
     try {
       await this.store.heartbeatSessions(ids, this.clock.nowUs());
     } catch (err) {
-      this.log.error('session heartbeat failed', { err });
+      // A store outage is logged by the store itself, once each way.
+      if (!(err instanceof AppError && err.code === 'postgres_unavailable')) this.log.error('session heartbeat failed', { err });
     }
   }
 }

@@ -6,7 +6,9 @@
  *    without awaiting anything, so parallel requests can never take more than `capacity` (JS runs
  *    one acquisition at a time) and exactly one request wins the last slot; every lease is local.
  *  - FleetWorkerPool (src/fleet/fleet-pool.ts): slots of every worker node, placed atomically in
- *    Redis; a lease names the worker the session runs on, which may be another process.
+ *    Redis; a lease names the worker the session runs on, which may be another process. With Redis
+ *    down every method rejects within about a second with 503 `redis_unavailable` (never waits for
+ *    Redis, never answers "no room" for it): null from tryAcquire means the fleet is full.
  */
 
 export interface WorkerLease {

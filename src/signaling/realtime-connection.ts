@@ -23,6 +23,16 @@
  * event goes to all. A listener ends with the connection, with the same reason; its own end
  * (detach) leaves the connection running; its own key's revocation ends it alone.
  *
+ * Usage: the engine counts what it delivers (audio played, frames sent, the model's tokens) into
+ * the connection's UsageMeter (sessions/usage-meter.ts), in order with the events that carry it,
+ * so a count lands when its event has gone to the transport; the meter commits the running totals
+ * to the store within USAGE_FLUSH_MS. Before an event that tells the client a response or a segment
+ * is over (SETTLING_EVENTS) goes out, the usage delivered so far is committed (later events wait
+ * behind it, in order, at most USAGE_COMMIT_WAIT_MS): a client that ends its session the moment it
+ * sees response.done gets a record with that response. settle() (the connection closing, or any
+ * end of its session in this process: DELETE, deadline, revocation, shutdown) stops the engine, so
+ * nothing more is delivered, and commits the exact total before the session's record is written.
+ *
  * Teardown never throws; a failure is logged. Nothing here knows about sockets or peers.
  */
 import type { Clock } from '../core/clock.js';
@@ -39,6 +49,7 @@ import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
 import type { InputImages } from '../realtime/input-images.js';
 import type { SessionService } from '../sessions/session-service.js';
+import { UsageMeter } from '../sessions/usage-meter.js';
 import { DEFAULT_VOICE, type SessionConfig } from '../sessions/session-config.js';
 import { applySessionUpdate } from '../realtime/session-update.js';
 import { AvatarSessionEngine, avatarSettingsFrom } from '../realtime/avatar-engine.js';
@@ -53,6 +64,10 @@ const MAX_PENDING_MESSAGES = 256;
 const MAX_PENDING_BYTES = 32 * 1024 * 1024;
 /** An event id is looked for in this much of a refused event's text. */
 const EVENT_ID_SCAN_CHARS = 4096;
+/** Events that tell the client a response or a segment is over: the usage delivered so far is committed before each goes out. */
+const SETTLING_EVENTS: ReadonlySet<string> = new Set(['response.done', 'output_audio_buffer.stopped', 'output_audio_buffer.cleared']);
+/** Events wait behind a usage commit at most this long (a store outage must not stall the session). */
+const USAGE_COMMIT_WAIT_MS = 2_000;
 
 /**
  * Client events that arrive before a connection's engine runs (authentication, session start),
@@ -164,6 +179,8 @@ export interface ConnectionTransport {
   sendBinary?(data: Buffer): void;
   /** Bytes queued for the client and not sent yet (0 when the transport cannot tell). */
   backlogBytes?(): number;
+  /** Whether what is sent now still goes out (a closing socket drops it, so it is not billed); absent: always. */
+  isOpen?(): boolean;
   /** Ends the connection for `reason`; `errorText` (a stamped `error` event, when given) is the last thing to send. */
   end(reason: EndReason, errorText: string | null): void;
 }
@@ -218,6 +235,17 @@ export class ConnectionRegistry {
   private shuttingDown = false;
 
   constructor(sessions: SessionService) {
+    sessions.useRunner({
+      settle: async (sessionId) => {
+        await Promise.all([...this.connections].filter((c) => c.sessionId === sessionId).map((c) => c.settle()));
+      },
+      running: () => this.sessionIds(),
+      abandon: (sessionId) => {
+        for (const conn of this.connections) {
+          if (conn.sessionId === sessionId) conn.end('session_ended', new RealtimeError('session_ended', 'The session could not be ended cleanly; reconnect to a new session.'));
+        }
+      },
+    });
     sessions.on('ended', (session) => {
       for (const conn of this.connections) {
         if (conn.sessionId !== session.id) continue;
@@ -306,6 +334,14 @@ export class RealtimeConnection {
   private receivingFrom: AttachedListener | null = null;
   /** Whether the engine has sent session.created (a listener attaching later is greeted with its own). */
   private greeted = false;
+  /** What the engine delivered, committed as it accrues (see the header). */
+  private meter: UsageMeter | null = null;
+  /** The engine stopped and its usage committed (settle()); no engine runs afterwards. */
+  private settling: Promise<void> | null = null;
+  /** Deliveries (events, usage counts) waiting behind a usage commit, in order; null when none is. */
+  private held: Array<() => void> | null = null;
+  /** The commit `held` waits for (a stale one's release does nothing). */
+  private commit: object | null = null;
 
   constructor(
     private readonly deps: ConnectionDeps,
@@ -378,7 +414,8 @@ export class RealtimeConnection {
       this.endWith('session_ended', new RealtimeError('avatar_unavailable', 'The avatar could not be started.', null, 'server_error'));
       return false;
     }
-    if (this.closing) return false; // the teardown, waiting for this, closes the avatar
+    if (this.closing || this.settling) return false; // the teardown, waiting for this, closes the avatar
+    this.meter = new UsageMeter({ sessionId: session.id, store: this.deps.store, log: this.log });
     const engine = avatarOnly ? this.avatarEngine(session, options) : this.realtimeEngine(session, options);
     this.created = engine;
     try {
@@ -388,7 +425,7 @@ export class RealtimeConnection {
       this.endWith('session_ended', err);
       return false;
     }
-    if (this.closing) return false;
+    if (this.closing || this.settling) return false;
     this.engine = engine;
     for (const pcm of this.earlyMicrophone.splice(0)) engine.pushMicrophone(pcm);
     this.earlyMicrophoneSamples = 0;
@@ -455,8 +492,74 @@ export class RealtimeConnection {
     return {
       appendTurn: (role, content) => store.appendChatTurn(session.id, { role, content }, clock.nowUs()),
       setCurrentTranscript: (text) => store.setCurrentTranscript(session.id, text),
-      addUsage: (delta) => store.addUsageCounters(session.id, delta),
+      // Counted once the events before it went out, and only while they still can (see isOpen).
+      addUsage: (delta) =>
+        this.inOrder(() => {
+          if (this.transport.isOpen?.() ?? true) this.meter?.add(delta);
+        }),
     };
+  }
+
+  /**
+   * Stops the engine (nothing more is delivered), lets out what waited behind a usage commit, and
+   * commits the exact usage delivered. The session can then end with a final record. Idempotent.
+   */
+  settle(): Promise<void> {
+    this.settling ??= (async () => {
+      try {
+        await this.created?.close();
+      } catch (err) {
+        this.log.error('closing the engine failed', { err });
+      }
+      this.commit = null;
+      this.releaseHeld();
+      await this.meter?.close();
+    })();
+    return this.settling;
+  }
+
+  /** Delivers now, or after what waits behind a usage commit. */
+  private inOrder(deliver: () => void): void {
+    if (this.held) this.held.push(deliver);
+    else deliver();
+  }
+
+  /** Delivers once the usage counted so far is committed (at most USAGE_COMMIT_WAIT_MS later); what comes meanwhile waits behind it. */
+  private afterCommit(deliver: () => void): void {
+    if (this.held || !this.meter || this.settling) {
+      this.inOrder(this.settling || !this.meter ? deliver : () => this.afterCommit(deliver));
+      return;
+    }
+    const commit = {};
+    this.commit = commit;
+    this.held = [deliver];
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, USAGE_COMMIT_WAIT_MS).unref();
+    });
+    void Promise.race([this.meter.flush(), waited]).then(() => {
+      clearTimeout(timer);
+      if (this.commit === commit) this.releaseHeld();
+    });
+  }
+
+  /** Lets out what waited behind a commit, in order, until one of them starts another commit. */
+  private releaseHeld(): void {
+    const held = this.held;
+    this.held = null;
+    this.commit = null;
+    if (!held) return;
+    for (const [i, deliver] of held.entries()) {
+      if (this.held) {
+        (this.held as Array<() => void>).push(...held.slice(i));
+        return;
+      }
+      try {
+        deliver();
+      } catch (err) {
+        this.log.error('a held server event could not be sent', { err });
+      }
+    }
   }
 
   /** The avatar of a running call (its encoded media), or null before run() succeeded. */
@@ -566,13 +669,17 @@ export class RealtimeConnection {
     }
     const text = this.stamp(draft);
     if (text === null) return;
-    this.transport.sendText(text);
-    for (const listener of this.listeners.values()) listener.sink.sendText(text);
+    const deliver = () => {
+      this.transport.sendText(text);
+      for (const listener of this.listeners.values()) listener.sink.sendText(text);
+    };
+    if (SETTLING_EVENTS.has(draft.type)) this.afterCommit(deliver);
+    else this.inOrder(deliver);
   }
 
   private sendTo(listener: AttachedListener, draft: ServerEventDraft): void {
     const text = this.stamp(draft);
-    if (text !== null) listener.sink.sendText(text);
+    if (text !== null) this.inOrder(() => listener.sink.sendText(text));
   }
 
   private stamp(draft: ServerEventDraft): string | null {
@@ -614,10 +721,11 @@ export class RealtimeConnection {
   private async teardown(): Promise<void> {
     try {
       await this.starting; // never rejects: a failed start resolves false
-      await this.created?.close();
+      await this.settle();
       await this.avatar?.close().catch((err: unknown) => this.log.warn('avatar close failed', { err }));
       if (this.session && this.ownsSession) {
-        await this.deps.sessions.end(this.session.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+        const meter = this.meter;
+        await this.deps.sessions.endEventually(this.session.id, null, 'client_disconnected', meter ? () => meter.flush() : undefined);
       }
     } catch (err) {
       this.log.error('connection teardown failed', { err });

@@ -2,6 +2,8 @@
  * DATABASE_URL to a Store: `sqlite:<path>` (the embedded default, one file) or
  * `postgres://user:password@host:port/database` (`postgresql://` too; fleet mode, shared by every
  * node). `redactDatabaseUrl` is what logs and errors may show: the password never.
+ * PostgreSQL's options (postgres-store.ts) say where its outages are logged (`log`: one line per
+ * change) and bound how long a connect or query may take; SQLite, in-process, has no outages.
  */
 import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 import { SqliteStore } from './sqlite-store.js';

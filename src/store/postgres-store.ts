@@ -9,10 +9,24 @@
  *    one writes the terminal status, the usage record and the outbox entry, and the other gets null;
  *  - appendChatTurn() numbers turns under the same row lock;
  *  - sessions keep their insertion order in `seq` (SQLite's rowid) for cursor pagination.
- * Pool errors on idle connections (the server restarting) are logged by the caller's handler and
- * the pool reconnects on the next query; a query during an outage fails like any store error.
+ *
+ * PostgreSQL down, restarting or not answering is an outage, not a bug: every query and checkout
+ * goes through guard(), which turns connection-class failures (refused, reset, terminated, the
+ * server shutting down or starting, a connect or query past its timeout: isConnectionError) into
+ * dependencyUnavailable('postgres') (503 postgres_unavailable, Retry-After) and reports them to
+ * a DependencyHealth, so an outage is one `dependency down` and one `dependency back` line per
+ * process however many queries meet it (only a query begun after the latest failure can say it is
+ * back: one in flight across a restart must not); any other error (a real query bug) is thrown as
+ * it is.
+ * Timeouts are short (CONNECT_TIMEOUT_MS, QUERY_TIMEOUT_MS) so a request fails fast instead of
+ * waiting out the outage. Every pooled connection has an 'error' listener at all times (the pool's
+ * while idle, transaction()'s while checked out), so a restart never makes an unhandled error;
+ * the pool reconnects on the next query, and nothing needs restarting once the server is back.
  */
 import pg from 'pg';
+import { DependencyHealth } from '../core/dependency-health.js';
+import { dependencyUnavailable } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
 import { MIGRATIONS } from './migrations.js';
 import { countersOf, endApplies, sessionEnding, toApiKey, toAsset, toEphemeralKey, toOutbox, toSession, toUsage, type Row } from './rows.js';
 import type {
@@ -36,20 +50,105 @@ import type {
 /** The advisory lock key migrations hold (any constant the application uses for nothing else). */
 const MIGRATION_LOCK = 7_235_112_001;
 
+/** Opening a connection (or waiting for a free one in the pool) gives up after this long. */
+export const CONNECT_TIMEOUT_MS = 2_000;
+/** A query with no answer after this long fails (its connection is dropped). Migrations get MIGRATE_TIMEOUT_MS. */
+export const QUERY_TIMEOUT_MS = 2_000;
+/** Migrations may wait for another node's migrations (the advisory lock) and build tables. */
+const MIGRATE_TIMEOUT_MS = 60_000;
+
+/** Node's socket errors that mean the server is unreachable or the connection died. */
+const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+/**
+ * SQLSTATEs that mean the server cannot serve us now: admin_shutdown (57P01: it is stopping or was
+ * restarted), crash_shutdown (57P02), cannot_connect_now (57P03: starting up or shutting down),
+ * too_many_connections (53300); and class 08, connection exceptions.
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/** node-postgres's own messages for a connection that died, never opened in time or hung. */
+const CONNECTION_MESSAGES =
+  /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable|timeout expired)/;
+
+/** Whether `err` says the server is down, restarting or not answering (not that a query was wrong). */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown; cause?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.code === 'string' && (SOCKET_ERRORS.has(e.code) || UNAVAILABLE_SQLSTATES.has(e.code) || /^08[0-9A-Z]{3}$/.test(e.code))) return true;
+  if (typeof e.message === 'string' && CONNECTION_MESSAGES.test(e.message)) return true;
+  // Connecting to a name with several addresses fails with an AggregateError of each attempt's.
+  if (Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every(isConnectionError)) return true;
+  return false;
+}
+
 export interface PostgresStoreOptions {
   /** Connections in the pool (default 10). */
   maxConnections?: number;
   /** Called with errors of idle pooled connections (which otherwise would be unhandled). */
   onIdleError?: (err: Error) => void;
+  /** Where outages are reported (one line per change); without it, errors are still mapped, silently. */
+  log?: Logger;
+  /** Overrides CONNECT_TIMEOUT_MS and QUERY_TIMEOUT_MS (tests). */
+  connectTimeoutMs?: number;
+  queryTimeoutMs?: number;
+}
+
+/** The pool as the store's methods see it: each query goes through guard(). */
+interface GuardedPool {
+  query(sql: string, params?: unknown[]): Promise<pg.QueryResult>;
 }
 
 export class PostgresStore implements Store {
-  private readonly pool: pg.Pool;
+  private readonly raw: pg.Pool;
+  private readonly pool: GuardedPool;
+  /** Whether PostgreSQL answered last time this process asked (null without a logger). */
+  readonly health: DependencyHealth | null;
+  /** Connection failures seen so far: a query that began before the latest one cannot say it is back. */
+  private failures = 0;
   private closed = false;
 
   constructor(url: string, options: PostgresStoreOptions = {}) {
-    this.pool = new pg.Pool({ connectionString: url, max: options.maxConnections ?? 10, connectionTimeoutMillis: 10_000 });
-    this.pool.on('error', (err) => options.onIdleError?.(err));
+    this.health = options.log ? new DependencyHealth('postgres', options.log) : null;
+    this.raw = new pg.Pool({
+      connectionString: url,
+      max: options.maxConnections ?? 10,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+      query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+      keepAlive: true,
+    });
+    // An idle connection dropped by a restarting server: the pool discards it and opens another next time.
+    this.raw.on('error', (err) => {
+      this.failed(err);
+      options.onIdleError?.(err);
+    });
+    this.pool = { query: (sql, params) => this.guard(() => this.raw.query(sql, params)) };
+  }
+
+  /** Runs one use of the server: connection-class failures become postgres_unavailable (and are reported). */
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    const failuresBefore = this.failures;
+    let result: T;
+    try {
+      result = await work();
+    } catch (err) {
+      if (!isConnectionError(err)) {
+        this.answered(failuresBefore); // the server answered, with an error of the query's own
+        throw err;
+      }
+      this.failed(err);
+      throw dependencyUnavailable('postgres', err);
+    }
+    this.answered(failuresBefore);
+    return result;
+  }
+
+  private failed(err: unknown): void {
+    this.failures++;
+    this.health?.failed(err);
+  }
+
+  /** The server answered a query begun when `failuresBefore` failures had been seen; it is back only if none came since. */
+  private answered(failuresBefore: number): void {
+    if (this.failures === failuresBefore) this.health?.succeeded();
   }
 
   private async rows(sql: string, params: unknown[] = []): Promise<Row[]> {
@@ -64,37 +163,52 @@ export class PostgresStore implements Store {
     return (await this.pool.query(sql, params)).rowCount ?? 0;
   }
 
-  /** Runs `work` in one transaction on one connection; rolls back if it throws. */
+  /**
+   * Runs `work` in one transaction on one connection; rolls back if it throws. The connection has
+   * an 'error' listener while it is checked out (the pool's is only there while it is idle), and
+   * one that failed is dropped rather than returned to the pool.
+   */
   private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    return this.guard(async () => {
+      const client = await this.raw.connect();
+      let broken: Error | undefined;
+      const onError = (err: Error) => {
+        broken = err; // the query in flight fails with it too
+        this.failed(err);
+      };
+      client.on('error', onError);
+      try {
+        await client.query('BEGIN');
+        const result = await work(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        if (isConnectionError(err)) broken ??= err as Error;
+        else await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+        throw err;
+      } finally {
+        client.removeListener('error', onError);
+        client.release(broken);
+      }
+    });
   }
 
   async migrate(): Promise<number> {
     return this.transaction(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-      await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_us BIGINT NOT NULL)');
-      const applied = new Set(((await c.query('SELECT version FROM schema_migrations')).rows as Row[]).map((r) => Number(r.version)));
+      const q = (text: string, values?: unknown[]) => c.query({ text, values, query_timeout: MIGRATE_TIMEOUT_MS } as pg.QueryConfig);
+      await q('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      await q('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_us BIGINT NOT NULL)');
+      const applied = new Set(((await q('SELECT version FROM schema_migrations')).rows as Row[]).map((r) => Number(r.version)));
       for (const migration of MIGRATIONS) {
         if (applied.has(migration.version)) continue;
-        await c.query(migration.postgres);
-        await c.query('INSERT INTO schema_migrations (version, name, applied_at_us) VALUES ($1, $2, $3)', [
+        await q(migration.postgres);
+        await q('INSERT INTO schema_migrations (version, name, applied_at_us) VALUES ($1, $2, $3)', [
           migration.version,
           migration.name,
           Date.now() * 1000,
         ]);
       }
-      const row = (await c.query('SELECT MAX(version) AS v FROM schema_migrations')).rows[0] as Row;
+      const row = (await q('SELECT MAX(version) AS v FROM schema_migrations')).rows[0] as Row;
       return Number(row.v ?? 0);
     });
   }
@@ -106,7 +220,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.pool.end();
+    await this.raw.end();
   }
 
   // ── API keys ──────────────────────────────────────────────────────────────
@@ -150,6 +264,10 @@ export class PostgresStore implements Store {
 
   async listRevokedApiKeys(sinceUs: number): Promise<ApiKeyRecord[]> {
     return (await this.rows('SELECT * FROM api_keys WHERE revoked_at_us >= $1 ORDER BY revoked_at_us, id', [sinceUs])).map(toApiKey);
+  }
+
+  async databaseTimeUs(): Promise<number> {
+    return Number((await this.row('SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint AS us'))!.us);
   }
 
   async countApiKeys(): Promise<number> {
@@ -288,6 +406,18 @@ export class PostgresStore implements Store {
       `UPDATE sessions SET audio_seconds_out = audio_seconds_out + $2, frames_out = frames_out + $3,
          input_tokens = input_tokens + $4, output_tokens = output_tokens + $5 WHERE id = $1`,
       [sessionId, d.audioSecondsOut ?? 0, d.framesOut ?? 0, d.inputTokens ?? 0, d.outputTokens ?? 0],
+    );
+  }
+
+  async raiseUsageCounters(sessionId: string, t: UsageCounters): Promise<boolean> {
+    // Row-locked against endSession's SELECT ... FOR UPDATE: once the end commits, the status test fails.
+    return (
+      (await this.count(
+        `UPDATE sessions SET audio_seconds_out = GREATEST(audio_seconds_out, $2), frames_out = GREATEST(frames_out, $3),
+           input_tokens = GREATEST(input_tokens, $4), output_tokens = GREATEST(output_tokens, $5)
+         WHERE id = $1 AND status IN ('pending', 'active')`,
+        [sessionId, t.audioSecondsOut, t.framesOut, t.inputTokens, t.outputTokens],
+      )) === 1
     );
   }
 

@@ -116,6 +116,10 @@ export class SqliteStore implements Store {
     return rows.map(toApiKey);
   }
 
+  async databaseTimeUs(): Promise<number> {
+    return Date.now() * 1000;
+  }
+
   async countApiKeys(): Promise<number> {
     return Number((this.db.prepare('SELECT COUNT(*) AS n FROM api_keys').get() as Row).n);
   }
@@ -276,6 +280,18 @@ export class SqliteStore implements Store {
            input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = ?`,
       )
       .run(d.audioSecondsOut ?? 0, d.framesOut ?? 0, d.inputTokens ?? 0, d.outputTokens ?? 0, sessionId);
+  }
+
+  async raiseUsageCounters(sessionId: string, t: UsageCounters): Promise<boolean> {
+    return (
+      this.db
+        .prepare(
+          `UPDATE sessions SET audio_seconds_out = MAX(audio_seconds_out, ?), frames_out = MAX(frames_out, ?),
+             input_tokens = MAX(input_tokens, ?), output_tokens = MAX(output_tokens, ?)
+           WHERE id = ? AND status IN ('pending','active')`,
+        )
+        .run(t.audioSecondsOut, t.framesOut, t.inputTokens, t.outputTokens, sessionId).changes === 1
+    );
   }
 
   async getUsageCounters(sessionId: string): Promise<UsageCounters> {

@@ -169,6 +169,9 @@ export interface Store {
   listRevokedApiKeys(sinceUs: number): Promise<ApiKeyRecord[]>;
   countApiKeys(): Promise<number>;
 
+  /** The store's own clock (PostgreSQL: the database server's), microseconds since the epoch: fleet nodes' SyncedClock follows it. */
+  databaseTimeUs(): Promise<number>;
+
   // Ephemeral keys
   insertEphemeralKey(key: EphemeralKeyRecord): Promise<void>;
   findEphemeralKey(hash: string): Promise<EphemeralKeyRecord | null>;
@@ -196,6 +199,13 @@ export interface Store {
   appendChatTurn(id: string, turn: ChatTurn, atUs: number): Promise<void>;
   listChatTurns(id: string): Promise<ChatTurn[]>;
   addUsageCounters(sessionId: string, delta: Partial<UsageCounters>): Promise<void>;
+  /**
+   * Raises a live session's counters to at least `totals`, each counter on its own (the larger of
+   * the stored and the given value): a running total written again, or retried after an error
+   * whose outcome is unknown, never counts twice. No effect once the session has ended (its usage
+   * record is final); returns whether the session was live.
+   */
+  raiseUsageCounters(sessionId: string, totals: UsageCounters): Promise<boolean>;
   getUsageCounters(sessionId: string): Promise<UsageCounters>;
 
   // Usage

@@ -4,8 +4,18 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
 import { assertError } from '../helpers/assert-error.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { RealtimeTestClient } from '../helpers/realtime-client.js';
+import { postgresBinDir, sharedPostgres } from '../helpers/postgres-server.js';
+import { until } from '../helpers/wait.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store, UsageRecord } from '../../src/store/store.js';
+import { UsageMeter } from '../../src/sessions/usage-meter.js';
+import { Logger } from '../../src/core/log.js';
 
 const Usage = suite<{ t: TestServer }>('usage', {} as { t: TestServer });
 Usage.before.each(async (ctx) => {
@@ -207,3 +217,254 @@ Webhook('an entry is marked dead after WEBHOOK_MAX_ATTEMPTS and kept', async () 
 });
 
 Webhook.run();
+
+// ── What the client received ─────────────────────────────────────────────────────────────────
+//
+// Usage must bill exactly what reached the client (audio bytes and image deltas counted at the
+// client, tokens as response.done reported them), however the session ends: a DELETE or a close
+// the moment response.done arrives (many times over: a race with the response's usage write would
+// drop that response), a close, DELETE, response.cancel, truncate, deadline or shutdown mid-reply.
+// Run against SQLite and a real PostgreSQL (whose writes are not synchronous underneath).
+
+/** What one client received: seconds of PCM16 24 kHz audio, image deltas, and the tokens response.done reported. */
+function receivedBy(ws: RealtimeTestClient) {
+  const bytes = ws.ofType('response.output_audio.delta').reduce((n, e) => n + Buffer.from(String(e.delta), 'base64').length, 0);
+  const done = ws.ofType('response.done');
+  return {
+    audioSeconds: bytes / 2 / 24_000,
+    frames: ws.ofType('response.output_image.delta').length,
+    inputTokens: done.reduce((n, e) => n + (e.response.usage?.input_tokens ?? 0), 0),
+    outputTokens: done.reduce((n, e) => n + (e.response.usage?.output_tokens ?? 0), 0),
+    responses: done.length,
+  };
+}
+
+/**
+ * The record bills what the client received: audio and frames exactly. Tokens are billed as soon as
+ * the model reports them, so they match response.done's when the client saw it (`tokens`), and are
+ * the model's report otherwise (a reply cut mid-speech was written whole).
+ */
+function assertBilled(record: UsageRecord | null, got: ReturnType<typeof receivedBy>, what: string, tokens = true): void {
+  assert.ok(record, `${what}: a usage record`);
+  const billed = { audio: record.audioSecondsOut, frames: record.framesOut, input: record.inputTokens, output: record.outputTokens };
+  const detail = `${what}: billed ${JSON.stringify(billed)}, received ${JSON.stringify(got)}`;
+  // One sample of rounding at most (counted per tick in seconds, stored as a double).
+  assert.ok(Math.abs(record.audioSecondsOut - got.audioSeconds) < 1 / 24_000, detail);
+  assert.is(record.framesOut, got.frames, detail);
+  if (tokens) {
+    assert.is(record.inputTokens, got.inputTokens, detail);
+    assert.is(record.outputTokens, got.outputTokens, detail);
+  }
+}
+
+async function recordOf(t: TestServer, sessionId: string): Promise<UsageRecord | null> {
+  return until(() => t.server.services.store.getUsageForSession(sessionId), (u) => u !== null, `the usage record of ${sessionId}`, 15_000);
+}
+
+async function converse(t: TestServer, images = false): Promise<{ ws: RealtimeTestClient; id: string }> {
+  const ws = await RealtimeTestClient.connect(t.url, { key: t.key, query: 'model=gpt-realtime' });
+  const id = (await ws.waitFor('session.created')).session.id as string;
+  if (images) {
+    ws.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['audio', 'image'] } });
+    await ws.waitFor('session.updated');
+  }
+  return { ws, id };
+}
+
+function ask(ws: RealtimeTestClient, text: string): number {
+  const from = ws.events.length;
+  ws.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+  ws.send({ type: 'response.create' });
+  return from;
+}
+
+/** Runs `then` synchronously when the next response.done arrives (before the test's own awaits get a turn). */
+function onNextResponseDone(ws: RealtimeTestClient, then: () => void): void {
+  const listener = (data: Buffer) => {
+    if ((JSON.parse(data.toString()) as { type: string }).type !== 'response.done') return;
+    ws.ws.off('message', listener);
+    then();
+  };
+  ws.ws.on('message', listener);
+}
+
+const SHORT_REPLY = 'Hi there. Nice to meet you.';
+const LONG_REPLY = Array.from({ length: 12 }, (_, i) => `This is sentence number ${i + 1} of a long answer.`).join(' ');
+
+for (const backend of (process.env.USAGE_TEST_BACKENDS?.split(',') ?? ['SQLite', 'PostgreSQL']) as Array<'SQLite' | 'PostgreSQL'>) {
+  const Delivered = suite<{ t: RealtimeTestServer }>(`usage bills what the client received (${backend})`, {} as { t: RealtimeTestServer });
+  const register = backend === 'PostgreSQL' && !postgresBinDir() ? Delivered.skip : Delivered;
+  Delivered.before(async (ctx) => {
+    if (backend === 'PostgreSQL' && !postgresBinDir()) return;
+    const env: Record<string, string> = backend === 'PostgreSQL' ? { DATABASE_URL: await (await sharedPostgres()).createDatabase() } : {};
+    ctx.t = await startRealtimeTestServer({ env });
+  });
+  Delivered.after(async (ctx) => {
+    await ctx.t?.close();
+  });
+  Delivered.before.each((ctx) => {
+    ctx.t?.resetProviders();
+  });
+
+  register('DELETE or close the moment response.done arrives, 16 times: every record holds every response, exactly as received', async ({ t }) => {
+    t.llm.options = { ...t.llm.options, reply: SHORT_REPLY };
+    for (let i = 0; i < 16; i++) {
+      const { ws, id } = await converse(t, i % 4 === 0);
+      await ws.waitFor('response.done', { from: ask(ws, 'Hello.') });
+      const byDelete = i % 2 === 0;
+      let deleted: Promise<unknown> | null = null;
+      onNextResponseDone(ws, () => {
+        if (byDelete) deleted = t.request('DELETE', `/v1/sessions/${id}`);
+        else ws.ws.close();
+      });
+      ask(ws, 'And again.');
+      await ws.waitClose(15_000).catch((err: Error) => {
+        throw new Error(`round ${i} (${byDelete ? 'DELETE' : 'close'}): ${err.message}; got ${ws.types().slice(-6).join(', ')}`);
+      });
+      await deleted;
+      const got = receivedBy(ws);
+      assert.is(got.responses, 2);
+      assertBilled(await recordOf(t, id), got, `${byDelete ? 'DELETE' : 'close'} on response.done, round ${i}`);
+    }
+  });
+
+  register('mid-reply ends bill what was sent up to the end: close, DELETE, response.cancel, truncate', async ({ t }) => {
+    t.llm.options = { ...t.llm.options, reply: LONG_REPLY };
+    const midReply = async (images: boolean) => {
+      const s = await converse(t, images);
+      const from = ask(s.ws, 'Tell me a long story.');
+      // About half a second of audio out.
+      await s.ws.waitFor((e) => e.type === 'response.output_audio.delta' && s.ws.ofType('response.output_audio.delta').length >= 12, { from, timeoutMs: 20_000 });
+      return s;
+    };
+
+    const closed = await midReply(true);
+    await closed.ws.close();
+    const closedGot = receivedBy(closed.ws);
+    assert.ok(closedGot.audioSeconds > 0.3 && closedGot.frames > 0, JSON.stringify(closedGot));
+    assertBilled(await recordOf(t, closed.id), closedGot, 'client close mid-reply', false);
+
+    const deleted = await midReply(false);
+    assert.is((await t.request('DELETE', `/v1/sessions/${deleted.id}`)).status, 200);
+    await deleted.ws.waitClose(15_000);
+    assertBilled(await recordOf(t, deleted.id), receivedBy(deleted.ws), 'DELETE mid-reply', false);
+
+    const cancelled = await midReply(true);
+    cancelled.ws.send({ type: 'response.cancel' });
+    assert.is((await cancelled.ws.waitFor('response.done')).response.status, 'cancelled');
+    // Nothing more is billed after the cancel: end the session a while later.
+    await new Promise((r) => setTimeout(r, 300));
+    await t.request('DELETE', `/v1/sessions/${cancelled.id}`);
+    await cancelled.ws.waitClose(15_000);
+    assertBilled(await recordOf(t, cancelled.id), receivedBy(cancelled.ws), 'response.cancel mid-reply');
+
+    const truncated = await midReply(false);
+    const itemId = truncated.ws.ofType('response.output_audio.delta')[0]!.item_id as string;
+    truncated.ws.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: 200 });
+    assert.is((await truncated.ws.waitFor('response.done')).response.status, 'cancelled');
+    await truncated.ws.waitFor('conversation.item.truncated');
+    await truncated.ws.close();
+    const truncatedGot = receivedBy(truncated.ws);
+    assert.ok(truncatedGot.audioSeconds > 0.2, 'the audio sent before the truncate, not the 200 ms heard, is what was delivered');
+    assertBilled(await recordOf(t, truncated.id), truncatedGot, 'truncate mid-reply');
+  });
+
+  Delivered.run();
+}
+
+const Ends = suite('usage bills what the client received when the server ends the session mid-reply');
+
+Ends('the session deadline (max_duration) mid-reply bills what was sent', async () => {
+  const t = await startRealtimeTestServer({ env: { MAX_SESSION_SECONDS: '5' } });
+  try {
+    // A first session loads what sessions share (the VAD, the avatar's assets) within its own deadline.
+    await (await converse(t)).ws.close();
+    t.llm.options = { ...t.llm.options, reply: LONG_REPLY };
+    const { ws, id } = await converse(t, true);
+    ask(ws, 'Tell me a long story.');
+    await ws.waitClose(20_000);
+    const got = receivedBy(ws);
+    assert.ok(got.audioSeconds > 0.3, `the reply was playing when the deadline came (${got.audioSeconds} s)`);
+    assert.not.ok(ws.types().includes('response.done'), 'the reply was still playing');
+    const record = await recordOf(t, id);
+    assert.is(record?.endReason, 'max_duration');
+    assertBilled(record, got, 'max_duration mid-reply', false);
+  } finally {
+    await t.close();
+  }
+});
+
+Ends('a server shutdown (the SIGTERM path) mid-reply bills what was sent', async () => {
+  const dataDir = tempDir();
+  const databaseUrl = `sqlite:${path.join(dataDir, 'usage.db')}`;
+  const t = await startRealtimeTestServer({ dataDir, env: { DATABASE_URL: databaseUrl } });
+  try {
+    t.llm.options = { ...t.llm.options, reply: LONG_REPLY };
+    const { ws, id } = await converse(t, true);
+    const from = ask(ws, 'Tell me a long story.');
+    await ws.waitFor((e) => e.type === 'response.output_audio.delta' && ws.ofType('response.output_audio.delta').length >= 12, { from, timeoutMs: 20_000 });
+    await t.server.close();
+    await ws.waitClose(15_000);
+    const store = openStore(databaseUrl);
+    try {
+      const record = await store.getUsageForSession(id);
+      assert.is(record?.endReason, 'server_shutdown');
+      assertBilled(record, receivedBy(ws), 'server shutdown mid-reply', false);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+Ends.run();
+
+const Meter = suite('usage meter: running totals committed as they accrue');
+
+Meter('a write whose outcome is unknown is retried with the running total, never counted twice; the session\'s end makes the record final', async () => {
+  const dir = tempDir();
+  const store = openStore(`sqlite:${path.join(dir, 'meter.db')}`);
+  try {
+    await store.migrate();
+    const now = Date.now() * 1000;
+    await store.insertSession({
+      id: 'sess_m', userId: 'u1', apiKeyId: null, origin: 'realtime', model: 'm', voice: 'v', face: null, driving: null, instructions: '',
+      video: false, targetFps: null, upsampleFactor: null, ttsSource: null, videoCodec: null, outputSize: null, status: 'active', endReason: null,
+      createdAtUs: now, startedAtUs: now, endedAtUs: null, durationSeconds: null, deadlineUs: null, lastSeenUs: now, currentTranscript: '',
+    });
+    // Counters from an earlier connection of the same session stay and are added to.
+    await store.addUsageCounters('sess_m', { audioSecondsOut: 1, framesOut: 10 });
+    let failNext = true;
+    // The first write commits and then reports a failure (a connection lost after COMMIT).
+    const flaky: Pick<Store, 'getUsageCounters' | 'raiseUsageCounters'> = {
+      getUsageCounters: (id) => store.getUsageCounters(id),
+      raiseUsageCounters: async (id, totals) => {
+        const live = await store.raiseUsageCounters(id, totals);
+        if (failNext) {
+          failNext = false;
+          throw new Error('connection lost after commit');
+        }
+        return live;
+      },
+    };
+    const meter = new UsageMeter({ sessionId: 'sess_m', store: flaky, log: new Logger('silent'), flushMs: 20 });
+    for (let i = 0; i < 25; i++) meter.add({ audioSecondsOut: 0.04, framesOut: 1 });
+    meter.add({ inputTokens: 5, outputTokens: 7 });
+    await until(() => store.getUsageCounters('sess_m'), (c) => c.framesOut === 35, 'the timer to commit');
+    await meter.flush(); // the retry of the write whose outcome was unknown
+    assert.equal(await store.getUsageCounters('sess_m'), { audioSecondsOut: 2, framesOut: 35, inputTokens: 5, outputTokens: 7 }, 'counted once');
+    meter.add({ audioSecondsOut: 0.5 });
+    await store.endSession('sess_m', { status: 'failed', endReason: 'worker_lost', endedAtUs: now + 1 }, { id: 'usage_m', createdAtUs: now }, null);
+    await meter.close(); // lands on an ended session: refused
+    meter.add({ audioSecondsOut: 9 });
+    await meter.flush();
+    const record = (await store.getUsageForSession('sess_m'))!;
+    assert.equal([record.audioSecondsOut, record.framesOut, record.inputTokens, record.outputTokens], [2, 35, 5, 7], 'the record is final');
+  } finally {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+Meter.run();

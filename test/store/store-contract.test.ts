@@ -226,6 +226,38 @@ function contract(backend: Backend): void {
     assert.is((await ctx.store.countOutbox()).pending, 1);
   });
 
+  s('running usage totals: raised per counter, never lowered, idempotent, refused once the session has ended', async ({ store }) => {
+    await store.insertSession(session('sess_1', { status: 'active', startedAtUs: T0 }));
+    const totals = { audioSecondsOut: 1.5, framesOut: 40, inputTokens: 0, outputTokens: 0 };
+    assert.ok(await store.raiseUsageCounters('sess_1', totals));
+    assert.ok(await store.raiseUsageCounters('sess_1', totals), 'the same totals again (a retried write) change nothing');
+    assert.equal(await store.getUsageCounters('sess_1'), totals);
+    // A stale write (an earlier snapshot landing late) lowers nothing; each counter is raised on its own.
+    assert.ok(await store.raiseUsageCounters('sess_1', { audioSecondsOut: 0.25, framesOut: 60, inputTokens: 9, outputTokens: 4 }));
+    assert.equal(await store.getUsageCounters('sess_1'), { audioSecondsOut: 1.5, framesOut: 60, inputTokens: 9, outputTokens: 4 });
+    await store.endSession('sess_1', { status: 'failed', endReason: 'worker_lost', endedAtUs: T0 + 3_000_000 }, { id: 'usage_1', createdAtUs: T0 }, null);
+    assert.not.ok(await store.raiseUsageCounters('sess_1', { audioSecondsOut: 9, framesOut: 900, inputTokens: 90, outputTokens: 90 }), 'an ended session is final');
+    const record = (await store.getUsageForSession('sess_1'))!;
+    assert.equal([record.audioSecondsOut, record.framesOut, record.inputTokens, record.outputTokens], [1.5, 60, 9, 4]);
+    assert.equal(await store.getUsageCounters('sess_1'), { audioSecondsOut: 1.5, framesOut: 60, inputTokens: 9, outputTokens: 4 });
+    assert.not.ok(await store.raiseUsageCounters('nope', totals));
+  });
+
+  s('a running total written while another store ends the session lands before the end or not at all', async (ctx) => {
+    const other = ctx.db.open();
+    ctx.extra.push(other);
+    for (let i = 0; i < 10; i++) {
+      const id = `sess_${i}`;
+      await ctx.store.insertSession(session(id, { status: 'active', startedAtUs: T0 }));
+      const [raised] = await Promise.all([
+        ctx.store.raiseUsageCounters(id, { audioSecondsOut: 2, framesOut: 50, inputTokens: 1, outputTokens: 1 }),
+        other.endSession(id, { status: 'ended', endReason: 'client_request', endedAtUs: T0 + 1_000_000 }, { id: `usage_${i}`, createdAtUs: T0 }, null),
+      ]);
+      const record = (await ctx.store.getUsageForSession(id))!;
+      assert.is(record.audioSecondsOut, raised ? 2 : 0, `the record holds the total exactly when the write was accepted (${id})`);
+    }
+  });
+
   s('usage: listed by start time within the range, limited', async ({ store }) => {
     for (let i = 0; i < 4; i++) {
       await store.insertSession(session(`sess_${i}`, { status: 'active', startedAtUs: T0 + i * 1_000_000 }));
