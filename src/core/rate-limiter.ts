@@ -5,6 +5,10 @@
  *
  * Bounded: beyond MAX_BUCKETS keys, buckets that have refilled completely (they carry no state
  * worth keeping) are dropped, so a stream of new keys (addresses) cannot grow it without limit.
+ *
+ * Time only refills: a clock stepped back (callers pass Date.now()) counts as no time passed, never
+ * as tokens taken away (a 10 min step back would otherwise lock every key and address out for
+ * 10 min: issue 25).
  */
 
 /** Buckets kept before full ones are pruned. */
@@ -51,14 +55,14 @@ export class RateLimiter {
       bucket = { tokens: this.burst, updatedMs: nowMs };
       this.buckets.set(key, bucket);
     }
-    bucket.tokens = Math.min(this.burst, bucket.tokens + (nowMs - bucket.updatedMs) * rate);
+    bucket.tokens = Math.min(this.burst, bucket.tokens + Math.max(0, nowMs - bucket.updatedMs) * rate);
     bucket.updatedMs = nowMs;
     return bucket;
   }
 
   private prune(nowMs: number): void {
     const rate = this.perMinute / 60_000;
-    for (const [key, b] of this.buckets) if (b.tokens + (nowMs - b.updatedMs) * rate >= this.burst) this.buckets.delete(key);
+    for (const [key, b] of this.buckets) if (b.tokens + Math.max(0, nowMs - b.updatedMs) * rate >= this.burst) this.buckets.delete(key);
   }
 
   private secondsUntilToken(tokens: number): number {

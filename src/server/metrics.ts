@@ -37,9 +37,12 @@ export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: bo
     labelNames: ['state'],
     registers: [registry],
     async collect() {
-      const { capacity, used } = await pool.usage();
-      this.set({ state: 'used' }, used);
-      this.set({ state: 'free' }, capacity - used);
+      // Fleet mode with Redis down: no figure rather than a failed scrape (the pool fails fast).
+      const usage = await pool.usage().catch(() => null);
+      this.reset();
+      if (!usage) return;
+      this.set({ state: 'used' }, usage.used);
+      this.set({ state: 'free' }, usage.capacity - usage.used);
     },
   });
   if (fleet) {
@@ -49,7 +52,9 @@ export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: bo
       labelNames: ['state'],
       registers: [registry],
       async collect() {
-        const { perWorker } = await fleet.capacity();
+        this.reset();
+        const perWorker = (await fleet.capacity().catch(() => null))?.perWorker;
+        if (!perWorker) return; // Redis down: no figure rather than a failed scrape
         this.set({ state: 'live' }, perWorker.filter((w) => w.live).length);
         this.set({ state: 'dead' }, perWorker.filter((w) => !w.live).length);
       },
@@ -61,7 +66,7 @@ export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: bo
       registers: [registry],
       async collect() {
         this.reset();
-        for (const w of (await fleet.capacity()).perWorker) {
+        for (const w of (await fleet.capacity().catch(() => null))?.perWorker ?? []) {
           this.set({ worker: w.id, state: 'used' }, w.used);
           this.set({ worker: w.id, state: 'free' }, Math.max(0, w.capacity - w.used));
         }

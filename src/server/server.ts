@@ -12,14 +12,17 @@
  * workers (FleetRouting), and a FleetNode registers this node as a worker (roles worker and all),
  * announces session ends, and takes its turn as janitor and outbox drainer. Start-up recovery is
  * then the janitor's (a restarted worker comes back under a new id; the old one is reaped), never
- * this process's: other nodes' live sessions are not ours to close.
+ * this process's: other nodes' live sessions are not ours to close. Every Redis client of the node
+ * (the registry's, the fleet node's event subscriber) fails fast and reports to one DependencyHealth
+ * for Redis, which /readyz reads and which logs an outage once each way (fleet/worker-registry.ts).
  */
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.js';
-import { type Clock, systemClock } from '../core/clock.js';
+import { type Clock, SyncedClock, systemClock } from '../core/clock.js';
 import { Logger } from '../core/log.js';
+import { DependencyHealth } from '../core/dependency-health.js';
 import { KeyService } from '../auth/keys.js';
 import { AuthThrottle } from '../auth/throttle.js';
 import { RevocationWatcher } from '../auth/revocations.js';
@@ -71,11 +74,15 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
-  const clock = options.clock ?? systemClock;
+  let clock: Clock = options.clock ?? systemClock;
   const log = options.log ?? new Logger(config.logLevel, { service: 'avatar-server' });
-  const store: Store = openStore(config.databaseUrl, { onIdleError: (err) => log.warn('store connection lost', { error: err.message }) });
+  // PostgreSQL outages are logged once per change (down, back) by the store's DependencyHealth.
+  const store: Store = openStore(config.databaseUrl, { log: log.child({ module: 'store' }) });
   const schemaVersion = await store.migrate();
   log.info('store ready', { databaseUrl: redactDatabaseUrl(config.databaseUrl), schemaVersion });
+  // Fleet mode: every node writes records on the database's clock, one timeline whatever the nodes' own clocks say.
+  const synced = config.fleet && !options.clock ? await SyncedClock.start(() => store.databaseTimeUs(), { log: log.child({ module: 'clock' }) }) : null;
+  if (synced) clock = synced;
 
   const keys = new KeyService(store, clock);
   if ((await store.countApiKeys()) === 0) {
@@ -89,7 +96,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   if (missing.length > 0) log.warn('standard asset files missing; run npm run setup:assets', { missing });
 
   const fleet = config.fleet;
-  const workers = fleet ? new RedisWorkerRegistry({ redis: fleet.redisUrl, ttlMs: fleet.workerTtlMs }) : null;
+  // One view of Redis per node, fed by every Redis client of the node (registry, events): /readyz reads it, outages are logged once each way.
+  const redisHealth = fleet ? new DependencyHealth('redis', log.child({ module: 'fleet' })) : null;
+  const workers = fleet ? new RedisWorkerRegistry({ redis: fleet.redisUrl, ttlMs: fleet.workerTtlMs, health: redisHealth }) : null;
   const runsSessions = !fleet || fleet.role !== 'api';
   const pool: WorkerPool = workers ? new FleetWorkerPool(workers, runsSessions ? fleet!.nodeId : null) : new LocalWorkerPool(config.workerCapacity);
   const faces = new FaceRegistry(path.join(config.dataDir, 'faces-cache'));
@@ -139,6 +148,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     authThrottle: new AuthThrottle(config.authFailuresPerMinute),
     calls,
     fleet: workers,
+    redisHealth,
     isAccepting: () => accepting,
     isWarmingUp: () => warmingUp,
   };
@@ -180,6 +190,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
           localSessions: () => registry.sessionIds(),
           outbox: newDispatcher ? restartable(newDispatcher) : null,
           log,
+          clock,
+          health: redisHealth,
         })
       : null;
   await fleetNode?.start();
@@ -206,6 +218,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       await runtime.close();
       await faces.close();
       await assets.close();
+      synced?.stop();
       await store.close();
       log.info('stopped');
     })());

@@ -12,6 +12,7 @@ import type { Store } from '../store/store.js';
 import type { WebhookDispatcher } from '../usage/webhook.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import type { FleetView } from './metrics.js';
+import type { DependencyHealth } from '../core/dependency-health.js';
 
 export interface Services {
   config: Config;
@@ -31,6 +32,8 @@ export interface Services {
   webhook: WebhookDispatcher | null;
   /** Fleet mode: every worker's slots (metrics); null in the embedded default. */
   fleet: FleetView | null;
+  /** Fleet mode: this node's view of Redis (/readyz's `fleet` check); null in the embedded default. */
+  redisHealth: DependencyHealth | null;
   /** False while starting and once shutting down: /readyz answers 503. */
   isAccepting(): boolean;
   /** True while the models are being loaded at start (PRELOAD_MODELS): not ready to talk yet. */

@@ -48,7 +48,7 @@ import type { CallGateway } from './realtime-calls.js';
 import { type ConnectionDeps, type ConnectionRegistry, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
 import { type SidebandLink, SidebandGateway } from './realtime-sideband.js';
 import { CLOSE, END_CODES, closeSocket, sendEvent } from './realtime-socket.js';
-import { type FleetRouting, type RelayedRun, type RemoteWorker, type SocketRelay, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, readRelayedRun, relaySocket } from './worker-relay.js';
+import { type FleetRouting, type RelayedRun, type RemoteWorker, type SocketRelay, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, keepRelayAlive, readRelayedRun, relaySocket } from './worker-relay.js';
 
 export const REALTIME_PATH = '/v1/realtime';
 /** A connection without credentials must authenticate within this time. */
@@ -192,7 +192,7 @@ export class RealtimeGateway {
       sideband?.close();
       if (relay) {
         // Gone before the worker's side opened: the worker may never run the session it owns.
-        if (!relay.opened && relayedSession?.owns) void this.deps.connection.sessions.end(relayedSession.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+        if (!relay.opened && relayedSession?.owns) void this.deps.connection.sessions.endEventually(relayedSession.id, null, 'client_disconnected');
         relay.close();
       }
       if (conn) this.tearDown(conn);
@@ -210,7 +210,10 @@ export class RealtimeGateway {
       if (err === SOCKET_CLOSED) return;
       send(errorEvent(err, null));
       const throttled = err instanceof AppError && err.status === 429;
-      closeSocket(ws, throttled ? CLOSE.TOO_MANY_REQUESTS : CLOSE.AUTH_FAILED, throttled ? 'too many requests' : 'authentication failed');
+      // The key could not be checked (the store is down): try again later, not a failed authentication.
+      const outage = err instanceof AppError && err.status === 503;
+      if (outage) closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'try again later');
+      else closeSocket(ws, throttled ? CLOSE.TOO_MANY_REQUESTS : CLOSE.AUTH_FAILED, throttled ? 'too many requests' : 'authentication failed');
       return;
     }
     if (closed) return;
@@ -238,7 +241,7 @@ export class RealtimeGateway {
     connection.setDialect(dialect);
     if (closed) {
       // The socket went away while the session was being made: the connection never ran it.
-      if (owns) await this.deps.connection.sessions.end(session.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+      if (owns) await this.deps.connection.sessions.endEventually(session.id, null, 'client_disconnected');
       return;
     }
 
@@ -249,17 +252,19 @@ export class RealtimeGateway {
     try {
       remote = this.deps.routing ? await this.deps.routing.remoteWorkerOf(session.id) : null;
     } catch (err) {
-      this.log.error('finding the session\'s worker failed', { err, sessionId: session.id });
-      send(errorEvent(new AppError('worker_unavailable', "The session's worker could not be found. Retry.", { status: 503 }), null));
+      // Redis down is answered as itself (503 redis_unavailable, logged once by the node's DependencyHealth).
+      const outage = err instanceof AppError && err.code === 'redis_unavailable';
+      if (!outage) this.log.error('finding the session\'s worker failed', { err, sessionId: session.id });
+      send(errorEvent(outage ? err : new AppError('worker_unavailable', "The session's worker could not be found. Retry.", { status: 503 }), null));
       closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'worker unavailable');
       await connection.close();
-      if (owns) await this.deps.connection.sessions.end(session.id, 'failed', 'worker_unreachable').catch((e: unknown) => this.log.error('ending session failed', { err: e }));
+      if (owns) await this.deps.connection.sessions.endEventually(session.id, 'failed', 'worker_unreachable');
       return;
     }
     if (remote) {
       await connection.close(); // never ran: it only leaves the registry
       if (closed) {
-        if (owns) await this.deps.connection.sessions.end(session.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+        if (owns) await this.deps.connection.sessions.endEventually(session.id, null, 'client_disconnected');
         return;
       }
       const run: RelayedRun = { sessionId: session.id, caller: { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, initial, ownsSession: owns, dialect, legacyVideo };
@@ -272,7 +277,7 @@ export class RealtimeGateway {
         onFailure: () => {
           send(errorEvent(new AppError('worker_unavailable', "The session's worker could not be reached. Retry.", { status: 503 }), null));
           closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'worker unavailable');
-          if (owns) void this.deps.connection.sessions.end(session.id, 'failed', 'worker_unreachable').catch((err: unknown) => this.log.error('ending session failed', { err }));
+          if (owns) void this.deps.connection.sessions.endEventually(session.id, 'failed', 'worker_unreachable');
         },
       }, this.log);
       relay = opened;
@@ -291,6 +296,8 @@ export class RealtimeGateway {
    * placed its session here. The session runs as if the client had connected here.
    */
   private async onRelayed(ws: WebSocket, run: RelayedRun): Promise<void> {
+    // An API node that freezes or vanishes without closing the socket is noticed, not waited for.
+    keepRelayAlive(ws, this.log, { sessionId: run.sessionId });
     if (run.callId !== undefined) {
       // A call's sideband: attached to the call running here, not a session run.
       this.sockets.add(ws);
@@ -331,7 +338,7 @@ export class RealtimeGateway {
       return;
     }
     if (closed) {
-      if (run.ownsSession) await sessions.end(session.id, null, 'client_disconnected').catch((err: unknown) => this.log.error('ending session failed', { err }));
+      if (run.ownsSession) await sessions.endEventually(session.id, null, 'client_disconnected');
       return;
     }
     const running = await connection.run(session, { initial: run.initial, ownsSession: run.ownsSession, legacyVideo: run.legacyVideo, jpeg: true, rtp: null, imageEvents: true });
@@ -355,6 +362,7 @@ export class RealtimeGateway {
           if (ws.readyState === ws.OPEN) ws.send(data, { binary: true });
         },
         backlogBytes: () => ws.bufferedAmount,
+        isOpen: () => ws.readyState === ws.OPEN,
         end: (reason, errorText) => {
           if (errorText && ws.readyState === ws.OPEN) ws.send(errorText);
           closeSocket(ws, ...END_CODES[reason]);

@@ -17,6 +17,12 @@
  *              worker builds the peer, so the SDP answer carries the worker's own ICE candidates
  *              and media flows between client and worker directly.
  *   POST       /internal/calls/{id}/hangup     a hangup that reached another node.
+ *
+ * Both ends of a relayed socket ping the other (keepRelayAlive): a peer that stops answering for
+ * RELAY_SILENCE_MS (a frozen process, a host gone without closing its connections, a partition) is
+ * taken as gone and its socket terminated, as if it had closed: on the worker the session ends as
+ * for a closed connection (its slot freed, billed once), on the API node the client gets 1011. A
+ * killed process closes its sockets itself (the kernel does), which both ends see at once.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { WebSocket } from 'ws';
@@ -32,6 +38,10 @@ const RUN_HEADER = 'x-fleet-run';
 const FORWARD_TIMEOUT_MS = 15_000;
 /** A worker that does not complete the internal handshake in this time is taken as gone. */
 const CONNECT_TIMEOUT_MS = 10_000;
+/** How often each end of a relayed socket pings the other. */
+export const RELAY_PING_MS = 3_000;
+/** A relayed socket whose peer sent nothing (not even a pong) for this long is terminated. */
+export const RELAY_SILENCE_MS = 10_000;
 
 /** Where a session runs when it is not this process. */
 export interface RemoteWorker {
@@ -120,6 +130,7 @@ export function relaySocket(
   let finished = false;
   upstream.on('open', () => {
     opened = true;
+    keepRelayAlive(upstream, log, { workerId: worker.workerId, sessionId: run.sessionId });
     handlers.onOpen();
   });
   upstream.on('message', (data, isBinary) => {
@@ -152,6 +163,33 @@ export function relaySocket(
       else upstream.terminate();
     },
   };
+}
+
+/**
+ * Keeps watch on one end of a relayed socket: pings the peer every RELAY_PING_MS and terminates the
+ * socket (its 'close' then fires, code 1006) once nothing (a message or a pong) has come from the
+ * peer for RELAY_SILENCE_MS. Times are monotonic (a stepped wall clock changes nothing). Stops
+ * with the socket.
+ */
+export function keepRelayAlive(ws: WebSocket, log: Logger, fields: Record<string, string>): void {
+  let heardAt = performance.now();
+  const heard = () => {
+    heardAt = performance.now();
+  };
+  ws.on('pong', heard);
+  ws.on('message', heard);
+  const timer = setInterval(() => {
+    if (ws.readyState !== ws.OPEN) return;
+    const silentMs = performance.now() - heardAt;
+    if (silentMs >= RELAY_SILENCE_MS) {
+      log.warn('relayed socket silent: its peer is taken as gone', { ...fields, silentMs: Math.round(silentMs) });
+      ws.terminate();
+      return;
+    }
+    ws.ping();
+  }, RELAY_PING_MS);
+  timer.unref();
+  ws.once('close', () => clearInterval(timer));
 }
 
 /** POSTs JSON to a worker's internal route; the worker's error body becomes the same AppError here. */

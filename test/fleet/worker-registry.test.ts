@@ -1,14 +1,21 @@
 /**
  * The Redis worker registry against a real redis-server (test/helpers/redis-server.ts): placement,
  * global capacity under parallel callers on separate connections, release, expiry and reaping
- * exactly once, fleet capacity, and the leadership lock. Each test has its own key prefix. Nothing
- * here asserts a duration: expiries are waited for by polling with generous deadlines.
+ * exactly once, fleet capacity, the leadership lock, a worker reclaiming its sessions when it
+ * registers again (and not after it was reaped), and Redis failing: down, restarted empty, or
+ * blackholed (a TCP proxy that forwards nothing), every call fails fast with redis_unavailable and
+ * nothing issued during the outage runs once Redis is back. Each test has its own key prefix.
+ * Nothing here asserts a duration beyond "well under the hang it replaces": expiries are waited
+ * for by polling with generous deadlines.
  */
 import { Redis } from 'ioredis';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { DependencyHealth } from '../../src/core/dependency-health.js';
+import { AppError } from '../../src/core/errors.js';
+import { memoryLogger } from '../../src/core/log.js';
 import { RedisWorkerRegistry, type Placement } from '../../src/fleet/worker-registry.js';
-import { startRedis, type RedisServer } from '../helpers/redis-server.js';
+import { startRedis, startTcpProxy, type RedisServer } from '../helpers/redis-server.js';
 
 let redis: RedisServer;
 const opened: RedisWorkerRegistry[] = [];
@@ -247,6 +254,114 @@ test('a client passed in is used and left open by close(); scripts are loaded ag
     assert.is(await client.ping(), 'PONG');
   } finally {
     await client.quit();
+  }
+});
+
+test('a worker registering again reclaims the sessions it runs in the same step, unless another worker holds them', async () => {
+  const prefix = newPrefix();
+  const r = node(prefix);
+  await r.register({ id: 'b', address: 'b:1', capacity: 2 });
+  assert.ok(await r.place('elsewhere', { prefer: 'b' }));
+  // An empty registry (Redis restarted without its data): worker a comes back with what it runs.
+  const back = await r.register({ id: 'a', address: 'a:1', capacity: 3 }, { reclaim: ['s1', 's2', 'elsewhere', 's1'] });
+  assert.equal(back, { wasReaped: false, reclaimed: ['s1', 's2'] });
+  assert.equal(await usedBy(r), { a: 2, b: 1 }, 'its used slots count from the moment it is registered');
+  assert.is((await r.leaseOf('s1'))?.workerId, 'a');
+  assert.is((await r.leaseOf('elsewhere'))?.workerId, 'b', 'a session leased to another worker stays there');
+  assert.is((await r.place('n1', { prefer: 'a' }))?.workerId, 'a');
+  assert.is((await r.place('n2', { prefer: 'a' }))?.workerId, 'b', 'a is full: 2 reclaimed + 1 placed');
+  assert.equal(await r.register({ id: 'a', address: 'a:1', capacity: 3 }, { reclaim: ['s1'] }), { wasReaped: false, reclaimed: ['s1'] }, 'idempotent');
+  assert.equal(await usedBy(r), { a: 3, b: 2 });
+});
+
+test('a reaped worker registering again reclaims nothing and learns it was reaped, once', async () => {
+  const prefix = newPrefix();
+  const api = node(prefix);
+  const short = node(prefix, 1);
+  await api.register({ id: 'a', address: 'a:1', capacity: 2 });
+  assert.ok(await api.place('s1', { prefer: 'a' }));
+  assert.is(await short.heartbeat('a'), true, 'its last heartbeat, good for 1 ms');
+  await waitFor('worker a to expire', async () => (await api.capacity()).perWorker.find((w) => w.id === 'a')?.live === false);
+  assert.equal(await api.reapDead(), [{ workerId: 'a', sessionIds: ['s1'] }]);
+  assert.is(await short.heartbeat('a'), false);
+  assert.equal(await api.register({ id: 'a', address: 'a:1', capacity: 2 }, { reclaim: ['s1'] }), { wasReaped: true, reclaimed: [] });
+  assert.equal(await usedBy(api), { a: 0 }, 'the reaped sessions were handed to be failed: not its own again');
+  assert.equal(await api.register({ id: 'a', address: 'a:1', capacity: 2 }, { reclaim: ['s2'] }), { wasReaped: false, reclaimed: ['s2'] }, 'the tombstone is read once');
+});
+
+/** Runs `op` and returns the error it rejects with (fails if it resolves) and how long it took. */
+async function failure(op: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
+  const started = Date.now();
+  try {
+    await op();
+  } catch (error) {
+    return { error, ms: Date.now() - started };
+  }
+  assert.unreachable('expected a rejection');
+  throw new Error('unreachable');
+}
+
+function assertRedisUnavailable(error: unknown): void {
+  assert.instance(error, AppError);
+  assert.is((error as AppError).code, 'redis_unavailable');
+  assert.is((error as AppError).status, 503);
+  assert.is((error as AppError).headers['Retry-After'], '2');
+}
+
+test('Redis down then restarted empty: calls fail fast with redis_unavailable, nothing runs late, one log line each way', async () => {
+  const own = await startRedis();
+  const { logger, records } = memoryLogger('info');
+  const health = new DependencyHealth('redis', logger);
+  const r = new RedisWorkerRegistry({ redis: own.url, prefix: newPrefix(), ttlMs: 1500, health });
+  try {
+    await r.register({ id: 'a', address: 'a:1', capacity: 4 });
+    assert.ok(await r.place('before'));
+    await own.kill();
+    await waitFor('the registry to see Redis gone', async () => !health.up);
+    const attempts = await Promise.all(['place', 'leaseOf', 'capacity', 'heartbeat', 'publish', 'lock'].map((what) =>
+      failure(() => (what === 'place' ? r.place('during') : what === 'leaseOf' ? r.leaseOf('before') : what === 'capacity' ? r.capacity() : what === 'heartbeat' ? r.heartbeat('a') : what === 'publish' ? r.publishSessionEnded('x') : r.acquireLeadership('janitor', 'n1', 3000))),
+    ));
+    for (const { error, ms } of attempts) {
+      assertRedisUnavailable(error);
+      assert.ok(ms < 3000, `failed in ${ms} ms`);
+    }
+    assert.is(r.up, false);
+    assert.is(r.recovering, true);
+    await own.restart();
+    await waitFor('the registry to answer again', async () => (await r.capacity().catch(() => null)) !== null);
+    assert.ok(health.up);
+    assert.is(await r.leaseOf('during'), null, 'the place() refused during the outage never ran');
+    assert.is(r.recovering, true, 'for a ttl after Redis is back, workers are still registering again');
+    await waitFor('the recovery ttl to pass', async () => !r.recovering);
+    const outages = records.filter((rec) => rec.msg === 'dependency down' || rec.msg === 'dependency back').map((rec) => rec.msg);
+    assert.equal(outages, ['dependency down', 'dependency back'], 'one line when it went, one when it came back');
+  } finally {
+    await r.close();
+    await own.stop();
+  }
+});
+
+test('Redis blackholed (connected, never answering): calls fail within the command timeout, and work again once it answers', async () => {
+  const proxy = await startTcpProxy(redis.port);
+  const health = new DependencyHealth('redis', memoryLogger('info').logger);
+  const r = new RedisWorkerRegistry({ redis: proxy.url, prefix: newPrefix(), health });
+  try {
+    await r.register({ id: 'a', address: 'a:1', capacity: 4 });
+    proxy.blackhole(true);
+    const first = await failure(() => r.place('held'));
+    assertRedisUnavailable(first.error);
+    assert.ok(first.ms < 3000, `the first call failed in ${first.ms} ms`);
+    assert.is(health.up, false);
+    const next = await failure(() => r.capacity());
+    assertRedisUnavailable(next.error);
+    assert.ok(next.ms < 3000, `a later call failed in ${next.ms} ms`);
+    proxy.blackhole(false);
+    await waitFor('the registry to answer again', async () => (await r.capacity().catch(() => null)) !== null);
+    assert.ok(health.up);
+    assert.is((await r.place('after'))?.workerId, 'a');
+  } finally {
+    await r.close();
+    await proxy.close();
   }
 });
 

@@ -2,6 +2,15 @@
  * Starts a real `redis-server` for a test: on 127.0.0.1, on a free port, in a fresh temporary
  * directory, without persistence (`--save '' --appendonly no`). `startRedis()` resolves once the
  * server answers PING; `stop()` ends it (SIGTERM, SIGKILL after 2 s) and removes the directory.
+ * For outages: `kill()` ends the server process (SIGKILL, as a crash would) and keeps its port and
+ * directory; `restart()` then starts a fresh one on the same port, empty (nothing is persisted),
+ * which is what a Redis restarted without persistence looks like to its clients.
+ *
+ * `startTcpProxy(port)` is a loopback TCP proxy in front of a server, for a partition of one client:
+ * `blackhole(true)` keeps accepting connections but forwards nothing either way on any connection
+ * (the bytes are dropped, as by a network that lost its route); `blackhole(false)` resets the
+ * connections that went through it (a partition long enough for the peers to give up on them) and
+ * forwards again.
  *
  * The server is a child of the test process (not detached), so it ends with the test process's
  * process group. Two more guards cover a test process that ends without calling stop(): an `exit`
@@ -23,6 +32,10 @@ export interface RedisServer {
   port: number;
   /** Ends the server and removes its directory. Idempotent. */
   stop(): Promise<void>;
+  /** Kills the server process (SIGKILL); the port and directory stay for restart(). */
+  kill(): Promise<void>;
+  /** After kill(): a fresh, empty server on the same port, resolved once it answers PING. */
+  restart(): Promise<void>;
 }
 
 const READY_TIMEOUT_MS = 15_000;
@@ -37,14 +50,60 @@ export async function startRedis(): Promise<RedisServer> {
   const binary = findRedisServer();
   let lastError: Error | null = null;
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-redis-'));
     try {
-      return await startOnce(binary, await freePort());
+      return withRestart(binary, dir, await startOnce(binary, await freePort(), dir));
     } catch (error) {
+      fs.rmSync(dir, { recursive: true, force: true });
       lastError = error as Error;
       if (!/address already in use/i.test(lastError.message)) throw lastError;
     }
   }
   throw lastError!;
+}
+
+/** The server as the test sees it: one port, each process on it in turn. */
+function withRestart(binary: string, dir: string, first: RedisProcess): RedisServer {
+  let current: RedisProcess | null = first;
+  let stopped: Promise<void> | null = null;
+  return {
+    url: first.url,
+    port: first.port,
+    async kill() {
+      const running = current;
+      current = null;
+      await running?.kill();
+    },
+    async restart() {
+      if (current || stopped) throw new Error('restart() is for a server that kill() ended');
+      // The port was just freed: another process may bind it in between (then this throws).
+      for (let attempt = 0; ; attempt++) {
+        try {
+          current = await startOnce(binary, first.port, dir);
+          return;
+        } catch (error) {
+          if (attempt >= 20 || !/address already in use/i.test((error as Error).message)) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    },
+    stop: () =>
+      (stopped ??= (async () => {
+        const running = current;
+        current = null;
+        await running?.stop();
+        fs.rmSync(dir, { recursive: true, force: true });
+      })()),
+  };
+}
+
+interface RedisProcess {
+  url: string;
+  port: number;
+  /** SIGTERM, SIGKILL after the grace. Idempotent. */
+  stop(): Promise<void>;
+  /** SIGKILL. Idempotent. */
+  kill(): Promise<void>;
 }
 
 function findRedisServer(): string {
@@ -62,8 +121,7 @@ function findRedisServer(): string {
   throw new Error('redis-server is not installed: run `bash src/cli/setup.sh --fleet` to install it for the fleet tests');
 }
 
-async function startOnce(binary: string, port: number): Promise<RedisServer> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-redis-'));
+async function startOnce(binary: string, port: number, dir: string): Promise<RedisProcess> {
   const child = spawn(
     binary,
     ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--logfile', '', '--daemonize', 'no'],
@@ -94,18 +152,18 @@ async function startOnce(binary: string, port: number): Promise<RedisServer> {
   process.once('exit', killOnExit);
 
   let stopped: Promise<void> | null = null;
-  const stop = (): Promise<void> =>
+  const end = (signal: 'SIGTERM' | 'SIGKILL'): Promise<void> =>
     (stopped ??= (async () => {
       process.removeListener('exit', killOnExit);
       watchdog?.kill('SIGKILL');
       if (exitCode === null) {
-        child.kill('SIGTERM');
+        child.kill(signal);
         const timer = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
         await exited;
         clearTimeout(timer);
       }
-      fs.rmSync(dir, { recursive: true, force: true });
     })());
+  const stop = () => end('SIGTERM');
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
@@ -120,7 +178,58 @@ async function startOnce(binary: string, port: number): Promise<RedisServer> {
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
-  return { url: `redis://127.0.0.1:${port}`, port, stop };
+  return { url: `redis://127.0.0.1:${port}`, port, stop, kill: () => end('SIGKILL') };
+}
+
+export interface TcpProxy {
+  /** `redis://127.0.0.1:<port>` of the proxy. */
+  url: string;
+  port: number;
+  /** On: accept, forward nothing (drop every byte). Off: reset the connections made so far and forward again. */
+  blackhole(on: boolean): void;
+  close(): Promise<void>;
+}
+
+/** A loopback TCP proxy to 127.0.0.1:`targetPort` that a test can switch to a blackhole. */
+export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+  let holed = false;
+  const pairs = new Set<[net.Socket, net.Socket]>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
+    const forward = (to: net.Socket) => (chunk: Buffer) => {
+      if (!holed && !to.destroyed) to.write(chunk);
+    };
+    client.on('data', forward(upstream));
+    upstream.on('data', forward(client));
+    const close = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    for (const socket of pair) {
+      socket.on('error', close);
+      socket.on('close', close);
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    blackhole(on) {
+      if (holed && !on) for (const [client, upstream] of [...pairs]) (client.destroy(), upstream.destroy());
+      holed = on;
+    },
+    async close() {
+      for (const [client, upstream] of [...pairs]) (client.destroy(), upstream.destroy());
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 /**

@@ -1,4 +1,9 @@
-/** Liveness, readiness, Prometheus metrics and the OpenAPI document. */
+/**
+ * Liveness, readiness, Prometheus metrics and the OpenAPI document. Readiness never waits on a
+ * dependency that is known to be down: fleet mode's `fleet` check is this node's DependencyHealth
+ * for Redis (fed by the Redis clients' own events and command outcomes), read as it stands, and the
+ * fleet's slots are not asked for while Redis is down.
+ */
 import type client from 'prom-client';
 import type { AppRouter } from '../context.js';
 import { openApiDocument } from '../openapi.js';
@@ -22,12 +27,14 @@ export function healthRoutes(router: AppRouter, s: Services, registry: client.Re
     checks.accepting = s.isAccepting() ? 'ok' : 'shutting down';
     // A conversation started now would wait seconds for the language model, voices and recogniser.
     checks.models = s.isWarmingUp() ? 'warming up' : 'ok';
+    const redis = s.redisHealth;
+    if (redis) checks.fleet = redis.up ? 'ok' : `redis unavailable for ${Math.round(redis.downForMs() / 1000)} s`;
     const ready = Object.values(checks).every((v) => v === 'ok');
     ctx.status = ready ? 200 : 503;
     ctx.body = {
       status: ready ? 'ready' : 'not_ready',
       checks,
-      workers: await s.pool.usage().catch(() => null),
+      workers: redis && !redis.up ? null : await s.pool.usage().catch(() => null),
     };
   });
 
