@@ -14,6 +14,9 @@
  * - A refused body is not cut off mid-stream: the rest is read and thrown away (up to
  *   DISCARD_LIMIT_BYTES, for at most DISCARD_TIMEOUT_MS) so the client, still sending, gets to read
  *   the 413 instead of a reset connection; past either bound the connection is closed.
+ * - A reader given a deadline (a WebRTC call's offer: small, and needed at once) answers a body
+ *   still arriving when it passes with 408 `request_timeout` and closes the connection, so a client
+ *   that trickles its body a byte at a time (slowloris) holds a socket for seconds, not minutes.
  * Decoding and validating the file is not done here (assets/asset-service.ts, off the event loop).
  * readMultipart and readBody, the readers under it, also take other bodies (a WebRTC call's offer).
  */
@@ -66,11 +69,16 @@ export async function receiveUpload(ctx: AppContext, maxBytes: number): Promise<
   return { data, contentType: type || null, filename: query('filename'), name: query('name'), description: query('description') };
 }
 
-/** The whole body, up to `maxBytes` (413 beyond, the rest discarded). */
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/** The whole body, up to `maxBytes` (413 beyond, the rest discarded), within `deadlineMs` if given (408 past it). */
+export function readBody(req: IncomingMessage, maxBytes: number, deadlineMs?: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const deadline = deadlineMs === undefined ? null : setTimeout(() => {
+      stop();
+      discardRest(req);
+      reject(bodyTimedOut(deadlineMs));
+    }, deadlineMs);
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxBytes) {
@@ -90,6 +98,7 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
       reject(incompleteBody());
     };
     const stop = () => {
+      if (deadline) clearTimeout(deadline);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onFail);
@@ -130,6 +139,8 @@ export interface MultipartOptions {
   refuseLongFields: boolean;
   /** What a malformed form's error names. */
   param: string | null;
+  /** The whole body must have arrived within this long (408 past it); none when undefined. */
+  deadlineMs?: number;
 }
 
 export interface FilePart {
@@ -160,6 +171,8 @@ export function readMultipart(req: IncomingMessage, options: MultipartOptions): 
     }
     const fields: Record<string, string> = {};
     const files = new Map<string, FilePart>();
+    /** File parts being read, by name: the first of each name counts, even before it has ended. */
+    const taken = new Set<string>();
     let settled = false;
     /**
      * Ends reading: the parser is detached (not destroyed: busboy fails when destroyed from inside
@@ -168,6 +181,7 @@ export function readMultipart(req: IncomingMessage, options: MultipartOptions): 
     const finish = (error: AppError | null) => {
       if (settled) return;
       settled = true;
+      if (deadline) clearTimeout(deadline);
       req.unpipe(parser);
       req.off('error', onRequestError);
       req.off('aborted', onRequestError);
@@ -181,6 +195,8 @@ export function readMultipart(req: IncomingMessage, options: MultipartOptions): 
       }
     };
     const onRequestError = () => finish(incompleteBody());
+    const deadlineMs = options.deadlineMs;
+    const deadline = deadlineMs === undefined ? null : setTimeout(() => finish(bodyTimedOut(deadlineMs)), deadlineMs);
 
     parser.on('field', (name, value, info) => {
       if (info.valueTruncated && options.refuseLongFields) finish(tooLarge(options.maxFieldBytes));
@@ -190,10 +206,11 @@ export function readMultipart(req: IncomingMessage, options: MultipartOptions): 
       // Every part stream gets an error listener, skipped ones too: a body cut inside any part
       // makes busboy emit 'error' on that part's stream.
       stream.on('error', (err: Error) => finish(malformed(err.message)));
-      if (!options.fileFields.includes(field) || files.has(field)) {
+      if (!options.fileFields.includes(field) || taken.has(field)) {
         stream.resume();
         return;
       }
+      taken.add(field);
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('limit', () => finish(tooLarge(options.maxFileBytes)));
@@ -227,6 +244,14 @@ export function discardRest(req: IncomingMessage): void {
   req.on('error', () => undefined); // the client went away while we discarded: nothing to answer
   req.once('close', () => clearTimeout(timer));
   req.resume();
+}
+
+/**
+ * A body still arriving at its deadline: 408 with `Connection: close`, so the connection is closed
+ * once the answer is sent (the rest of the body is not waited for: that is what the deadline is for).
+ */
+function bodyTimedOut(deadlineMs: number): AppError {
+  return new AppError('request_timeout', `The request body did not arrive within ${deadlineMs / 1000} s.`, { status: 408, headers: { Connection: 'close' } });
 }
 
 function incompleteBody(): AppError {

@@ -10,8 +10,10 @@
  * `Content-Type: application/sdp` (OpenAI's SDKs check for 201 and read the body; rtAV's clients
  * take any 2xx and any type), `Location: /v1/realtime/calls/{call_id}` and `X-Session-Id`.
  *
- * Order, so that a refused call leaves nothing behind: the body and the session config are
- * checked (400), the offer is parsed and its codecs chosen (400), the session is created pending
+ * Order, so that a refused call leaves nothing behind: the body is read within
+ * OFFER_BODY_DEADLINE_MS (408 past it) and bounded (413, an offer over MAX_OFFER_BYTES too), the
+ * body and the session config are checked (400), the offer is parsed and its codecs chosen (400,
+ * transport/sdp.ts, which also bounds its sections and candidates), the session is created pending
  * with its worker slot reserved (503 when none is free), and only then is the peer built; if that
  * fails, the session is cancelled.
  *
@@ -47,6 +49,11 @@ import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../tran
 import { type ConnectionDeps, type ConnectionRegistry, type Listener, type ListenerSink, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
 import { type FleetRouting, type ForwardedCall, type RemoteWorker, INTERNAL_CALLS_PATH, postToWorker } from './worker-relay.js';
 
+/**
+ * An offer's body must have arrived within this long (408 `request_timeout` past it): offers are a
+ * few kB, and a client that trickles one (slowloris) must not hold its connection for minutes.
+ */
+export const OFFER_BODY_DEADLINE_MS = 10_000;
 /** Server events held while the data channel opens (session.created and what follows it). */
 const MAX_QUEUED_EVENTS = 256;
 /**
@@ -345,6 +352,7 @@ export class CallGateway {
     avatar.onMedia('vp8', (e) => peer.sendVideo(e.data, e.ptsNs));
     avatar.onMedia('opus', (e) => peer.sendAudio(e.data, e.ptsNs));
     peer.on('keyframe_request', () => avatar.requestKeyframe());
+    peer.on('video_bitrate', (kbps) => avatar.setVideoBitrate(kbps));
     avatar.requestKeyframe(); // the video track may have opened before the avatar existed
     for (const text of pendingEvents.drain()) connection.receive(text);
   }
@@ -382,7 +390,7 @@ export function parseCallBody(contentType: string, body: Buffer, multipartFields
     throw new AppError('unsupported_media_type', `Send the offer as multipart/form-data ("sdp", "session"), application/sdp, or application/json; got '${type}'.`, { status: 415 });
   }
   if (typeof sdp !== 'string' || sdp.trim() === '') throw new AppError('missing_required_parameter', "Missing required parameter: 'sdp' (the SDP offer).", { status: 400, param: 'sdp' });
-  if (Buffer.byteLength(sdp) > MAX_OFFER_BYTES) throw new AppError('invalid_offer', `The SDP offer is over ${MAX_OFFER_BYTES} bytes.`, { status: 400, param: 'sdp' });
+  if (Buffer.byteLength(sdp) > MAX_OFFER_BYTES) throw new AppError('request_too_large', `The SDP offer is over ${MAX_OFFER_BYTES} bytes (real ones are a few kB).`, { status: 413, param: 'sdp' });
   return { sdp, session: parseSessionField(session) };
 }
 

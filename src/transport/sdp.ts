@@ -10,14 +10,23 @@
  *                42c0xx, else baseline 4200xx, which decodes constrained baseline), or VP8;
  *                the session's video_codec is preferred, the other taken when it is all there is
  *   application  SCTP data channel (its a=max-message-size, default 65536 per RFC 8841)
- * An offer with only a data channel is usable (rtAV clients send exactly that). Anything else is
- * a 400 AppError (`invalid_offer`, `no_usable_codec`, param `sdp`) whose message says what is
+ * An offer with only a data channel is usable (rtAV clients send exactly that). Bounds, so that a
+ * hostile offer costs little to refuse: at most MAX_MEDIA_SECTIONS media sections (with distinct
+ * mids) and MAX_CANDIDATES candidates (each is an address the server would send checks to).
+ * Anything else is a 400 AppError (`invalid_offer`, `no_usable_codec`, param `sdp`) whose message says what is
  * wrong and, for codecs, what was offered and what this server takes.
  */
 import { AppError } from '../core/errors.js';
 
 /** Offers larger than this are refused before parsing (real ones are 2-10 KB). */
 export const MAX_OFFER_BYTES = 64 * 1024;
+/**
+ * Media sections an offer may have: this server uses one audio, one video and one data channel,
+ * and answers the others as rejected; browsers send a few more at most.
+ */
+export const MAX_MEDIA_SECTIONS = 16;
+/** ICE candidates an offer may carry (all sections together; a browser sends a few per interface). */
+export const MAX_CANDIDATES = 64;
 /** RFC 8841's default when an offer names no a=max-message-size. */
 const DEFAULT_MAX_MESSAGE_SIZE = 65_536;
 
@@ -71,6 +80,9 @@ export function parseOffer(sdp: string): SdpOffer {
     else sessionLines.push(line);
   }
   if (sections.length === 0) throw invalidOffer('The SDP offer has no media section (m= line): add a data channel, an audio or a video transceiver.');
+  if (sections.length > MAX_MEDIA_SECTIONS) throw invalidOffer(`The SDP offer has ${sections.length} media sections; this server takes at most ${MAX_MEDIA_SECTIONS} (it uses one audio, one video and one data channel).`);
+  const candidates = lines.filter((l) => l.startsWith('a=candidate:')).length;
+  if (candidates > MAX_CANDIDATES) throw invalidOffer(`The SDP offer has ${candidates} ICE candidates; this server takes at most ${MAX_CANDIDATES}.`);
   const sessionAttr = (name: string) => sessionLines.some((l) => l.startsWith(`a=${name}`));
   const sessionDirection = directionOf(sessionLines) ?? 'sendrecv';
   const media = sections.map((section) => parseMedia(section, sessionDirection));
@@ -81,6 +93,9 @@ export function parseOffer(sdp: string): SdpOffer {
     if (!attr('fingerprint')) throw invalidOffer(`The ${m.kind} section has no DTLS fingerprint (a=fingerprint).`);
     if (m.mid === null) throw invalidOffer(`The ${m.kind} section has no a=mid.`);
   }
+  const mids = media.map((m) => m.mid).filter((mid) => mid !== null);
+  const repeated = mids.find((mid, i) => mids.indexOf(mid) !== i);
+  if (repeated !== undefined) throw invalidOffer(`Two media sections have the same a=mid:${repeated.slice(0, 60)}; each needs its own.`);
   return { media };
 }
 

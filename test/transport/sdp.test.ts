@@ -3,7 +3,7 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AppError } from '../../src/core/errors.js';
-import { MAX_OFFER_BYTES, negotiate, parseOffer } from '../../src/transport/sdp.js';
+import { MAX_CANDIDATES, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, negotiate, parseOffer } from '../../src/transport/sdp.js';
 import { Rng, fuzzSeed, oddString } from '../helpers/fuzz.js';
 import { REPO_ROOT } from '../helpers/server.js';
 
@@ -56,6 +56,9 @@ Sdp('offers that are not usable are refused with invalid_offer / no_usable_codec
     [good.replace(/opus\/48000\/2/g, 'PCMU/8000'), 'no_usable_codec', /Opus\/48000\/2/],
     [good.replace(/(H264|VP8)\/90000/g, 'AV1/90000'), 'no_usable_codec', /H\.264 .* or VP8/],
     ['v=0\r\n' + 'a=x\r\n'.repeat(MAX_OFFER_BYTES / 5), 'invalid_offer', /bytes/],
+    [good + Array.from({ length: MAX_MEDIA_SECTIONS }, (_, i) => `m=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\na=mid:x${i}\r\n`).join(''), 'invalid_offer', /media sections/],
+    [good.replace(/a=mid:0\r?\n/, (l) => l + 'a=candidate:1 1 UDP 2122260223 10.0.0.1 9 typ host\r\n'.repeat(MAX_CANDIDATES + 1)), 'invalid_offer', /candidates/],
+    [good.replace(/a=mid:1/, 'a=mid:0'), 'invalid_offer', /same a=mid:0/],
   ];
   for (const [sdp, code, message] of cases) {
     const err = refusal(() => negotiate(parseOffer(sdp), 'h264'));

@@ -26,6 +26,8 @@ const SYMBOL_WORDS: Array<[RegExp, string]> = [
 /** Text a voice can read aloud: markup and emoji removed, whitespace collapsed. May be empty. */
 export function normalizeSpeechText(text: string): string {
   let t = text.normalize('NFC');
+  // Control characters are not speech (and a NUL stops espeak-ng and flite: "text must not contain NUL characters").
+  t = t.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ');
   // Code fences: keep what is inside (a model sometimes fences plain prose), drop the fence lines.
   t = t.replace(/^\s*(```|~~~)[^\n]*$/gm, ' ');
   // Images and links: keep their visible text; bare URLs become "a link".

@@ -8,7 +8,7 @@
  * key in Authorization is the credential; no cookies are involved).
  */
 import type Koa from 'koa';
-import { parseCallBody } from '../../signaling/realtime-calls.js';
+import { OFFER_BODY_DEADLINE_MS, parseCallBody } from '../../signaling/realtime-calls.js';
 import { FLEET_TOKEN_HEADER, INTERNAL_CALLS_PATH, hasFleetToken, type ForwardedCall } from '../../signaling/worker-relay.js';
 import { AppError } from '../../core/errors.js';
 import type { AppContext, AppRouter, AppState } from '../context.js';
@@ -81,7 +81,7 @@ async function readCallRequest(ctx: AppContext, maxBytes: number): Promise<Retur
     throw tooLarge(maxBytes);
   }
   if (type.toLowerCase().startsWith('multipart/form-data')) return parseCallBody(type, Buffer.alloc(0), await readFormFields(ctx, maxBytes));
-  return parseCallBody(type, await readBody(ctx.req, maxBytes), null);
+  return parseCallBody(type, await readBody(ctx.req, maxBytes, OFFER_BODY_DEADLINE_MS), null);
 }
 
 /**
@@ -97,6 +97,7 @@ async function readFormFields(ctx: AppContext, maxBytes: number): Promise<Record
     maxFieldBytes: maxBytes,
     refuseLongFields: true,
     param: null,
+    deadlineMs: OFFER_BODY_DEADLINE_MS,
   });
   const parts: Record<string, string> = {};
   for (const name of CALL_PARTS) {

@@ -32,6 +32,12 @@ test('normalizeSpeechText() reads a table row as a list and leaves snake_case na
   assert.is(normalizeSpeechText('call get_user_name now'), 'call get user name now');
 });
 
+test('normalizeSpeechText() drops control characters (a NUL stops espeak-ng and flite)', () => {
+  const spoken = normalizeSpeechText('😀 héllo \u0000 ok\u0007');
+  assert.not.match(spoken, /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/);
+  assert.match(spoken, /héllo\s+ok/);
+});
+
 test('normalizeSpeechText() of markup alone is empty', () => {
   assert.is(normalizeSpeechText('**  ** 🎉 ---'), '');
 });
