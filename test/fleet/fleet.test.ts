@@ -18,12 +18,12 @@ import { spawnServer, type ServerProcess } from '../helpers/process.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
 import { RealtimeTestClient } from '../helpers/realtime-client.js';
 import { startRedis, type RedisServer } from '../helpers/redis-server.js';
-import { request, tempDir } from '../helpers/server.js';
+import { request } from '../helpers/server.js';
+import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../helpers/fleet-node.js';
 import { until } from '../helpers/wait.js';
 
 const WORKER_CAPACITY = 2;
-const WORKER_TTL_MS = 1500;
-const TOKEN = 'fleet-test-token-0123456789';
+const WORKER_TTL_MS = FLEET_TEST_TTL_MS;
 /** Each worker's WebRTC ports: media from a worker arrives from its own range. */
 const RTC_PORTS: Record<string, [number, number]> = { w1: [42000, 42099], w2: [42100, 42199] };
 
@@ -43,28 +43,17 @@ interface Ctx {
 const Fleet = suite<Ctx>('fleet: two API nodes and two workers', {} as Ctx);
 
 function nodeEnv(ctx: Ctx, role: 'api' | 'worker', id: string): Record<string, string> {
-  const dir = tempDir();
-  ctx.dirs.push(dir);
-  const env: Record<string, string> = {
-    DATA_DIR: dir,
-    DATABASE_URL: ctx.databaseUrl,
-    REDIS_URL: ctx.redis.url,
-    NODE_ROLE: role,
-    NODE_ID: id,
-    FLEET_TOKEN: TOKEN,
-    FLEET_WORKER_TTL_MS: String(WORKER_TTL_MS),
-    WORKER_CAPACITY: String(WORKER_CAPACITY),
-    LLM_PROVIDER: 'offline',
-    WEBHOOK_URL: ctx.hook.url,
-    WEBHOOK_SECRET: 'w'.repeat(24),
-    WEBHOOK_RETRY_BASE_MS: '200',
-    LOG_LEVEL: process.env.FLEET_TEST_LOG_LEVEL ?? 'warn',
-  };
-  if (role === 'worker') {
-    env.RTC_PORT_MIN = String(RTC_PORTS[id]![0]);
-    env.RTC_PORT_MAX = String(RTC_PORTS[id]![1]);
-  }
-  return env;
+  return fleetNodeEnv({
+    role,
+    id,
+    databaseUrl: ctx.databaseUrl,
+    redisUrl: ctx.redis.url,
+    dirs: ctx.dirs,
+    capacity: WORKER_CAPACITY,
+    ttlMs: WORKER_TTL_MS,
+    rtcPorts: RTC_PORTS[id],
+    extra: { WEBHOOK_URL: ctx.hook.url, WEBHOOK_SECRET: 'w'.repeat(24), WEBHOOK_RETRY_BASE_MS: '200' },
+  });
 }
 
 Fleet.before(async (ctx) => {

@@ -29,12 +29,12 @@ import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js'
 import { RealtimeTestClient } from '../helpers/realtime-client.js';
 import { startRedis, type RedisServer } from '../helpers/redis-server.js';
 import { REPO_ROOT, request, tempDir } from '../helpers/server.js';
+import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../helpers/fleet-node.js';
 import { until } from '../helpers/wait.js';
 
 const WORKER_CAPACITY = 2;
-/** Longer than fleet.test.ts's 1.5 s: these tests assert that no worker is ever taken for dead, on loaded CI machines too. */
-const WORKER_TTL_MS = 3000;
-const TOKEN = 'fleet-test-token-0123456789';
+/** These tests assert that no worker is ever taken for dead, on loaded CI machines too (helpers/fleet-node.ts). */
+const WORKER_TTL_MS = FLEET_TEST_TTL_MS;
 const CLOCK_SHIFT = path.join(REPO_ROOT, 'test/helpers/clock-shift.ts');
 const HOUR_MS = 3_600_000;
 const TEN_MINUTES_MS = 600_000;
@@ -66,24 +66,21 @@ interface Ctx {
 const Faults = suite<Ctx>('fleet: an API node killed mid-relay, a clock jump on one node', {} as Ctx);
 
 function nodeEnv(ctx: Ctx, role: 'api' | 'worker', id: string, clockFile: string): Record<string, string> {
-  const dir = tempDir();
-  ctx.dirs.push(dir);
-  return {
-    DATA_DIR: dir,
-    DATABASE_URL: ctx.databaseUrl,
-    REDIS_URL: ctx.redis.url,
-    NODE_ROLE: role,
-    NODE_ID: id,
-    FLEET_TOKEN: TOKEN,
-    FLEET_WORKER_TTL_MS: String(WORKER_TTL_MS),
-    WORKER_CAPACITY: String(WORKER_CAPACITY),
-    LLM_PROVIDER: 'offline',
-    LOG_LEVEL: process.env.FLEET_TEST_LOG_LEVEL ?? 'warn',
-    // tsx first (the entry point's own --import tsx comes after NODE_OPTIONS), then the clock.
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import tsx --import ${CLOCK_SHIFT}`.trim(),
-    CLOCK_SHIFT_FILE: clockFile,
-    ...(role === 'worker' ? { RTC_PORT_MIN: id === 'w1' ? '42200' : '42300', RTC_PORT_MAX: id === 'w1' ? '42299' : '42399' } : {}),
-  };
+  return fleetNodeEnv({
+    role,
+    id,
+    databaseUrl: ctx.databaseUrl,
+    redisUrl: ctx.redis.url,
+    dirs: ctx.dirs,
+    capacity: WORKER_CAPACITY,
+    ttlMs: WORKER_TTL_MS,
+    rtcPorts: id === 'w1' ? [42200, 42299] : [42300, 42399],
+    extra: {
+      // tsx first (the entry point's own --import tsx comes after NODE_OPTIONS), then the clock.
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import tsx --import ${CLOCK_SHIFT}`.trim(),
+      CLOCK_SHIFT_FILE: clockFile,
+    },
+  });
 }
 
 async function startNode(ctx: Ctx, role: 'api' | 'worker', id: string): Promise<Node> {

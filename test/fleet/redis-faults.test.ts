@@ -37,13 +37,13 @@ import { spawnServer, type ServerProcess } from '../helpers/process.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
 import { RealtimeTestClient } from '../helpers/realtime-client.js';
 import { startRedis, startTcpProxy, type RedisServer, type TcpProxy } from '../helpers/redis-server.js';
-import { request, tempDir, type TestResponse } from '../helpers/server.js';
+import { request, type TestResponse } from '../helpers/server.js';
+import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../helpers/fleet-node.js';
 import { until } from '../helpers/wait.js';
 
 const WORKER_CAPACITY = 2;
 /** Long enough that a loaded machine's stalls are not taken for a lost worker (the default is 5 s). */
-const WORKER_TTL_MS = 3000;
-const TOKEN = 'fleet-test-token-0123456789';
+const WORKER_TTL_MS = FLEET_TEST_TTL_MS;
 /** Each worker's WebRTC ports, apart from the other fleet suites' (no call is made here, but a worker binds its range). */
 const RTC_PORTS: Record<string, [number, number]> = { w1: [42600, 42699], w2: [42700, 42799], w3: [42800, 42899] };
 /** "Fails fast": well under the outage it would otherwise wait for (each outage here lasts longer). */
@@ -68,25 +68,7 @@ interface Ctx {
 const Faults = suite<Ctx>('fleet: Redis down, restarted empty, or cut off from one worker', {} as Ctx);
 
 function nodeEnv(ctx: Ctx, role: 'api' | 'worker', id: string, redisUrl: string): Record<string, string> {
-  const dir = tempDir();
-  ctx.dirs.push(dir);
-  const env: Record<string, string> = {
-    DATA_DIR: dir,
-    DATABASE_URL: ctx.databaseUrl,
-    REDIS_URL: redisUrl,
-    NODE_ROLE: role,
-    NODE_ID: id,
-    FLEET_TOKEN: TOKEN,
-    FLEET_WORKER_TTL_MS: String(WORKER_TTL_MS),
-    WORKER_CAPACITY: String(WORKER_CAPACITY),
-    LLM_PROVIDER: 'offline',
-    LOG_LEVEL: 'info',
-  };
-  if (role === 'worker') {
-    env.RTC_PORT_MIN = String(RTC_PORTS[id]![0]);
-    env.RTC_PORT_MAX = String(RTC_PORTS[id]![1]);
-  }
-  return env;
+  return fleetNodeEnv({ role, id, databaseUrl: ctx.databaseUrl, redisUrl, dirs: ctx.dirs, capacity: WORKER_CAPACITY, ttlMs: WORKER_TTL_MS, rtcPorts: RTC_PORTS[id], extra: { LOG_LEVEL: 'info' } });
 }
 
 Faults.before(async (ctx) => {

@@ -24,12 +24,13 @@ import { RedisWorkerRegistry } from '../../src/fleet/worker-registry.js';
 import { spawnServer, type ServerProcess } from '../helpers/process.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
 import { RealtimeTestClient } from '../helpers/realtime-client.js';
+import { ask, converse, receivedBy } from '../helpers/delivered.js';
 import { startRedis, type RedisServer } from '../helpers/redis-server.js';
-import { request, tempDir } from '../helpers/server.js';
+import { request } from '../helpers/server.js';
+import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../helpers/fleet-node.js';
 import { until } from '../helpers/wait.js';
 
-const WORKER_TTL_MS = 1500;
-const TOKEN = 'fleet-usage-test-token-0123456789';
+const WORKER_TTL_MS = FLEET_TEST_TTL_MS;
 /** What a remote end or a kill may leave unbilled: the commit period, and generous room for a loaded machine's store write. */
 const LOSS_BOUND_S = USAGE_FLUSH_MS / 1000 + 1;
 
@@ -50,21 +51,7 @@ const Usage = suite<Ctx>('fleet: usage never loses what was delivered', {} as Ct
 const test = Usage;
 
 function nodeEnv(ctx: Ctx, role: 'api' | 'worker', id: string): Record<string, string> {
-  const dir = tempDir();
-  ctx.dirs.push(dir);
-  return {
-    DATA_DIR: dir,
-    DATABASE_URL: ctx.databaseUrl,
-    REDIS_URL: ctx.redis.url,
-    NODE_ROLE: role,
-    NODE_ID: id,
-    FLEET_TOKEN: TOKEN,
-    FLEET_WORKER_TTL_MS: String(WORKER_TTL_MS),
-    WORKER_CAPACITY: '2',
-    LLM_PROVIDER: 'offline',
-    LOG_LEVEL: process.env.FLEET_TEST_LOG_LEVEL ?? 'warn',
-    ...(role === 'worker' ? { RTC_PORT_MIN: '42400', RTC_PORT_MAX: '42499' } : {}),
-  };
+  return fleetNodeEnv({ role, id, databaseUrl: ctx.databaseUrl, redisUrl: ctx.redis.url, dirs: ctx.dirs, capacity: 2, ttlMs: WORKER_TTL_MS, rtcPorts: [42400, 42499] });
 }
 
 Usage.before(async (ctx) => {
@@ -90,37 +77,8 @@ Usage.after(async (ctx) => {
   for (const dir of ctx.dirs ?? []) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** What the client received: seconds of PCM16 24 kHz audio, image deltas, tokens as response.done reported them. */
-function receivedBy(ws: RealtimeTestClient) {
-  const bytes = ws.ofType('response.output_audio.delta').reduce((n, e) => n + Buffer.from(String(e.delta), 'base64').length, 0);
-  const done = ws.ofType('response.done');
-  return {
-    audioSeconds: bytes / 2 / 24_000,
-    frames: ws.ofType('response.output_image.delta').length,
-    outputTokens: done.reduce((n, e) => n + (e.response.usage?.output_tokens ?? 0), 0),
-    responses: done.length,
-  };
-}
-
 async function usageOf(ctx: Ctx, sessionId: string): Promise<UsageRecord[]> {
   return (await ctx.store.listUsage('default', 0, Number.MAX_SAFE_INTEGER, 1000)).filter((u) => u.sessionId === sessionId);
-}
-
-async function connect(ctx: Ctx, images = false): Promise<{ ws: RealtimeTestClient; id: string }> {
-  const ws = await RealtimeTestClient.connect(ctx.api.url, { key: ctx.key, query: 'model=gpt-realtime' });
-  const id = (await ws.waitFor('session.created', { timeoutMs: 60_000 })).session.id as string;
-  if (images) {
-    ws.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['audio', 'image'] } });
-    await ws.waitFor('session.updated');
-  }
-  return { ws, id };
-}
-
-function ask(ws: RealtimeTestClient, text: string): number {
-  const from = ws.events.length;
-  ws.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
-  ws.send({ type: 'response.create' });
-  return from;
 }
 
 /** Waits until the client has received at least `seconds` of audio from index `from`. */
@@ -130,7 +88,7 @@ async function untilAudio(ws: RealtimeTestClient, seconds: number, from: number)
 
 test('DELETE on the API node the moment response.done arrives, 8 times: each record holds every response, exactly as received', async (ctx) => {
   for (let i = 0; i < 8; i++) {
-    const { ws, id } = await connect(ctx, i % 3 === 0);
+    const { ws, id } = await converse(ctx.api.url, ctx.key, i % 3 === 0);
     // The offline responder's shortest reply (a goodbye), twice.
     await ws.waitFor('response.done', { from: ask(ws, 'Bye.'), timeoutMs: 60_000 });
     let deleted = null as Promise<{ status: number }> | null;
@@ -157,7 +115,7 @@ test('DELETE on the API node the moment response.done arrives, 8 times: each rec
 });
 
 test('DELETE on the API node mid-reply: billed up to the worker\'s last commit, never more than received', async (ctx) => {
-  const { ws, id } = await connect(ctx);
+  const { ws, id } = await converse(ctx.api.url, ctx.key);
   await untilAudio(ws, 1, ask(ws, 'Tell me a long story about the sea, the ships and the people on them.'));
   assert.is((await request(ctx.api.url, 'DELETE', `/v1/sessions/${id}`, { key: ctx.key })).status, 200);
   await ws.waitClose(30_000);
@@ -173,7 +131,7 @@ test('the worker killed with SIGKILL mid-reply, 3 times: worker_lost, billed exa
   const losses: number[] = [];
   for (let round = 0; round < 3; round++) {
     if (round > 0) ctx.worker = await spawnServer(nodeEnv(ctx, 'worker', `w${round + 1}`));
-    const { ws, id } = await connect(ctx, true);
+    const { ws, id } = await converse(ctx.api.url, ctx.key, true);
     await untilAudio(ws, 1 + round * 0.37, ask(ws, 'Tell me a long story about the sea, the ships and the people on them.'));
     ctx.worker.child.kill('SIGKILL');
     await ctx.worker.exited;

@@ -10,6 +10,7 @@ import { assertError } from '../helpers/assert-error.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { RealtimeTestClient } from '../helpers/realtime-client.js';
+import { ask, converse, receivedBy, type Received } from '../helpers/delivered.js';
 import { postgresBinDir, sharedPostgres } from '../helpers/postgres-server.js';
 import { until } from '../helpers/wait.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -226,25 +227,12 @@ Webhook.run();
 // drop that response), a close, DELETE, response.cancel, truncate, deadline or shutdown mid-reply.
 // Run against SQLite and a real PostgreSQL (whose writes are not synchronous underneath).
 
-/** What one client received: seconds of PCM16 24 kHz audio, image deltas, and the tokens response.done reported. */
-function receivedBy(ws: RealtimeTestClient) {
-  const bytes = ws.ofType('response.output_audio.delta').reduce((n, e) => n + Buffer.from(String(e.delta), 'base64').length, 0);
-  const done = ws.ofType('response.done');
-  return {
-    audioSeconds: bytes / 2 / 24_000,
-    frames: ws.ofType('response.output_image.delta').length,
-    inputTokens: done.reduce((n, e) => n + (e.response.usage?.input_tokens ?? 0), 0),
-    outputTokens: done.reduce((n, e) => n + (e.response.usage?.output_tokens ?? 0), 0),
-    responses: done.length,
-  };
-}
-
 /**
  * The record bills what the client received: audio and frames exactly. Tokens are billed as soon as
  * the model reports them, so they match response.done's when the client saw it (`tokens`), and are
  * the model's report otherwise (a reply cut mid-speech was written whole).
  */
-function assertBilled(record: UsageRecord | null, got: ReturnType<typeof receivedBy>, what: string, tokens = true): void {
+function assertBilled(record: UsageRecord | null, got: Received, what: string, tokens = true): void {
   assert.ok(record, `${what}: a usage record`);
   const billed = { audio: record.audioSecondsOut, frames: record.framesOut, input: record.inputTokens, output: record.outputTokens };
   const detail = `${what}: billed ${JSON.stringify(billed)}, received ${JSON.stringify(got)}`;
@@ -259,23 +247,6 @@ function assertBilled(record: UsageRecord | null, got: ReturnType<typeof receive
 
 async function recordOf(t: TestServer, sessionId: string): Promise<UsageRecord | null> {
   return until(() => t.server.services.store.getUsageForSession(sessionId), (u) => u !== null, `the usage record of ${sessionId}`, 15_000);
-}
-
-async function converse(t: TestServer, images = false): Promise<{ ws: RealtimeTestClient; id: string }> {
-  const ws = await RealtimeTestClient.connect(t.url, { key: t.key, query: 'model=gpt-realtime' });
-  const id = (await ws.waitFor('session.created')).session.id as string;
-  if (images) {
-    ws.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['audio', 'image'] } });
-    await ws.waitFor('session.updated');
-  }
-  return { ws, id };
-}
-
-function ask(ws: RealtimeTestClient, text: string): number {
-  const from = ws.events.length;
-  ws.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
-  ws.send({ type: 'response.create' });
-  return from;
 }
 
 /** Runs `then` synchronously when the next response.done arrives (before the test's own awaits get a turn). */
@@ -309,7 +280,7 @@ for (const backend of (process.env.USAGE_TEST_BACKENDS?.split(',') ?? ['SQLite',
   register('DELETE or close the moment response.done arrives, 16 times: every record holds every response, exactly as received', async ({ t }) => {
     t.llm.options = { ...t.llm.options, reply: SHORT_REPLY };
     for (let i = 0; i < 16; i++) {
-      const { ws, id } = await converse(t, i % 4 === 0);
+      const { ws, id } = await converse(t.url, t.key, i % 4 === 0);
       await ws.waitFor('response.done', { from: ask(ws, 'Hello.') });
       const byDelete = i % 2 === 0;
       let deleted: Promise<unknown> | null = null;
@@ -331,7 +302,7 @@ for (const backend of (process.env.USAGE_TEST_BACKENDS?.split(',') ?? ['SQLite',
   register('mid-reply ends bill what was sent up to the end: close, DELETE, response.cancel, truncate', async ({ t }) => {
     t.llm.options = { ...t.llm.options, reply: LONG_REPLY };
     const midReply = async (images: boolean) => {
-      const s = await converse(t, images);
+      const s = await converse(t.url, t.key, images);
       const from = ask(s.ws, 'Tell me a long story.');
       // About half a second of audio out.
       await s.ws.waitFor((e) => e.type === 'response.output_audio.delta' && s.ws.ofType('response.output_audio.delta').length >= 12, { from, timeoutMs: 20_000 });
@@ -378,9 +349,9 @@ Ends('the session deadline (max_duration) mid-reply bills what was sent', async 
   const t = await startRealtimeTestServer({ env: { MAX_SESSION_SECONDS: '5' } });
   try {
     // A first session loads what sessions share (the VAD, the avatar's assets) within its own deadline.
-    await (await converse(t)).ws.close();
+    await (await converse(t.url, t.key)).ws.close();
     t.llm.options = { ...t.llm.options, reply: LONG_REPLY };
-    const { ws, id } = await converse(t, true);
+    const { ws, id } = await converse(t.url, t.key, true);
     ask(ws, 'Tell me a long story.');
     await ws.waitClose(20_000);
     const got = receivedBy(ws);
@@ -400,7 +371,7 @@ Ends('a server shutdown (the SIGTERM path) mid-reply bills what was sent', async
   const t = await startRealtimeTestServer({ dataDir, env: { DATABASE_URL: databaseUrl } });
   try {
     t.llm.options = { ...t.llm.options, reply: LONG_REPLY };
-    const { ws, id } = await converse(t, true);
+    const { ws, id } = await converse(t.url, t.key, true);
     const from = ask(ws, 'Tell me a long story.');
     await ws.waitFor((e) => e.type === 'response.output_audio.delta' && ws.ofType('response.output_audio.delta').length >= 12, { from, timeoutMs: 20_000 });
     await t.server.close();
