@@ -21,6 +21,10 @@
  * sessions still live in the store once every socket is closed (both must be 0); errors that
  * escaped every handler. One run whatever --runs says (a run is already hundreds of sessions).
  * A server crash ends the benchmark with its output.
+ *
+ * SOAK_MODE=call runs the call mode instead (benchmarks/lib/call-soak.ts): one WebRTC call held
+ * for SOAK_CALL_MINUTES (default 60) with periodic replies, the server's RSS, open file
+ * descriptors and the receiver's A/V offset sampled over time, and their slopes reported.
  */
 import fs from 'node:fs';
 import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
@@ -28,6 +32,11 @@ import { RealtimeTestClient } from '../test/helpers/realtime-client.js';
 import { tempDir } from '../test/helpers/server.js';
 import { olsSlope, secondHalf, theilSenSlope, type Point } from '../test/helpers/slope.js';
 import { percentile, summarise, type Benchmark, type Metric } from './lib/harness.js';
+import { CALL_SOAK_DESCRIPTION, runCallSoak } from './lib/call-soak.js';
+
+/** Which soak: 'sessions' (many short WebSocket sessions, below) or 'call' (one long WebRTC call). */
+const MODE = process.env.SOAK_MODE ?? 'sessions';
+if (MODE !== 'sessions' && MODE !== 'call') throw new Error(`SOAK_MODE must be 'sessions' or 'call', got '${MODE}'`);
 
 /** Sessions in the run: enough that the second half is hundreds of sessions past warm-up. */
 const SESSIONS = positiveInt('SOAK_SESSIONS', 500);
@@ -82,8 +91,9 @@ interface Outcome {
 
 const bench: Benchmark = {
   name: 'soak',
-  description: `${SESSIONS} realtime sessions over WebSocket, ${CONCURRENCY} at a time, a third dropped mid-response: RSS per session, event-loop delay, leaked slots`,
+  description: MODE === 'call' ? CALL_SOAK_DESCRIPTION : `${SESSIONS} realtime sessions over WebSocket, ${CONCURRENCY} at a time, a third dropped mid-response: RSS per session, event-loop delay, leaked slots`,
   async run(ctx) {
+    if (MODE === 'call') return runCallSoak(ctx);
     const dataDir = tempDir('avatar-soak-');
     const server = await spawnServer({
       DATA_DIR: dataDir,

@@ -51,6 +51,12 @@ export declare class MediaSession {
   /** Makes the next H.264 and VP8 frames keyframes (a viewer joined, or a PLI/FIR came in). */
   requestKeyframe(): void
   /**
+   * Sets the H.264/VP8 encoders' target bitrate, 50..50000 kbit/s, from their next frame on
+   * (a call's sender following the bandwidth its receiver reports). Returns whether a video
+   * encoder took it (false: the session has no video output).
+   */
+  setVideoBitrate(kbps: number): boolean
+  /**
    * Manual pacing only: renders `frames` frames now and returns; their encoded outputs
    * arrive as events (all of them before `closed`).
    */

@@ -42,6 +42,8 @@ export interface AvatarMediaEvents {
 export interface CallAvatar extends AvatarOutput {
   onMedia<K extends keyof AvatarMediaEvents>(event: K, listener: (...args: AvatarMediaEvents[K]) => void): void;
   requestKeyframe(): void;
+  /** The video encoder's target bitrate, kbit/s: the call's transport follows its link with it. */
+  setVideoBitrate(kbps: number): void;
 }
 
 export const DEFAULT_AVATAR_FPS = 25;
@@ -116,6 +118,10 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
 
   requestKeyframe(): void {
     if (!this.media.closed) this.media.requestKeyframe();
+  }
+
+  setVideoBitrate(kbps: number): void {
+    if (!this.media.closed) this.media.setVideoBitrate(kbps);
   }
 
   async setFace(faceId: string): Promise<void> {

@@ -161,6 +161,14 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
     callNative(() => this.#native.requestKeyframe());
   }
 
+  /**
+   * The H.264/VP8 encoders' target bitrate, kbit/s (50..50000), from their next frame on: a
+   * call's sender following its link. False when no video encoder took it.
+   */
+  setVideoBitrate(kbps: number): boolean {
+    return callNative(() => this.#native.setVideoBitrate(kbps));
+  }
+
   /** Manual pacing: renders `frames` frames now; their encoded outputs arrive as events. */
   advance(frames: number): void {
     callNative(() => this.#native.advance(frames));

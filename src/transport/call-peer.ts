@@ -10,13 +10,18 @@
  *   the PeerConnection: nothing half-built is left.
  * - Media goes out only once its track is open; earlier buffers are dropped and counted, and so
  *   are buffers whose track closes under them (a send never throws for a closed track).
- *   H.264 access units (Annex-B) go through libdatachannel's H264RtpPacketizer, Opus packets
- *   through its RtpPacketizer, each followed by an RTCP sender reporter and (video) a NACK
- *   responder; VP8 arrives already packetized (GStreamer's rtpvp8pay) and is forwarded with the
- *   negotiated payload type and SSRC. RTP timestamps are the session pts on the codec's clock, so
- *   audio and video share one timeline at the receiver.
+ *   H.264 access units (Annex-B) are packetized here (rtp.ts, FU-A), Opus packets by
+ *   libdatachannel's RtpPacketizer, each track followed by an RTCP sender reporter; VP8 arrives
+ *   already packetized (GStreamer's rtpvp8pay) and is forwarded with the negotiated payload type
+ *   and SSRC. RTP timestamps are the session pts on the codec's clock, so audio and video share
+ *   one timeline at the receiver.
  * - A keyframe is asked for ('keyframe_request') when the video track opens and on every PLI or
- *   FIR the client sends.
+ *   FIR the client sends. Lost video packets the client NACKs are resent from a bounded buffer
+ *   (resend.ts: young packets only, once per round, within a budget), not by libdatachannel's
+ *   responder, whose unbounded resends fed retransmission storms on congested links.
+ * - The client's receiver reports (loss, round trip) and NACKs feed a rate control
+ *   (send-rate.ts) whose target the encoder follows ('video_bitrate'): on a narrow or lossy link
+ *   the video shrinks instead of a queue growing or frames waiting for resends.
  * - 'closed' is emitted once, with a reason, however the call ends (client, ICE failure, close()).
  *   close() is idempotent and frees the native objects (open ones keep the process alive);
  *   `releaseClosedPeers()`, once none is open, frees what node-datachannel may still hold.
@@ -26,7 +31,9 @@ import { randomInt } from 'node:crypto';
 import ndc from 'node-datachannel';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { isRtcp, parseRtp, requestsKeyframe, rewriteRtp, type RtpPacket } from './rtp.js';
+import { ResendBuffer } from './resend.js';
+import { isRtcp, packetizeH264, parseRtp, readRtcp, rewriteRtp, type RtpPacket } from './rtp.js';
+import { SendRateControl } from './send-rate.js';
 import { negotiate, parseOffer, type Negotiated, type VideoCodec } from './sdp.js';
 
 /** Waiting for ICE candidates to gather, when they do not all come at once. */
@@ -39,8 +46,19 @@ const OPUS_CLOCK_HZ = 48_000;
  * (its page was killed, its network dropped) and the call ends.
  */
 const DISCONNECTED_GRACE_MS = 5000;
-/** Packets kept for retransmission on NACK (about 2 s of video at our bitrates). */
-const NACK_BUFFER_PACKETS = 512;
+/** The video encoder's bitrate at the start of a call and its ceiling (media-core's default), and its floor, kbit/s. */
+const VIDEO_MAX_KBPS = 1000;
+const VIDEO_MIN_KBPS = 100;
+/** The send rate the rate control compares with is measured over about this long, ms. */
+const SENT_RATE_WINDOW_MS = 1000;
+/**
+ * Bytes on the wire per RTP packet beyond its payload (RTP header and SRTP tag), for counting
+ * what is sent (pc.bytesSent() counts none of the media); and the largest H.264 payload per packet
+ * (with its 12-byte header, the 1200 bytes GStreamer's VP8 payloader makes: room for SRTP and
+ * TURN inside IPv6's 1280-byte minimum MTU).
+ */
+const RTP_OVERHEAD_BYTES = 24;
+const VIDEO_PACKET_PAYLOAD = 1188;
 const CNAME = 'avatar';
 
 export type CloseReason = 'peer_closed' | 'ice_failed' | 'disconnected' | 'server_closed';
@@ -50,6 +68,8 @@ export interface CallPeerEvents {
   connected: [];
   closed: [CloseReason];
   keyframe_request: [];
+  /** The video encoder should aim at this bitrate (kbit/s): the link carries that much. */
+  video_bitrate: [number];
   /** The client's microphone: one RTP packet of its audio track (RTCP is not passed on). */
   audio_rtp: [RtpPacket];
   channel_open: [string];
@@ -83,6 +103,20 @@ export interface CallPeerStats {
   bytesSent: number;
   bytesReceived: number;
   rttMs: number | null;
+  /** What the viewer reported about the video: NACKs and the packets they asked for again, and what was resent. */
+  nacksReceived: number;
+  nackedPackets: number;
+  /** Receiver report blocks about the video, and the last one's loss fraction (0..1). */
+  videoReports: number;
+  videoLoss: number;
+  /** The viewer's last REMB, kbit/s (null: none sent); reported, not followed (see send-rate.ts). */
+  rembKbps: number | null;
+  /** The video encoder's target now, kbit/s, and how many times the rate control lowered it. */
+  videoBitrateKbps: number;
+  rateDecreases: number;
+  resent: number;
+  resendsSkipped: number;
+  resendsOverBudget: number;
 }
 
 export class CallPeer extends EventEmitter<CallPeerEvents> {
@@ -101,6 +135,15 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   private channel: ndc.DataChannel | null = null;
   private closedWith: CloseReason | null = null;
   private disconnectTimer: NodeJS.Timeout | null = null;
+  private readonly rate = new SendRateControl({ maxVideoKbps: VIDEO_MAX_KBPS, minVideoKbps: VIDEO_MIN_KBPS });
+  private readonly feedback = { nacksReceived: 0, nackedPackets: 0, videoReports: 0, rembKbps: null as number | null };
+  /** Media bytes handed to the tracks (with their RTP overhead), its samples for the send rate, and the last relative round trip (for unwrapping). */
+  private mediaBytesSent = 0;
+  /** The video packets kept for NACKs, and the next H.264 sequence number (random start, RFC 3550 5.1). */
+  private readonly resends = new ResendBuffer();
+  private videoSequence = randomInt(0, 2 ** 16);
+  private sentSamples: Array<{ at: number; bytes: number }> = [];
+  private lastRelativeRtt: number | null = null;
   private readonly counters = { videoFramesSent: 0, audioPacketsSent: 0, droppedBeforeOpen: 0, droppedAfterClose: 0, keyframeRequests: 0, micPackets: 0, channelMessagesSent: 0, channelMessagesDropped: 0 };
 
   private constructor(offer: string, options: CallPeerOptions) {
@@ -158,10 +201,27 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       this.counters.droppedBeforeOpen++;
       return;
     }
-    this.videoConfig.timestamp = this.rtpTimestamp(ptsNs, VIDEO_CLOCK_HZ, this.videoTsOffset);
-    if (video.codec === 'vp8') rewriteRtp(data, video.pt, this.videoSsrc);
-    if (!sentUnlessClosed(track, () => track.sendMessageBinary(data))) this.counters.droppedAfterClose++;
-    else if (video.codec !== 'vp8') this.counters.videoFramesSent++;
+    const timestamp = this.rtpTimestamp(ptsNs, VIDEO_CLOCK_HZ, this.videoTsOffset);
+    this.videoConfig.timestamp = timestamp;
+    let packets: Buffer[];
+    if (video.codec === 'vp8') {
+      rewriteRtp(data, video.pt, this.videoSsrc);
+      packets = [data];
+    } else {
+      const out = packetizeH264(data, { payloadType: video.pt, ssrc: this.videoSsrc, sequence: this.videoSequence, timestamp, maxPayload: VIDEO_PACKET_PAYLOAD });
+      this.videoSequence = out.sequence;
+      packets = out.packets;
+    }
+    const now = performance.now();
+    for (const packet of packets) {
+      if (!sentUnlessClosed(track, () => track.sendMessageBinary(packet))) {
+        this.counters.droppedAfterClose++;
+        return;
+      }
+      this.resends.keep(packet.readUInt16BE(2), packet, now);
+      this.mediaBytesSent += packet.length + RTP_OVERHEAD_BYTES - 12;
+    }
+    if (video.codec !== 'vp8') this.counters.videoFramesSent++;
   }
 
   /** One Opus packet (20 ms). */
@@ -173,8 +233,10 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       return;
     }
     this.audioConfig.timestamp = this.rtpTimestamp(ptsNs, OPUS_CLOCK_HZ, this.audioTsOffset);
-    if (sentUnlessClosed(track, () => track.sendMessageBinary(packet))) this.counters.audioPacketsSent++;
-    else this.counters.droppedAfterClose++;
+    if (sentUnlessClosed(track, () => track.sendMessageBinary(packet))) {
+      this.counters.audioPacketsSent++;
+      this.mediaBytesSent += packet.length + RTP_OVERHEAD_BYTES;
+    } else this.counters.droppedAfterClose++;
   }
 
   /** Sends JSON text on the data channel; false (and counted) when it is not open or the text is too large. */
@@ -199,6 +261,13 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       bytesSent: this.closedWith ? 0 : this.pc.bytesSent(),
       bytesReceived: this.closedWith ? 0 : this.pc.bytesReceived(),
       rttMs: rtt >= 0 ? rtt : null,
+      ...this.feedback,
+      videoLoss: this.rate.lastLoss,
+      videoBitrateKbps: this.rate.videoKbps,
+      rateDecreases: this.rate.decreases,
+      resent: this.resends.stats.resent,
+      resendsSkipped: this.resends.stats.skipped,
+      resendsOverBudget: this.resends.stats.overBudget,
     };
   }
 
@@ -231,22 +300,12 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       description.addSSRC(this.videoSsrc, CNAME, `${CNAME}-stream`, `${CNAME}-video`);
       const track = this.pc.addTrack(description);
       const config = new ndc.RtpPacketizationConfig(this.videoSsrc, CNAME, video.pt, VIDEO_CLOCK_HZ);
-      const reporter = new ndc.RtcpSrReporter(config);
-      const nack = new ndc.RtcpNackResponder(NACK_BUFFER_PACKETS);
-      if (video.codec === 'h264') {
-        const packetizer = new ndc.H264RtpPacketizer('StartSequence', config);
-        packetizer.addToChain(reporter);
-        packetizer.addToChain(nack);
-        track.setMediaHandler(packetizer);
-      } else {
-        reporter.addToChain(nack);
-        track.setMediaHandler(reporter);
-      }
+      // RTP packets are made here (H.264) or by GStreamer (VP8), and NACKs answered here
+      // (resend.ts): the reporter only sends the sender reports.
+      track.setMediaHandler(new ndc.RtcpSrReporter(config));
       releaseOnClose(track);
       track.onOpen(() => this.requestKeyframe());
-      track.onMessage((message) => {
-        if (requestsKeyframe(message)) this.requestKeyframe();
-      });
+      track.onMessage((message) => this.onVideoFeedback(message));
       this.videoTrack = track;
       this.videoConfig = config;
     }
@@ -311,6 +370,59 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     if (!packet || packet.payloadType !== this.negotiated.audio?.pt) return;
     this.counters.micPackets++;
     this.emit('audio_rtp', packet);
+  }
+
+  /**
+   * RTCP from the viewer about the video: PLI/FIR ask for a keyframe, NACKs are counted (the NACK
+   * responder in the chain resends), report blocks drive the rate control, REMB is noted.
+   */
+  private onVideoFeedback(message: Buffer): void {
+    const feedback = readRtcp(message);
+    if (!feedback) return;
+    if (feedback.keyframe) this.requestKeyframe();
+    this.feedback.nacksReceived += feedback.nacks;
+    this.feedback.nackedPackets += feedback.nackedPackets;
+    const asked = feedback.nacked.filter((n) => n.ssrc === this.videoSsrc).map((n) => n.sequence);
+    if (asked.length > 0 && this.videoTrack) {
+      const track = this.videoTrack;
+      for (const packet of this.resends.resend(asked, performance.now(), this.rate.videoKbps + 50)) {
+        if (!sentUnlessClosed(track, () => track.sendMessageBinary(packet))) break;
+      }
+    }
+    if (feedback.rembBps !== null) this.feedback.rembKbps = Math.round(feedback.rembBps / 1000);
+    const report = feedback.reports.find((r) => r.ssrc === this.videoSsrc);
+    if (!report) return;
+    this.feedback.videoReports++;
+    const now = performance.now();
+    const kbps = this.rate.update(
+      { highestSequence: report.highestSequence, cumulativeLost: report.cumulativeLost, packetsSent: this.resends.stats.kept, packetsNacked: this.resends.stats.askedOnce, relativeRttMs: report.lastSr !== 0 ? this.relativeRtt(now, report.lastSr + report.delaySinceLastSr) : null },
+      now,
+      this.sentKbps(now),
+    );
+    if (kbps !== null) {
+      this.log.debug('video bitrate changed', { kbps, loss: this.rate.lastLoss, queueDelayMs: Math.round(this.rate.queueDelayMs) });
+      this.emit('video_bitrate', kbps);
+    }
+  }
+
+  /**
+   * Arrival time minus LSR + DLSR (NTP middle 32 bits, 1/65536 s), ms: the round trip plus a
+   * constant, unwrapped across the 18-hour wrap of those 32 bits.
+   */
+  private relativeRtt(nowMs: number, sentAt: number): number {
+    const wrapMs = 2 ** 32 / 65.536;
+    let value = nowMs - (sentAt >>> 0) / 65.536;
+    if (this.lastRelativeRtt !== null) value += Math.round((this.lastRelativeRtt - value) / wrapMs) * wrapMs;
+    this.lastRelativeRtt = value;
+    return value;
+  }
+
+  /** The media the call has been sending, kbit/s, over about SENT_RATE_WINDOW_MS (0 until known). */
+  private sentKbps(now: number): number {
+    this.sentSamples.push({ at: now, bytes: this.mediaBytesSent });
+    while (this.sentSamples.length > 2 && this.sentSamples[1]!.at <= now - SENT_RATE_WINDOW_MS) this.sentSamples.shift();
+    const first = this.sentSamples[0]!;
+    return now - first.at < 200 ? 0 : ((this.mediaBytesSent - first.bytes) * 8) / (now - first.at);
   }
 
   private requestKeyframe(): void {

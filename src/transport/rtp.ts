@@ -1,8 +1,9 @@
 /**
  * The few RTP/RTCP facts the call transport reads and writes itself (node-datachannel's handlers
  * packetize, report and answer NACKs): the RTP header of the client's microphone packets, PLI and
- * FIR in RTCP (keyframe requests), RTP-vs-RTCP demultiplexing (RFC 5761), and the payload type and
- * SSRC of packets forwarded as they were made (VP8 from GStreamer's payloader).
+ * FIR in RTCP (keyframe requests), the receiver's feedback that the sender's rate control reads
+ * (report blocks, REMB, NACK and transport-cc counts), RTP-vs-RTCP demultiplexing (RFC 5761), and
+ * the payload type and SSRC of packets forwarded as they were made (VP8 from GStreamer's payloader).
  *
  * Every reader takes untrusted bytes: it returns null / false on anything malformed, never throws,
  * and never reads past the buffer.
@@ -71,4 +72,162 @@ export function requestsKeyframe(packet: Uint8Array): boolean {
 export function rewriteRtp(packet: Buffer, payloadType: number, ssrc: number): void {
   packet[1] = (packet[1]! & 0x80) | (payloadType & 0x7f);
   packet.writeUInt32BE(ssrc >>> 0, 8);
+}
+
+/** One report block of a receiver (or sender) report: how one of our streams reaches the peer (RFC 3550 6.4). */
+export interface ReportBlock {
+  /** The stream it is about (ours). */
+  ssrc: number;
+  /** Share of packets lost since the previous report, 0..1. */
+  fractionLost: number;
+  /** Packets lost since the stream began (may go negative with duplicates). */
+  cumulativeLost: number;
+  /** Extended highest sequence number received. */
+  highestSequence: number;
+  /** Interarrival jitter, in RTP clock units. */
+  jitter: number;
+  /** Middle 32 bits of the NTP time of the last sender report the peer received (0: none yet). */
+  lastSr: number;
+  /** Time since that sender report, 1/65536 s. */
+  delaySinceLastSr: number;
+}
+
+/** What a (compound) RTCP packet from the receiver of our media says. */
+export interface RtcpFeedback {
+  reports: ReportBlock[];
+  /** The peer's receive-side bandwidth estimate (REMB, bit/s), when it sent one. */
+  rembBps: number | null;
+  /** Generic NACKs (RTPFB FMT 1), the packets they ask for again, and those packets' media SSRC and sequence numbers. */
+  nacks: number;
+  nackedPackets: number;
+  nacked: Array<{ ssrc: number; sequence: number }>;
+  /** PLI or FIR. */
+  keyframe: boolean;
+  /** Transport-wide congestion control feedback (RTPFB FMT 15). */
+  transportCc: number;
+}
+
+/**
+ * Reads the feedback in a compound RTCP packet: report blocks of SR (200) and RR (201), REMB
+ * (PSFB 206 FMT 15 'REMB'), NACK (RTPFB 205 FMT 1), PLI/FIR, transport-cc. Packets it does not
+ * know are skipped by their length; a malformed one ends the reading (what came before stands).
+ * Null when nothing in it is RTCP.
+ */
+export function readRtcp(packet: Uint8Array): RtcpFeedback | null {
+  const out: RtcpFeedback = { reports: [], rembBps: null, nacks: 0, nackedPackets: 0, nacked: [], keyframe: false, transportCc: 0 };
+  const view = new DataView(packet.buffer, packet.byteOffset, packet.byteLength);
+  let offset = 0;
+  let any = false;
+  while (offset + 4 <= packet.length) {
+    const first = packet[offset]!;
+    if (first >> 6 !== 2) break;
+    const type = packet[offset + 1]!;
+    const length = 4 * (view.getUint16(offset + 2) + 1);
+    const end = offset + length;
+    if (end > packet.length || type < 192 || type > 223) break;
+    any = true;
+    const count = first & 0x1f;
+    if (type === 200 || type === 201) {
+      let block = offset + (type === 200 ? 28 : 8);
+      for (let i = 0; i < count && block + 24 <= end; i++, block += 24) {
+        const lost = (view.getUint32(block + 4) & 0xffffff) << 8 >> 8;
+        out.reports.push({
+          ssrc: view.getUint32(block),
+          fractionLost: packet[block + 4]! / 256,
+          cumulativeLost: lost,
+          highestSequence: view.getUint32(block + 8),
+          jitter: view.getUint32(block + 12),
+          lastSr: view.getUint32(block + 16),
+          delaySinceLastSr: view.getUint32(block + 20),
+        });
+      }
+    } else if (type === 205 && count === 1 && end - offset >= 12) {
+      out.nacks++;
+      const ssrc = view.getUint32(offset + 8);
+      for (let fci = offset + 12; fci + 4 <= end; fci += 4) {
+        const pid = view.getUint16(fci);
+        const blp = view.getUint16(fci + 2);
+        out.nacked.push({ ssrc, sequence: pid });
+        for (let bit = 0; bit < 16; bit++) if (blp & (1 << bit)) out.nacked.push({ ssrc, sequence: (pid + bit + 1) & 0xffff });
+      }
+      out.nackedPackets = out.nacked.length;
+    } else if (type === 205 && count === 15) {
+      out.transportCc++;
+    } else if (type === 206 && (count === 1 || count === 4)) {
+      out.keyframe = true;
+    } else if (type === 206 && count === 15 && end - offset >= 20 && view.getUint32(offset + 12) === 0x52454d42 /* 'REMB' */) {
+      const word = view.getUint32(offset + 16);
+      const exponent = (word >>> 18) & 0x3f;
+      const mantissa = word & 0x3ffff;
+      out.rembBps = mantissa * 2 ** exponent;
+    }
+    offset = end;
+  }
+  return any ? out : null;
+}
+
+/** What packetizeH264 needs: the stream's payload type and SSRC, the next sequence number, the RTP timestamp. */
+export interface H264Packetization {
+  payloadType: number;
+  ssrc: number;
+  sequence: number;
+  timestamp: number;
+  /** Largest payload per packet (the NAL unit or fragment with its headers). */
+  maxPayload: number;
+}
+
+/**
+ * One H.264 access unit (Annex-B: NAL units behind 00 00 01 or 00 00 00 01 start codes) as RTP
+ * packets (RFC 6184, packetization-mode 1): a NAL unit that fits goes alone, a larger one in FU-A
+ * fragments; the marker bit is set on the access unit's last packet. Returns the packets and the
+ * next sequence number. An access unit with no NAL unit gives no packet.
+ */
+export function packetizeH264(au: Buffer, p: H264Packetization): { packets: Buffer[]; sequence: number } {
+  const nals: Buffer[] = [];
+  let start = -1;
+  let i = 0;
+  while (i + 2 < au.length) {
+    if (au[i] === 0 && au[i + 1] === 0 && au[i + 2] === 1) {
+      if (start >= 0) nals.push(trimTrailingZeros(au.subarray(start, i)));
+      i += 3;
+      start = i;
+    } else i++;
+  }
+  if (start >= 0 && start < au.length) nals.push(au.subarray(start));
+  const payloads: Buffer[] = [];
+  for (const nal of nals) {
+    if (nal.length === 0) continue;
+    if (nal.length <= p.maxPayload) {
+      payloads.push(nal);
+      continue;
+    }
+    const indicator = (nal[0]! & 0xe0) | 28;
+    const type = nal[0]! & 0x1f;
+    const chunk = p.maxPayload - 2;
+    for (let at = 1; at < nal.length; at += chunk) {
+      const part = nal.subarray(at, Math.min(nal.length, at + chunk));
+      const header = (at === 1 ? 0x80 : 0) | (at + chunk >= nal.length ? 0x40 : 0) | type;
+      payloads.push(Buffer.concat([Buffer.from([indicator, header]), part]));
+    }
+  }
+  let sequence = p.sequence;
+  const packets = payloads.map((payload, k) => {
+    const packet = Buffer.allocUnsafe(12 + payload.length);
+    packet[0] = 0x80;
+    packet[1] = (k === payloads.length - 1 ? 0x80 : 0) | (p.payloadType & 0x7f);
+    packet.writeUInt16BE(sequence, 2);
+    packet.writeUInt32BE(p.timestamp >>> 0, 4);
+    packet.writeUInt32BE(p.ssrc >>> 0, 8);
+    payload.copy(packet, 12);
+    sequence = (sequence + 1) & 0xffff;
+    return packet;
+  });
+  return { packets, sequence };
+}
+
+/** A 4-byte start code's leading zero belongs to no NAL unit (and trailing_zero_8bits neither). */
+function trimTrailingZeros(nal: Buffer): Buffer {
+  let end = nal.length;
+  while (end > 0 && nal[end - 1] === 0) end--;
+  return nal.subarray(0, end);
 }

@@ -365,6 +365,43 @@ impl EncoderPipeline {
         self.appsrc.send_event(event)
     }
 
+    /// Changes the video encoder's target bitrate while it runs (the call's receiver reported a
+    /// narrower link): the first element of the pipeline that is a video encoder gets `bitrate`
+    /// in kbit/s (x264enc, nvh264enc) or, lacking that, `target-bitrate` in bit/s (vp8enc). Both
+    /// are mutable in PLAYING; the encoders apply them from their next frame. False when the
+    /// pipeline has no such element or property (the pipeline file names another encoder).
+    pub(crate) fn set_bitrate_kbps(&self, kbps: u32) -> bool {
+        let mut elements = self.pipeline.iterate_elements();
+        while let Ok(Some(element)) = elements.next() {
+            let is_encoder = element
+                .factory()
+                .map(|f| f.klass().contains("Encoder/Video"))
+                .unwrap_or(false);
+            if !is_encoder {
+                continue;
+            }
+            if let Some(pspec) = element.find_property("bitrate") {
+                if pspec.value_type() == u32::static_type() {
+                    element.set_property("bitrate", kbps);
+                    return true;
+                }
+            }
+            if let Some(pspec) = element.find_property("target-bitrate") {
+                let bps = kbps.saturating_mul(1000);
+                if pspec.value_type() == i32::static_type() {
+                    element.set_property("target-bitrate", i32::try_from(bps).unwrap_or(i32::MAX));
+                    return true;
+                }
+                if pspec.value_type() == u32::static_type() {
+                    element.set_property("target-bitrate", bps);
+                    return true;
+                }
+            }
+            return false;
+        }
+        false
+    }
+
     /// Sends end of stream and waits up to `timeout` until every output has been delivered
     /// (EOS reached the sink), then sets the pipeline to NULL. A pipeline that already failed
     /// is not waited for.

@@ -356,6 +356,27 @@ impl MediaSession {
             .store(true, Ordering::Release);
     }
 
+    /// Changes the H.264/VP8 encoders' target bitrate (kbit/s, 50..=50000) from their next
+    /// frame on: a call's sender follows the bandwidth its receiver reports. Returns whether a
+    /// video encoder took it (false: no video output, or an encoder without a bitrate property).
+    pub fn set_video_bitrate(&self, kbps: u32) -> Result<bool, MediaError> {
+        self.check_open()?;
+        if !(50..=50_000).contains(&kbps) {
+            return Err(MediaError::InvalidArgument(format!(
+                "video bitrate {kbps} kbit/s outside 50..=50000"
+            )));
+        }
+        let mut applied = false;
+        for p in self
+            .pipelines
+            .iter()
+            .filter(|p| matches!(p.kind, OutputKind::H264 | OutputKind::Vp8))
+        {
+            applied |= p.set_bitrate_kbps(kbps);
+        }
+        Ok(applied)
+    }
+
     /// Manual pacing only: renders and pushes `frames` frames now, then returns. Encoded
     /// outputs arrive asynchronously (all of them by the time `close` returns).
     pub fn advance(&self, frames: u32) -> Result<(), MediaError> {

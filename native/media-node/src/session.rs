@@ -303,6 +303,17 @@ impl MediaSession {
         })
     }
 
+    /// Sets the H.264/VP8 encoders' target bitrate, 50..50000 kbit/s, from their next frame on
+    /// (a call's sender following the bandwidth its receiver reports). Returns whether a video
+    /// encoder took it (false: the session has no video output).
+    #[napi]
+    pub fn set_video_bitrate(&self, kbps: f64) -> Result<bool, ErrorCode> {
+        guard("setVideoBitrate()", || {
+            let kbps = to_u32("kbps", kbps)?;
+            self.open()?.set_video_bitrate(kbps).map_err(media_error)
+        })
+    }
+
     /// Manual pacing only: renders `frames` frames now and returns; their encoded outputs
     /// arrive as events (all of them before `closed`).
     #[napi]
