@@ -1,6 +1,7 @@
 /**
  * The soak benchmark's call mode (SOAK_MODE=call): one WebRTC call held for a long time (default
- * an hour) against the real server process, as `npm start` runs it with the offline responder:
+ * an hour) against the real server process as `npm start` runs it, with its embedded models
+ * (SOAK_CALL_LLM=offline: the offline responder instead, to see the server alone):
  * headless Chromium (test/helpers/browser.ts) decodes the avatar's H.264 and Opus, and asks for a
  * spoken reply every SOAK_CALL_REPLY_EVERY_S. Every SOAK_CALL_SAMPLE_S: the server's RSS
  * (/proc/<pid>/status), its open file descriptors (/proc/<pid>/fd), and the A/V offset at the
@@ -17,7 +18,7 @@
  * slots left (the call's own must all be back).
  *
  * Environment: SOAK_CALL_MINUTES (default 60), SOAK_CALL_SAMPLE_S (default 15),
- * SOAK_CALL_REPLY_EVERY_S (default 30).
+ * SOAK_CALL_REPLY_EVERY_S (default 30), SOAK_CALL_LLM (default: the embedded model; `offline`).
  */
 import fs from 'node:fs';
 import type { Page } from 'playwright-core';
@@ -32,6 +33,7 @@ import { median, summarise, type BenchContext, type BenchOutput, type Metric } f
 const MINUTES = positiveNumber('SOAK_CALL_MINUTES', 60);
 const SAMPLE_S = positiveNumber('SOAK_CALL_SAMPLE_S', 15);
 const REPLY_EVERY_S = positiveNumber('SOAK_CALL_REPLY_EVERY_S', 30);
+const OFFLINE = process.env.SOAK_CALL_LLM === 'offline';
 /** The A/V window of each sample. */
 const AV_WINDOW_MS = 3000;
 const WARM_UP_TIMEOUT_MS = 180_000;
@@ -50,7 +52,7 @@ export const CALL_SOAK_DESCRIPTION = `one WebRTC call held ${MINUTES} min with a
 export async function runCallSoak(ctx: BenchContext): Promise<BenchOutput> {
   if (!chromiumAvailable()) throw new Error('/usr/bin/chromium is missing (bash src/cli/setup.sh installs it)');
   const dataDir = tempDir('avatar-soak-call-');
-  const server = await spawnServer({ DATA_DIR: dataDir, LLM_PROVIDER: 'offline', PRELOAD_MODELS: 'true', RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'info' });
+  const server = await spawnServer({ DATA_DIR: dataDir, ...(OFFLINE ? { LLM_PROVIDER: 'offline' } : {}), PRELOAD_MODELS: 'true', RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'info' });
   const pid = server.child.pid as number;
   let crashed: string | null = null;
   void server.exited.then((code) => (crashed = `the server exited (code ${code}) during the call soak`));
@@ -187,7 +189,7 @@ function report(
       reply_every_s: REPLY_EVERY_S,
       av_window_ms: AV_WINDOW_MS,
       video: '512x512 H.264 @ 25 fps',
-      llm: 'offline responder',
+      llm: OFFLINE ? 'offline responder' : 'embedded (npm start)',
       runs: 1,
       series: samples.map((s) => ({ t_s: Math.round(s.atS), rss_mib: Number(s.rssMiB.toFixed(1)), fds: s.fds, av_ms: s.avOffsetMs === null ? null : Math.round(s.avOffsetMs), fps: Number(s.fps.toFixed(1)), freezes: s.freezes })),
     },
