@@ -446,8 +446,13 @@ async function runLeakChild(env: Record<string, string>): Promise<LeakResult> {
     cwd: ROOT,
     // glibc gives new threads their own malloc arenas (up to 8 per core) and keeps what they
     // freed: with the default, RSS climbs ~50 MiB over the first 20-30 sessions and then stays
-    // flat, which looks like a leak and is not. Two arenas make the plateau come at once.
-    env: { ...process.env, MEDIA_SESSION_LEAK_CHILD: '1', MALLOC_ARENA_MAX: '2', ...env },
+    // flat, which looks like a leak and is not. Two arenas make the plateau come at once. And a
+    // fixed mmap threshold: glibc raises it (up to 32 MiB) each time a large mmapped block is
+    // freed, which GStreamer's frame buffers do, after which a leaked 1 MiB block came from memory
+    // the allocator had kept and RSS hardly moved (a CI run read 0.37 MiB per session for an
+    // injected 1 MiB). Fixed at 128 KiB, every large block is mapped and unmapped as it is
+    // allocated and freed, so RSS follows what is live.
+    env: { ...process.env, MEDIA_SESSION_LEAK_CHILD: '1', MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
