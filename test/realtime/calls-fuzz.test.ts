@@ -522,7 +522,7 @@ Fuzz('thousands of hostile offers: each a well-formed 4xx (413 when too large) o
   const rng = new Rng(seed);
   const base = new URL(ctx.proc.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const healthWatch = watchHealth(ctx.proc.url, HEALTH_DEADLINE_MS, HEALTH_INTERVAL_MS);
+  const healthWatch = watchHealth(ctx.proc.url, HEALTH_DEADLINE_MS, HEALTH_INTERVAL_MS, ctx.proc.child.pid);
   const failures: string[] = [];
   const statuses = new Map<string, number>();
   const kinds = new Map<string, number>();
@@ -761,7 +761,7 @@ Fuzz('the realtime event corpus on a real call\'s data channel: errors name thei
   const seed = fuzzSeed() + 1;
   console.log(`  data-channel fuzz seed ${seed} (replay: FUZZ_SEED=${seed - 1})`);
   const rng = new Rng(seed);
-  const healthWatch = watchHealth(ctx.proc.url, HEALTH_DEADLINE_MS, HEALTH_INTERVAL_MS);
+  const healthWatch = watchHealth(ctx.proc.url, HEALTH_DEADLINE_MS, HEALTH_INTERVAL_MS, ctx.proc.child.pid);
   const call = await TestCall.open(ctx);
   const known: RealtimeKnown = { itemIds: [], assistantItemIds: [], responseIds: [] };
   const failures: string[] = [];
