@@ -108,7 +108,9 @@ export async function runCallSoak(ctx: BenchContext): Promise<BenchOutput> {
       await sleep(Math.max(50, Math.min(nextReplyAt, nextSampleAt) - performance.now()));
     }
     const completed = await page.evaluate(`window.call.events.filter((e) => e.type === 'response.done').length`) as number;
-    const errors = await page.evaluate(`window.call.events.filter((e) => e.type === 'error').length`) as number;
+    const errorEvents = (await page.evaluate(`window.call.events.filter((e) => e.type === 'error').map((e) => e.error && e.error.code + ': ' + e.error.message)`)) as string[];
+    const errors = errorEvents.length;
+    for (const e of errorEvents.slice(0, 5)) console.log(`  error event: ${e}`);
     const final = await viewerStats(page);
     await callIn(page, 'hangup');
     await page.close();
