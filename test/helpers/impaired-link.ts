@@ -28,6 +28,7 @@
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
+import { Rng } from './fuzz.js';
 
 /** What one direction of the link does to the packets crossing it. All optional; {} is a clean wire. */
 export interface Impairment {
@@ -82,18 +83,6 @@ export interface DirectionStats {
   queueLeft: number;
 }
 
-/** A seeded pseudo-random generator (mulberry32): [0, 1). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** RTP (not RTCP) by RFC 5761/7983 demultiplexing: first byte 128..191, payload type outside 64..95. */
 function isRtp(packet: Buffer): boolean {
   if (packet.length < 12 || packet[0]! < 128 || packet[0]! > 191) return false;
@@ -116,7 +105,8 @@ class Shaper {
   private closed = false;
 
   constructor(seed: number) {
-    this.rand = random(seed);
+    const rng = new Rng(seed);
+    this.rand = () => rng.next();
   }
 
   set(impairment: Impairment): void {
