@@ -137,3 +137,8 @@ export function dependencyUnavailable(dependency: Dependency, cause?: unknown): 
     headers: { 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) },
   });
 }
+
+/** Whether `err` is dependencyUnavailable(dependency): the request met that outage, not a bug. */
+export function isDependencyOutage(err: unknown, dependency: Dependency): boolean {
+  return err instanceof AppError && err.code === `${dependency}_unavailable`;
+}

@@ -58,7 +58,7 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { DependencyHealth } from '../core/dependency-health.js';
-import { AppError, dependencyUnavailable } from '../core/errors.js';
+import { AppError, dependencyUnavailable, isDependencyOutage } from '../core/errors.js';
 
 export interface WorkerRegistration {
   id: string;
@@ -221,7 +221,7 @@ export function readyWithin(redis: Redis, ms: number): Promise<void> {
  * not ready to serve), as opposed to an answer it gave (a script error, a wrong argument).
  */
 export function isRedisOutage(err: unknown): boolean {
-  if (err instanceof AppError) return err.code === 'redis_unavailable';
+  if (err instanceof AppError) return isDependencyOutage(err, 'redis');
   if (!(err instanceof Error)) return false;
   if (err.name === 'ReplyError') return /^(LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN)\b/.test(err.message);
   if (err.name === 'MaxRetriesPerRequestError' || typeof (err as NodeJS.ErrnoException).code === 'string') return true;

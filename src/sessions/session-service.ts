@@ -30,7 +30,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../core/clock.js';
-import { AppError, notFound } from '../core/errors.js';
+import { AppError, isDependencyOutage, notFound } from '../core/errors.js';
 import { newEventId, newSessionId, newUsageId } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { AssetResolver } from '../assets/asset-service.js';
@@ -240,7 +240,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
       await this.end(id, owed.status, owed.reason, undefined, owed.endedAtUs);
       return true;
     } catch (err) {
-      if (err instanceof AppError && err.code === 'postgres_unavailable') return false;
+      if (isDependencyOutage(err, 'postgres')) return false;
       this.log.error('ending session failed', { sessionId: id, err });
       return true;
     }
@@ -352,7 +352,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
     try {
       live = (await this.store.listSessionsByStatus(['pending', 'active'])).map((s) => s.id);
     } catch (err) {
-      if (!(err instanceof AppError && err.code === 'postgres_unavailable')) throw err;
+      if (!isDependencyOutage(err, 'postgres')) throw err;
       live = [...new Set([...running, ...this.owed.keys()])];
     }
     let left = 0;
@@ -405,7 +405,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
       await (await this.pool.leaseOf(session.id))?.release();
     } catch (err) {
       // Fleet mode, Redis unreachable: the janitor frees the slots of ended sessions later.
-      if (err instanceof AppError && err.code === 'redis_unavailable') this.log.debug('slot left for the janitor: Redis is unavailable', { sessionId: session.id });
+      if (isDependencyOutage(err, 'redis')) this.log.debug('slot left for the janitor: Redis is unavailable', { sessionId: session.id });
       else this.log.error('freeing the worker slot failed', { sessionId: session.id, err });
     }
     if (!ended) return now;
@@ -469,7 +469,7 @@ export class SessionService extends EventEmitter<SessionEvents> {
       await this.store.heartbeatSessions(ids, this.clock.nowUs());
     } catch (err) {
       // A store outage is logged by the store itself, once each way.
-      if (!(err instanceof AppError && err.code === 'postgres_unavailable')) this.log.error('session heartbeat failed', { err });
+      if (!isDependencyOutage(err, 'postgres')) this.log.error('session heartbeat failed', { err });
     }
   }
 }

@@ -39,7 +39,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { apiKeyIdOf, bearerToken, type KeyService, type Principal } from '../auth/keys.js';
 import type { AuthThrottle } from '../auth/throttle.js';
-import { AppError } from '../core/errors.js';
+import { AppError, isDependencyOutage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
@@ -253,7 +253,7 @@ export class RealtimeGateway {
       remote = this.deps.routing ? await this.deps.routing.remoteWorkerOf(session.id) : null;
     } catch (err) {
       // Redis down is answered as itself (503 redis_unavailable, logged once by the node's DependencyHealth).
-      const outage = err instanceof AppError && err.code === 'redis_unavailable';
+      const outage = isDependencyOutage(err, 'redis');
       if (!outage) this.log.error('finding the session\'s worker failed', { err, sessionId: session.id });
       send(errorEvent(outage ? err : new AppError('worker_unavailable', "The session's worker could not be found. Retry.", { status: 503 }), null));
       closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'worker unavailable');
