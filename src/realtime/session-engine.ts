@@ -685,6 +685,9 @@ export class RealtimeSessionEngine {
       );
     }
     const r = parseResponseRequest(body, this.settings);
+    // A voice for this response only is checked as session.update checks one: refused now, naming
+    // the event, not a response that fails later with no event to name.
+    if (r.voice !== null && r.voice !== this.settings.session.audio.output.voice) await this.deps.assets.require('voice', r.voice, this.options.userId, r.voiceParam!);
     const s = this.settings.session;
     const input = r.input === null ? null : await this.inputItems(r.input);
     // Wait for transcriptions in progress so the model hears what was said.

@@ -54,6 +54,9 @@ test('bad events get an error naming them and the connection stays usable', asyn
   await expectError(c, JSON.stringify({ event_id: 'e8', type: 'session.update', session: { turn_detection: { type: 'server_vad', threshold: 'high' } } }), 'e8', 'invalid_value', 'session.audio.input.turn_detection.threshold');
   await expectError(c, JSON.stringify({ event_id: 'e9', type: 'conversation.item.truncate', item_id: 'x' }), 'e9', 'missing_required_parameter', 'content_index');
   await expectError(c, JSON.stringify({ event_id: 'e10', type: 'response.create', response: { conversation: 'other' } }), 'e10', 'invalid_value', 'response.conversation');
+  // A voice for one response is checked when it is asked for, naming the event (not a response failing later).
+  await expectError(c, JSON.stringify({ event_id: 'e10v', type: 'response.create', response: { audio: { output: { voice: 'V0PQ1Q5s==' } } } }), 'e10v', 'unknown_voice', 'response.audio.output.voice');
+  await expectError(c, JSON.stringify({ event_id: 'e10w', type: 'response.create', response: { voice: 'ghost' } }), 'e10w', 'unknown_voice', 'response.voice');
   const big = JSON.stringify({ event_id: 'e11', type: 'input_audio_buffer.append', audio: 'A'.repeat(17 * 1024 * 1024) });
   await expectError(c, big, 'e11', 'message_too_large');
   // The session itself is fine: a turn still works.
