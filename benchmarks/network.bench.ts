@@ -17,10 +17,10 @@
  * NETWORK_BENCH_SETTLE_S.
  */
 import type { Page } from 'playwright-core';
-import { callIn, chromiumAvailable, launchBrowser, type CallStartResult, type TestBrowser } from '../test/helpers/browser.js';
+import { callIn, chromiumAvailable, launchBrowser, type TestBrowser } from '../test/helpers/browser.js';
 import { ImpairedLink, routeCallThrough, viewerStats, type Impairment, type ViewerStats } from '../test/helpers/impaired-link.js';
 import type { ServerProcess } from '../test/helpers/process.js';
-import { sleep, until, withServer } from './lib/call-measures.js';
+import { sleep, startAvatarCall, until, withServer } from './lib/call-measures.js';
 import { summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const SECONDS = Number(process.env.NETWORK_BENCH_SECONDS ?? 20);
@@ -122,17 +122,7 @@ async function oneCall(browser: TestBrowser, server: ServerProcess, profile: Pro
   let talking: NodeJS.Timeout | null = null;
   try {
     await routeCallThrough(page, link);
-    const started = await callIn<CallStartResult>(page, 'start', {
-      baseUrl: server.url,
-      key: server.bootstrapKey,
-      form: 'multipart',
-      audio: true,
-      video: true,
-      videoCodec: 'H264',
-      channel: 'oai-events',
-      session: { type: 'realtime', output_size: profile.size, audio: { input: { turn_detection: null } } },
-    });
-    if (started.status !== 201) throw new Error(`call refused: ${started.status} ${started.answer.slice(0, 200)}`);
+    await startAvatarCall(page, server, { type: 'realtime', output_size: profile.size, audio: { input: { turn_detection: null } } });
     await until(() => viewerStats(page), (s) => (s.video?.framesDecoded ?? 0) > 10, 'the first frames', 30_000);
     talking = keepTalking(page);
     await sleep(2000);

@@ -32,11 +32,10 @@ async function withServer(env: Record<string, string>, body: (server: ServerProc
 
 
 /**
- * A call from the harness page (H.264, Opus from a silent Web Audio microphone, the `oai-events`
- * channel) with `session`: waits for session.created, samples the mouth box of each presented
- * frame from then on, and resolves once the first frame is shown (its samples say when).
+ * Calls `server` from the page as a WebRTC client does (multipart offer: Opus both ways, H.264
+ * video, the `oai-events` channel) with `session`; throws unless the call is created (201).
  */
-export async function startSampledCall(page: Page, server: ServerProcess, session: Record<string, unknown>, mouthBox: readonly number[]): Promise<{ started: CallStartResult; first: PageSamples }> {
+export async function startAvatarCall(page: Page, server: ServerProcess, session: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<CallStartResult> {
   const started = await callIn<CallStartResult>(page, 'start', {
     baseUrl: server.url,
     key: server.bootstrapKey,
@@ -45,10 +44,20 @@ export async function startSampledCall(page: Page, server: ServerProcess, sessio
     video: true,
     videoCodec: 'H264',
     channel: 'oai-events',
-    microphone: 'synth',
     session,
+    ...extra,
   });
   if (started.status !== 201) throw new Error(`call refused: ${started.status} ${started.answer.slice(0, 200)}`);
+  return started;
+}
+
+/**
+ * A call from the harness page (H.264, Opus from a silent Web Audio microphone, the `oai-events`
+ * channel) with `session`: waits for session.created, samples the mouth box of each presented
+ * frame from then on, and resolves once the first frame is shown (its samples say when).
+ */
+export async function startSampledCall(page: Page, server: ServerProcess, session: Record<string, unknown>, mouthBox: readonly number[]): Promise<{ started: CallStartResult; first: PageSamples }> {
+  const started = await startAvatarCall(page, server, session, { microphone: 'synth' });
   await waitForEvent(page, 'session.created', 0);
   await callIn(page, 'startSampling', mouthBox);
   const first = await until(() => callIn<PageSamples>(page, 'takeSamples'), (s) => s.firstFrameAt > 0, 'the first frame');

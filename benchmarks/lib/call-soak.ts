@@ -22,12 +22,12 @@
  */
 import fs from 'node:fs';
 import type { Page } from 'playwright-core';
-import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, launchBrowser, type CallStartResult, type PageSamples } from '../../test/helpers/browser.js';
+import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, launchBrowser, type PageSamples } from '../../test/helpers/browser.js';
 import { viewerStats, type ViewerStats } from '../../test/helpers/impaired-link.js';
 import { spawnServer, type ServerProcess } from '../../test/helpers/process.js';
 import { tempDir } from '../../test/helpers/server.js';
 import { olsSlope, secondHalf, theilSenSlope, type Point } from '../../test/helpers/slope.js';
-import { sleep, until } from './call-measures.js';
+import { sleep, startAvatarCall, until } from './call-measures.js';
 import { median, summarise, type BenchContext, type BenchOutput, type Metric } from './harness.js';
 
 const MINUTES = positiveNumber('SOAK_CALL_MINUTES', 60);
@@ -61,17 +61,7 @@ export async function runCallSoak(ctx: BenchContext): Promise<BenchOutput> {
     await waitForLog(server, 'models warmed up', WARM_UP_TIMEOUT_MS);
     const fdsIdle = countFds(pid);
     const page = await browser.newPage();
-    const started = await callIn<CallStartResult>(page, 'start', {
-      baseUrl: server.url,
-      key: server.bootstrapKey,
-      form: 'multipart',
-      audio: true,
-      video: true,
-      videoCodec: 'H264',
-      channel: 'oai-events',
-      session: { type: 'realtime', audio: { input: { turn_detection: null } } },
-    });
-    if (started.status !== 201) throw new Error(`call refused: ${started.status} ${started.answer.slice(0, 200)}`);
+    await startAvatarCall(page, server, { type: 'realtime', audio: { input: { turn_detection: null } } });
     await until(() => viewerStats(page), (s) => (s.video?.framesDecoded ?? 0) > 10, 'the first frames', 30_000);
     const t0 = performance.now();
     const endAt = t0 + MINUTES * 60_000;
