@@ -65,7 +65,7 @@ export interface Config {
   /** Serve the playground page at /. */
   playground: boolean;
   /** WebRTC calls: where the media ports are. */
-  rtc: { bindAddress: string | undefined; portRange: { min: number; max: number } | undefined };
+  rtc: { bindAddress: string | undefined; portRange: { min: number; max: number } | undefined; nativeLog: RtcNativeLogLevel };
   /** Fleet mode (REDIS_URL set): many nodes on one PostgreSQL store and one Redis; null = the embedded default. */
   fleet: FleetConfig | null;
   llm: LlmConfig;
@@ -115,6 +115,10 @@ const userId: Parser<string> = (t, name) => {
 };
 
 /** The server's own variables, in README order (the providers' follow in CONFIG_VARS). */
+/** RTC_NATIVE_LOG: how much of the WebRTC stack's own log reaches the server's (transport/call-peer.ts logNativeRtc). */
+export const RTC_NATIVE_LOG_LEVELS = ['off', 'error', 'warning', 'info', 'debug', 'verbose'] as const;
+export type RtcNativeLogLevel = (typeof RTC_NATIVE_LOG_LEVELS)[number];
+
 const VARS = {
   host: envVar('HOST', '127.0.0.1', 'Interface to listen on (0.0.0.0 for all).', text),
   port: envVar('PORT', '8000', 'TCP port, 0 for any free port.', integer(0, 65535)),
@@ -143,6 +147,7 @@ const VARS = {
   preloadModels: envVar('PRELOAD_MODELS', 'true', 'Load the language model, voices and recogniser when the server starts (true) rather than on first use (false): the first conversation then does not wait seconds for them.', boolean),
   rtcBindAddress: envVar('RTC_BIND_ADDRESS', '', 'Local address WebRTC calls gather ICE candidates on (the address clients send media to). Empty: HOST, or every interface when HOST is 0.0.0.0.', text),
   rtcPortMin: envVar('RTC_PORT_MIN', '0', 'Lowest UDP port for WebRTC media, 0 for any; set with RTC_PORT_MAX to open a firewall range, 0..65535.', integer(0, 65535)),
+  rtcNativeLog: envVar('RTC_NATIVE_LOG', 'off', "WebRTC stack's own log (libdatachannel, libjuice, DTLS, SCTP) in the server's log as module webrtc-native: off, error, warning, info, debug or verbose. A diagnostic: from warning up it logs every rejected datagram.", oneOf<RtcNativeLogLevel>(...RTC_NATIVE_LOG_LEVELS)),
   rtcPortMax: envVar('RTC_PORT_MAX', '0', 'Highest UDP port for WebRTC media, 0 for any, 0..65535.', integer(0, 65535)),
   redisUrl: envVar('REDIS_URL', '', 'Fleet mode: the Redis every node shares (`redis://host:port`) for the worker registry, placement and cross-node events. Empty: the embedded default (one process, local slots). Needs a `postgres://` DATABASE_URL and FLEET_TOKEN.', optionalRedisUrl),
   nodeRole: envVar('NODE_ROLE', 'all', 'Fleet mode: what this node does. `api`: REST, WebSocket and call signaling, placement (no models or media); `worker`: the media plane, models and engines of the sessions placed on it; `all`: both.', oneOf<NodeRole>('all', 'api', 'worker')),
@@ -194,7 +199,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     modelsDir: modelsDirFrom(env, cwd),
     preloadModels: v.preloadModels,
     playground: v.playground,
-    rtc: rtcConfig(v.rtcBindAddress, v.host, v.rtcPortMin, v.rtcPortMax),
+    rtc: rtcConfig(v.rtcBindAddress, v.host, v.rtcPortMin, v.rtcPortMax, v.rtcNativeLog),
     fleet: fleetConfig(v.redisUrl, v.nodeRole, v.nodeId, v.fleetToken, v.workerUrl, v.fleetWorkerTtlMs, v.databaseUrl, v.host),
     llm: loadLlmConfig(env, cwd),
     tts: loadTtsConfig(env),
@@ -202,11 +207,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   };
 }
 
-function rtcConfig(bind: string, host: string, min: number, max: number): Config['rtc'] {
+function rtcConfig(bind: string, host: string, min: number, max: number, nativeLog: RtcNativeLogLevel): Config['rtc'] {
   if ((min === 0) !== (max === 0)) throw new ConfigError(min === 0 ? 'RTC_PORT_MIN' : 'RTC_PORT_MAX', 'set both RTC_PORT_MIN and RTC_PORT_MAX, or neither');
   if (min > max) throw new ConfigError('RTC_PORT_MIN', `must not be above RTC_PORT_MAX (${min} > ${max})`);
   const address = bind !== '' ? bind : host === '0.0.0.0' || host === '::' ? undefined : host;
-  return { bindAddress: address, portRange: min === 0 ? undefined : { min, max } };
+  return { bindAddress: address, portRange: min === 0 ? undefined : { min, max }, nativeLog };
 }
 
 function fleetConfig(redisUrl: string | null, role: NodeRole, nodeId: string | null, token: string, workerUrl: string | null, workerTtlMs: number, databaseUrl: string, host: string): FleetConfig | null {

@@ -22,6 +22,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../config.js';
 import { type Clock, SyncedClock, systemClock } from '../core/clock.js';
 import { Logger } from '../core/log.js';
+import { logNativeRtc } from '../transport/call-peer.js';
 import { DependencyHealth } from '../core/dependency-health.js';
 import { KeyService } from '../auth/keys.js';
 import { AuthThrottle } from '../auth/throttle.js';
@@ -130,6 +131,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
         callSession: (callId) => workers.callRoute(callId),
       }
     : null;
+  logNativeRtc(config.rtc.nativeLog, log);
   const calls = new CallGateway({ connection, registry, rtc: config.rtc, routing, log });
 
   let accepting = false;

@@ -453,6 +453,23 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   }
 }
 
+const NATIVE_LEVELS = { error: 'Error', warning: 'Warning', info: 'Info', debug: 'Debug', verbose: 'Verbose' } as const;
+
+/**
+ * Sends the WebRTC stack's own log (libdatachannel and what it bundles: libjuice for ICE, OpenSSL
+ * for DTLS, usrsctp) to `log` as module webrtc-native, from `level` up; 'off' sends nothing. The
+ * stack keeps one logger per process: the last call wins.
+ */
+export function logNativeRtc(level: keyof typeof NATIVE_LEVELS | 'off', log: Logger): void {
+  if (level === 'off') return;
+  const native = log.child({ module: 'webrtc-native' });
+  ndc.initLogger(NATIVE_LEVELS[level], (severity, message) => {
+    if (severity === 'Fatal' || severity === 'Error') native.error(message, { severity });
+    else if (severity === 'Warning') native.warn(message, { severity });
+    else native.info(message, { severity });
+  });
+}
+
 /**
  * Runs `send` on an open track or channel; false when it closed meanwhile. libdatachannel closes
  * them on its own threads (the client left) and then throws on send, which must not reach the

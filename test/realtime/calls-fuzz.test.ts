@@ -28,6 +28,7 @@
  *
  * FUZZ_SEED replays a run; FUZZ_CALLS_CASES, FUZZ_CALLS_TIME_BUDGET_MS and FUZZ_CALLS_DC_TIME_BUDGET_MS change its size.
  */
+import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -44,6 +45,7 @@ import {
   buildRealtimeCase,
   checkCaseErrors,
   decodeStun,
+  encodeStun,
   deepJsonText,
   fuzzSeed,
   hostileDatagram,
@@ -497,6 +499,8 @@ Fuzz.before(async (ctx) => {
   ctx.proc = await spawnServer({
     DATA_DIR: ctx.dataDir,
     LOG_LEVEL: 'warn',
+    // The WebRTC stack's errors, so a call it ends says why (the known limit below).
+    RTC_NATIVE_LOG: 'error',
     RATE_LIMIT_PER_MINUTE: '0',
     AUTH_FAILURES_PER_MINUTE: '0',
     WORKER_CAPACITY: String(CAPACITY),
@@ -757,15 +761,7 @@ class TestCall {
   }
 }
 
-/**
- * NOT IN npm test (issue 25, left open): the two attacks on a live call below passed five of six
- * runs alone, but both failed in a clean-clone CI run (the data-channel corpus: a valid
- * response.create unanswered for 20 s at case 3437; garbage UDP: the client's connection ended
- * "closed" during the attack). Whether the server ends the call or this test's node-datachannel
- * client gives up under load is not known yet. Exported so a scratch file can register them on
- * the suite (`Fuzz('…', liveCallCorpus)`) until that is found and fixed.
- */
-export async function liveCallCorpus(ctx: Ctx): Promise<void> {
+Fuzz('the realtime event corpus on a live call\'s data channel: every bad event answered with an error naming it, the call and its media unaffected', async (ctx) => {
   const seed = fuzzSeed() + 1;
   console.log(`  data-channel fuzz seed ${seed} (replay: FUZZ_SEED=${seed - 1})`);
   const rng = new Rng(seed);
@@ -819,10 +815,9 @@ export async function liveCallCorpus(ctx: Ctx): Promise<void> {
   assert.equal(health.failed.slice(0, 10), [], '/healthz was not responsive');
   await until(() => metricsOf(ctx), (m) => m.slotsUsed === 0, 'the call\'s slot freed', 15_000);
   await assertNothingEscaped(ctx);
-}
+});
 
-/** See liveCallCorpus: not in npm test yet. */
-export async function liveCallGarbageUdp(ctx: Ctx): Promise<void> {
+Fuzz('garbage UDP at a live call\'s port, from a stranger and from the client\'s own address (STUN, DTLS, RTP/RTCP malformed, replayed, bit-flipped, cut short): media and channel unaffected', async (ctx) => {
   const seed = fuzzSeed() + 2;
   const rng = new Rng(seed);
   const relay = new UdpRelay();
@@ -845,6 +840,10 @@ export async function liveCallGarbageUdp(ctx: Ctx): Promise<void> {
     for (let round = 0; round < 80; round++) {
       for (let i = 0; i < 50; i++) {
         const { packet, kind } = hostileDatagram(rng, strangerTarget);
+        if (shortProtectedDtls(packet)) {
+          count('withheld: a short protected DTLS record (the known limit below)');
+          continue;
+        }
         stranger.send(packet, server.port, '127.0.0.1');
         count(`stranger: ${kind}`);
       }
@@ -854,6 +853,10 @@ export async function liveCallGarbageUdp(ctx: Ctx): Promise<void> {
         const captured = [...relay.fromClient.values()].flat();
         if (rng.chance(0.5) || captured.length === 0) {
           const { packet, kind } = hostileDatagram(rng, rng.chance(0.5) ? insiderTarget : strangerTarget);
+          if (shortProtectedDtls(packet)) {
+            count('withheld: a short protected DTLS record (the known limit below)');
+            continue;
+          }
           relay.serverSide.send(packet, server.port, '127.0.0.1');
           count(`client address: ${kind}`);
           continue;
@@ -866,6 +869,10 @@ export async function liveCallGarbageUdp(ctx: Ctx): Promise<void> {
         else if (how === 'cut short') packet = copy.subarray(0, rng.int(0, copy.length - 1));
         else if (how === 'extended') packet = Buffer.concat([copy, rng.bytes(rng.int(1, 200))]);
         const kind = [...relay.fromClient].find(([, list]) => list.includes(original))?.[0] ?? 'other';
+        if (shortProtectedDtls(packet)) {
+          count('withheld: a short protected DTLS record (the known limit below)');
+          continue;
+        }
         relay.serverSide.send(packet, server.port, '127.0.0.1');
         count(`client address: ${kind} ${how}`);
       }
@@ -889,7 +896,91 @@ export async function liveCallGarbageUdp(ctx: Ctx): Promise<void> {
   console.log(`  ${total} hostile datagrams in ${seconds.toFixed(1)} s: ${JSON.stringify(Object.fromEntries([...sent].sort((a, b) => b[1] - a[1])))}`);
   ctx.figures.push(`UDP: ${total} hostile datagrams at a live call in ${seconds.toFixed(1)} s (${[...sent].filter(([k]) => k.startsWith('stranger')).reduce((a, [, n]) => a + n, 0)} from a stranger, the rest from the client's address: replays, bit flips, cuts of its real packets, and hostile ones); media and channel unaffected`);
   await assertNothingEscaped(ctx);
+});
+
+/**
+ * Whether a datagram holds a protected DTLS 1.2 record (epoch 1) too short for its AEAD: under 24
+ * bytes, an 8-byte explicit nonce and a 16-byte tag. Such a record ends the call, whoever sends it
+ * (the test below), through two faults in what node-datachannel 0.33.4 bundles:
+ *  - OpenSSL 1.1.1w answers it with a fatal internal_error alert instead of discarding it as
+ *    RFC 6347 4.1.2.7 asks (tls1_enc fails on the AEAD's additional data; openssl/openssl#25389);
+ *  - libjuice accepts a datagram only from a known address, but it learns as a peer-reflexive
+ *    candidate the address of any STUN Binding indication or error response that carries a
+ *    MESSAGE-INTEGRITY attribute, without checking it (agent_verify_stun_binding skips those
+ *    classes), so a stranger needs one such STUN message first.
+ * Every record of the datagram counts (OpenSSL reads them all).
+ */
+function shortProtectedDtls(packet: Buffer): boolean {
+  for (let at = 0; at + 13 <= packet.length; ) {
+    const length = packet.readUInt16BE(at + 11);
+    if (packet[at]! >= 20 && packet[at]! <= 63 && packet.readUInt16BE(at + 3) === 1 && length < 24) return true;
+    at += 13 + length;
+  }
+  return false;
 }
+
+/** A DTLS 1.2 application-data record of epoch 1 with a `length`-byte fragment of zeros (no valid tag can be in it). */
+function forgedDtlsRecord(length: number, sequence: number): Buffer {
+  const record = Buffer.alloc(13 + length);
+  record[0] = 23;
+  record.writeUInt16BE(0xfefd, 1);
+  record.writeUInt16BE(1, 3);
+  record.writeUIntBE(sequence, 5, 6);
+  record.writeUInt16BE(length, 11);
+  return record;
+}
+
+Fuzz('KNOWN LIMIT (libjuice and OpenSSL 1.1.1w in node-datachannel): a stranger who knows the port ends a call with two datagrams; the server ends it cleanly (slot freed, session ended, billed once) and other calls go on', async (ctx) => {
+  const relay = new UdpRelay();
+  await relay.start();
+  const stranger = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => stranger.bind(0, '127.0.0.1', resolve));
+  const bystander = await TestCall.open(ctx);
+  const call = await TestCall.open(ctx, relay);
+  try {
+    call.startMicrophone();
+    await until(async () => [call.rtp.video, bystander.rtp.video], ([a, b]) => a! > 20 && b! > 20, 'video at both clients', 20_000);
+    const server = answerIce(call.answer.replace(/ \d+ typ host/, ` ${relay.serverPort} typ host`));
+    // What is survived: short records from an address ICE does not know are dropped before DTLS;
+    // forged records long enough for the AEAD, even from the client's own address, fail their tag
+    // and are discarded.
+    for (let i = 0; i < 100; i++) stranger.send(forgedDtlsRecord(i % 24, 1_000_000 + i), server.port, '127.0.0.1');
+    for (let i = 0; i < 100; i++) relay.serverSide.send(forgedDtlsRecord(24 + i * 3, 2_000_000 + i), server.port, '127.0.0.1');
+    const before = call.rtp.video;
+    await until(async () => call.rtp.video, (v) => v > before + 25, 'video still flowing after forged records', 15_000);
+    await call.probe('probe_before_the_attack');
+    assert.is(call.pc.state(), 'connected');
+
+    // What is not: a Binding indication with any MESSAGE-INTEGRITY makes the stranger a candidate,
+    // then one short record ends the association. If this fails, the stack bundled now discards
+    // one or the other: turn this test into "the call survives" and drop shortProtectedDtls above.
+    stranger.send(encodeStun({ type: 0x0011, transactionId: randomBytes(12), attributes: [] }, 'not-the-password'), server.port, '127.0.0.1');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    stranger.send(forgedDtlsRecord(8, 3_000_000), server.port, '127.0.0.1');
+    await until(async () => call.pc.state(), (s) => s === 'closed' || s === 'failed', 'the call to end', 10_000);
+    // The server's log says why (RTC_NATIVE_LOG=error).
+    await until(async () => ctx.proc.stdout().split('\n').filter((l) => l.includes('"module":"webrtc-native"') && l.includes('DTLS alert')), (lines) => lines.length > 0, 'the DTLS alert in the server log', 10_000);
+    await until(() => metricsOf(ctx), (m) => m.slotsUsed === 1, 'the ended call\'s slot freed (the bystander\'s held)', 15_000);
+    const session = await until(async () => (await request(ctx.proc.url, 'GET', `/v1/sessions/${call.sessionId}`, { key: ctx.key })).body, (b) => b?.status !== 'active', 'the session to end', 15_000);
+    assert.ok(['ended', 'failed'].includes(session.status), JSON.stringify(session));
+    const records = ((await request(ctx.proc.url, 'GET', '/v1/usage?limit=100', { key: ctx.key })).body.data as Array<{ session_id: string; duration_seconds: number }>).filter((u) => u.session_id === call.sessionId);
+    assert.is(records.length, 1, 'billed once');
+    assert.ok(records[0]!.duration_seconds > 0, JSON.stringify(records[0]));
+    const bystanderVideo = bystander.rtp.video;
+    await until(async () => bystander.rtp.video, (v) => v > bystanderVideo + 25, 'the other call\'s video still flowing', 15_000);
+    await bystander.probe('probe_bystander');
+    const figure = `known limit: a STUN Binding indication and one ${13 + 8}-byte DTLS record from a stranger ended a call: session ${session.status}, billed once (${records[0]!.duration_seconds.toFixed(2)} s), the other call unaffected`;
+    console.log(`  ${figure}`);
+    ctx.figures.push(figure);
+  } finally {
+    call.close();
+    bystander.close();
+    stranger.close();
+    relay.close();
+  }
+  await until(() => metricsOf(ctx), (m) => m.slotsUsed === 0, 'every slot freed', 15_000);
+  await assertNothingEscaped(ctx);
+});
 
 // ── Calls that never connect ─────────────────────────────────────────────────
 
@@ -970,7 +1061,7 @@ Fuzz('storms of calls that never connect (no ICE) and that never finish DTLS (IC
       assert.is(session.body.status, 'cancelled', `${id}: ${session.text}`);
       assert.is(session.body.started_at, null, 'it never started');
     }
-    const usage = await request(ctx.proc.url, 'GET', '/v1/usage?limit=1000', { key: ctx.key });
+    const usage = await request(ctx.proc.url, 'GET', '/v1/usage?limit=100', { key: ctx.key });
     const billed = (usage.body.data as Array<{ session_id: string; duration_seconds: number }>).filter((u) => ids.includes(u.session_id) && u.duration_seconds > 0);
     assert.equal(billed, [], 'nothing billed for calls that never connected');
     const figure = `storm: ${STORM_CALLS} calls without ICE and ${STORM_CALLS} with ICE completed (in ${Math.round(Math.min(...iceTimes))}-${Math.round(Math.max(...iceTimes))} ms) but no DTLS, posted in ${(postedAfterMs / 1000).toFixed(1)} s; every slot free ${(releasedAfterMs / 1000).toFixed(1)} s after the first offer (pending-start timeout ${PENDING_START_TIMEOUT_MS / 1000} s); all cancelled, none billed`;
@@ -981,5 +1072,6 @@ Fuzz('storms of calls that never connect (no ICE) and that never finish DTLS (IC
   }
   await assertNothingEscaped(ctx);
 });
+
 
 Fuzz.run();

@@ -1,11 +1,11 @@
 /**
  * What the two native engines (espeak.ts, flite.ts) share: text cleaning, one native call per
- * sentence (so a long text starts sounding after its first sentence), abort between and during
- * calls, leading silence trimmed to 50 ms, and the addon's error codes as ProviderErrors. A
+ * sentence, or per piece of a long one (text.ts speechPieces: so a long text starts sounding after
+ * its first sentence, and no call runs long), abort between and during calls, leading silence trimmed to 50 ms, and the addon's error codes as ProviderErrors. A
  * native engine returns a sentence's audio and phoneme spans in one piece: one chunk each.
  */
 import { isAbort, samplesToNs, ttsFailed, ttsUnavailable, type ProviderError, type SpeechChunk, type SpeakOptions } from './base.js';
-import { normalizeSpeechText, splitSentences } from './text.js';
+import { normalizeSpeechText, speechPieces, splitSentences } from './text.js';
 
 /** Leading silence kept before a sentence. flite starts every utterance with a 200 ms pause,
  * which would only delay the first sound (the previous sentence's tail already separates them). */
@@ -24,8 +24,8 @@ export function nativeTtsError(engine: string, err: unknown): ProviderError {
 }
 
 /**
- * Speaks `text` sentence by sentence through `synthesize` (one native call each). `prepare` maps
- * the cleaned sentence to what the engine reads (flite: ASCII).
+ * Speaks `text` sentence by sentence (piece by piece) through `synthesize`, one native call each.
+ * `prepare` maps the cleaned piece to what the engine reads (flite: ASCII).
  */
 export async function* speakNative(
   engine: string,
@@ -35,8 +35,8 @@ export async function* speakNative(
   prepare: (sentence: string) => string = (s) => s,
 ): AsyncGenerator<SpeechChunk> {
   const { signal } = options;
-  for (const sentence of splitSentences(normalizeSpeechText(text))) {
-    const input = prepare(sentence);
+  for (const piece of splitSentences(normalizeSpeechText(text)).flatMap(speechPieces)) {
+    const input = prepare(piece);
     if (!/[\p{L}\p{N}]/u.test(input)) continue; // punctuation alone: nothing to say
     if (signal?.aborted) return;
     let chunk: SpeechChunk;

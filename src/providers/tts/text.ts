@@ -61,10 +61,39 @@ export function normalizeSpeechText(text: string): string {
   // Paragraph and line breaks end a clause: a line without closing punctuation gets a comma
   // rather than running into the next one.
   t = t.replace(/([^\s.,;:!?])[ \t]*\n+/g, '$1,\n');
+  // A letter held for emphasis ("sooooo") is said as three; a run of hundreds would be spelled
+  // out for minutes.
+  t = t.replace(/(\p{L})\1{3,}/gu, '$1$1$1');
   t = t.replace(/\s+/g, ' ').trim();
   t = t.replace(/\s+([.,;:!?])/g, '$1').replace(/([,;:])(?:\s*[,;:])+/g, '$1').replace(/^[,;:.\s]+/, '');
   t = t.replace(/,$/, '.');
   return t;
+}
+
+/** Characters a native engine reads in one call at most (speechPieces). */
+export const MAX_SPEECH_PIECE_CHARS = 200;
+/** A word longer than this (a hash, an identifier, a run of digits) is cut into parts of this size. */
+const MAX_SPEECH_WORD_CHARS = 40;
+
+/**
+ * `sentence` cut into pieces of at most MAX_SPEECH_PIECE_CHARS at word boundaries (a clause mark
+ * where there is one), its over-long words cut too. A native engine reads each piece in one
+ * uninterruptible call that holds its lock: bounded pieces keep one call, and so an abort or
+ * another session's turn, within a second or two, whatever the text (a 1,700-letter "word" read
+ * slowly was one 25-minute utterance, half a minute of CPU).
+ */
+export function speechPieces(sentence: string): string[] {
+  const words = sentence.split(' ').flatMap((w) => (w.length <= MAX_SPEECH_WORD_CHARS ? [w] : w.match(new RegExp(`.{1,${MAX_SPEECH_WORD_CHARS}}`, 'gsu'))!));
+  const pieces: string[] = [];
+  let piece = '';
+  for (const word of words) {
+    if (piece !== '' && piece.length + 1 + word.length > MAX_SPEECH_PIECE_CHARS) {
+      pieces.push(piece);
+      piece = word;
+    } else piece = piece === '' ? word : `${piece} ${word}`;
+  }
+  if (piece !== '') pieces.push(piece);
+  return pieces;
 }
 
 /** `text` folded to printable ASCII (accents dropped, other letters removed), for flite. */

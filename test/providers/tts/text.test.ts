@@ -1,7 +1,7 @@
 /** The speech text normaliser (src/providers/tts/text.ts): markdown and emoji are not spoken, words and numbers are. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { normalizeSpeechText, splitClauses, splitSentences, toAsciiSpeech } from '../../../src/providers/tts/text.js';
+import { MAX_SPEECH_PIECE_CHARS, normalizeSpeechText, speechPieces, splitClauses, splitSentences, toAsciiSpeech } from '../../../src/providers/tts/text.js';
 
 test('normalizeSpeechText() removes markdown emphasis, headings and inline code but keeps the words', () => {
   assert.is(normalizeSpeechText('## Hello **world**, this is *really* `npm test`!'), 'Hello world, this is really npm test!');
@@ -52,6 +52,27 @@ test('splitSentences() splits at sentence ends but not at abbreviations or decim
 
 test('splitClauses() splits at commas, semicolons and colons followed by a space', () => {
   assert.equal(splitClauses('Well, 1,000 apples; that is: a lot.'), ['Well,', '1,000 apples;', 'that is:', 'a lot.']);
+});
+
+
+test('a letter held for emphasis is said three times, not spelled out hundreds of times', () => {
+  assert.is(normalizeSpeechText('That is sooooo good.'), 'That is sooo good.');
+  assert.is(normalizeSpeechText(`I heard: ${'x'.repeat(1700)}`), 'I heard: xxx');
+  assert.is(normalizeSpeechText('Call 1000000 now.'), 'Call 1000000 now.', 'digits are not letters');
+});
+
+test('speechPieces: a native call reads at most MAX_SPEECH_PIECE_CHARS, cut at words, over-long words cut, nothing lost', () => {
+  assert.equal(speechPieces('Hello there.'), ['Hello there.']);
+  const long = Array.from({ length: 120 }, (_, i) => `word${i}`).join(' ') + '.';
+  const pieces = speechPieces(long);
+  assert.ok(pieces.length > 1);
+  for (const p of pieces) assert.ok(p.length <= MAX_SPEECH_PIECE_CHARS, `${p.length} chars`);
+  assert.is(pieces.join(' '), long);
+  const hash = 'a1b2c3d4'.repeat(60);
+  const cut = speechPieces(`The key is ${hash}.`);
+  assert.ok(cut.every((p) => p.length <= MAX_SPEECH_PIECE_CHARS));
+  assert.ok(cut.join(' ').split(' ').every((w) => w.length <= 40));
+  assert.is(cut.join('').replace(/ /g, ''), `Thekeyis${hash}.`);
 });
 
 test.run();
