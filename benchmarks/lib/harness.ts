@@ -6,7 +6,7 @@
  *
  * Results format (JSON):
  *   { benchmark, description, date, commit, machine: {cpus, cpu_model, memory_gib, os, node},
- *     params: {...}, metrics: [{ name, unit, samples, p50, p95, p99, mean, min, max, throughput_per_s? }],
+ *     params: {...}, metrics: [{ name, unit, samples, p50, p95, p99, mean, min, max, throughput_per_s?, values? }],
  *     notes: [...] }
  * Latency metrics are in milliseconds; each metric is summarised over all samples of all runs.
  */
@@ -25,7 +25,16 @@ export interface Metric {
   max: number;
   /** Operations per second over the measured interval, where the metric is a throughput. */
   throughput_per_s?: number;
+  /**
+   * The samples themselves (rounded like the summary; at most MAX_KEPT_VALUES, evenly thinned),
+   * so a report can draw their distribution and re-plot without re-measuring. Absent in results
+   * recorded before 2026-11-27.
+   */
+  values?: number[];
 }
+
+/** Samples kept per metric in a results file. */
+export const MAX_KEPT_VALUES = 5000;
 
 export interface BenchContext {
   /** Repeat count asked for on the command line (--runs N), default 3. */
@@ -80,7 +89,14 @@ export function summarise(name: string, unit: string, samples: number[], through
     max: round(Math.max(...samples)),
   };
   if (throughputPerS !== undefined) metric.throughput_per_s = round(throughputPerS, 1);
+  metric.values = thin(samples, MAX_KEPT_VALUES).map((v) => round(v));
   return metric;
+}
+
+/** At most `n` of `values`, evenly spaced, in their order. */
+function thin(values: number[], n: number): number[] {
+  if (values.length <= n) return values;
+  return Array.from({ length: n }, (_, i) => values[Math.floor((i * values.length) / n)]!);
 }
 
 export function machineInfo(): BenchResult['machine'] {
