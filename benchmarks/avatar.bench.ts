@@ -32,7 +32,7 @@ import type { ServerProcess } from '../test/helpers/process.js';
 import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { speak, toPcm16 } from '../test/helpers/speech.js';
 import type { RtcCaller } from './lib/rtc-caller.js';
-import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, idleMouth, mostCallsEach, mouthOnset, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type MouthFrame } from './lib/call-measures.js';
+import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, idleMouth, mostCallsEach, mouthOnset, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const AGENT_RATE = 16_000;
@@ -126,17 +126,19 @@ const bench: Benchmark = {
         summarise('[webrtc] clear sent → mouth still in the presented frames', 'ms', rtc.rest),
       );
     }
+    let capacitySteps: CapacityPoint[] | undefined;
     if (process.env.AVATAR_BENCH_CAPACITY !== '0') {
       const capacity = await measureCapacity(ctx.log);
       metrics.push(...capacity.metrics);
       notes.push(...capacity.notes);
+      capacitySteps = capacity.steps;
     }
     notes.push(
       'Speech: espeak-ng at 16 kHz (resampled by the server), appended in 20 ms pieces all at once; every segment is cleared 1.5 s after its first audio.',
       'Goal (issue 23): first frame within 60 ms of the first audio; more avatar-only sessions than full sessions.',
     );
     return {
-      params: { runs: ctx.runs, segments_per_run: SEGMENTS_PER_RUN, webrtc_calls_per_run: webrtc ? WEBRTC_CALLS_PER_RUN : 0, video: '512x512 @ 25 fps', capacity_window_s: WINDOW_S },
+      params: { runs: ctx.runs, segments_per_run: SEGMENTS_PER_RUN, webrtc_calls_per_run: webrtc ? WEBRTC_CALLS_PER_RUN : 0, video: '512x512 @ 25 fps', capacity_window_s: WINDOW_S, ...(capacitySteps ? { capacity_steps: capacitySteps } : {}) },
       metrics,
       notes,
     };
@@ -423,9 +425,10 @@ const AVATAR_TALKING: CapacityLoad = {
   },
 };
 
-async function measureCapacity(log: (line: string) => void): Promise<{ metrics: Metric[]; notes: string[] }> {
+async function measureCapacity(log: (line: string) => void): Promise<{ metrics: Metric[]; notes: string[]; steps: CapacityPoint[] }> {
   const metrics: Metric[] = [];
   const notes: string[] = [];
+  const steps: CapacityPoint[] = [];
   // As `npm start` runs: the full agents' replies come from the embedded language model and voice.
   await withServer(
     {},
@@ -445,10 +448,11 @@ async function measureCapacity(log: (line: string) => void): Promise<{ metrics: 
       );
       notes.push(`Capacity, avatar-only calls all talking: ${avatar.steps.join('; ')}.`);
       notes.push(`Capacity, full-agent calls all talking (back-to-back replies): ${agent.steps.join('; ')}.`);
+      steps.push(...avatar.points, ...agent.points);
     },
     CAPACITY_SERVER_ENV,
   );
-  return { metrics, notes };
+  return { metrics, notes, steps };
 }
 
 /** Server CPU per WebSocket avatar-only session, `n` at once, all talking, over WINDOW_S. */

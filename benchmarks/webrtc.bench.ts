@@ -35,7 +35,7 @@ import type { Page } from 'playwright-core';
 import type { ServerProcess } from '../test/helpers/process.js';
 import { callIn, chromiumAvailable, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { espeak } from '../test/helpers/speech.js';
-import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, mostCalls, mouthOnset, sleep, startSampledCall, waitForEvent, withServer } from './lib/call-measures.js';
+import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, mostCalls, mouthOnset, sleep, startSampledCall, waitForEvent, withServer, type CapacityPoint } from './lib/call-measures.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 /** Calls per run in the browser; each has TEXT_TURNS text turns and VOICE_TURNS voice turns. */
@@ -100,6 +100,7 @@ const bench: Benchmark = {
       );
       notes.push(`[${profile.name}] ${profile.label}.`);
     }
+    let capacitySteps: CapacityPoint[] | undefined;
     if (process.env.WEBRTC_BENCH_CAPACITY !== '0') {
       const capacity = await measureCapacity(ctx.log);
       metrics.push(
@@ -109,10 +110,11 @@ const bench: Benchmark = {
         summarise('most concurrent calls all talking at once at 25 fps, no late frame', 'calls', [capacity.maxTalking]),
       );
       notes.push(...capacity.notes);
+      capacitySteps = capacity.steps;
     }
     notes.push('Goals (issue 9): answer ≤ 100 ms, first frame ≤ 300 ms, A/V offset within ±40 ms, ≥ 12 calls.');
     return {
-      params: { calls_per_run: CALLS_PER_RUN, text_turns_per_call: TEXT_TURNS, voice_turns_per_call: VOICE_TURNS, runs: ctx.runs, video: '512x512 H.264 @ 25 fps', turn_detection: 'server_vad, silence 500 ms', capacity_window_s: WINDOW_S },
+      params: { calls_per_run: CALLS_PER_RUN, text_turns_per_call: TEXT_TURNS, voice_turns_per_call: VOICE_TURNS, runs: ctx.runs, video: '512x512 H.264 @ 25 fps', turn_detection: 'server_vad, silence 500 ms', capacity_window_s: WINDOW_S, ...(capacitySteps ? { capacity_steps: capacitySteps } : {}) },
       metrics,
       notes,
     };
@@ -247,10 +249,12 @@ interface Capacity {
   maxIdle: number;
   maxTalking: number;
   notes: string[];
+  /** Every step tried, for the report's capacity curves. */
+  steps: CapacityPoint[];
 }
 
 async function measureCapacity(log: (line: string) => void): Promise<Capacity> {
-  const result: Capacity = { idleCpuPerCall: [], talkingCpuPerCall: [], maxIdle: 0, maxTalking: 0, notes: [] };
+  const result: Capacity = { idleCpuPerCall: [], talkingCpuPerCall: [], maxIdle: 0, maxTalking: 0, notes: [], steps: [] };
   await withServer(
     { LLM_PROVIDER: 'offline' },
     async (server) => {
@@ -262,6 +266,7 @@ async function measureCapacity(log: (line: string) => void): Promise<Capacity> {
       result.talkingCpuPerCall = talking.cpuPerCall === null ? [] : [talking.cpuPerCall];
       result.notes.push(`Capacity, idle calls (avatar listening): ${idle.steps.join('; ')}.`);
       result.notes.push(`Capacity, all avatars talking (back-to-back replies of the offline responder, Piper voice): ${talking.steps.join('; ')}.`);
+      result.steps.push(...idle.points.map((p) => ({ ...p, load: 'idle (avatar listening)' })), ...talking.points.map((p) => ({ ...p, load: 'all talking' })));
     },
     CAPACITY_SERVER_ENV,
   );

@@ -35,7 +35,7 @@ async function withServer(env: Record<string, string>, body: (server: ServerProc
  * Calls `server` from the page as a WebRTC client does (multipart offer: Opus both ways, H.264
  * video, the `oai-events` channel) with `session`; throws unless the call is created (201).
  */
-export async function startAvatarCall(page: Page, server: ServerProcess, session: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<CallStartResult> {
+export async function startAvatarCall(page: Page, server: Pick<ServerProcess, 'url' | 'bootstrapKey'>, session: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<CallStartResult> {
   const started = await callIn<CallStartResult>(page, 'start', {
     baseUrl: server.url,
     key: server.bootstrapKey,
@@ -240,6 +240,21 @@ export interface MostCalls {
   cpuPerCall: number | null;
   /** One line per step tried. */
   steps: string[];
+  /** Each step tried, as the report draws it (capacity curves: sessions vs CPU and late frames). */
+  points: CapacityPoint[];
+}
+
+/** One capacity step of one load, recorded in a result's `params.capacity_steps`. */
+export interface CapacityPoint {
+  load: string;
+  sessions: number;
+  /** Server CPU over the window, % of one core. */
+  cpu_percent: number;
+  /** Late frames in the window: the server's render loop and the receivers together. */
+  late_frames: number;
+  server_late_frames: number;
+  receiver_late_frames: number;
+  fps: number;
 }
 
 /**
@@ -251,7 +266,7 @@ export interface MostCalls {
  */
 export async function mostCallsEach(server: ServerProcess, loads: Record<string, CapacityLoad>, ns: number[], windowS: number, log: (line: string) => void): Promise<Record<string, MostCalls>> {
   const out: Record<string, MostCalls & { stopped: boolean }> = {};
-  for (const name of Object.keys(loads)) out[name] = { most: 0, cpuPerCall: null, steps: [], stopped: false };
+  for (const name of Object.keys(loads)) out[name] = { most: 0, cpuPerCall: null, steps: [], points: [], stopped: false };
   for (const n of ns) {
     for (const [name, load] of Object.entries(loads)) {
       const result = out[name]!;
@@ -259,6 +274,7 @@ export async function mostCallsEach(server: ServerProcess, loads: Record<string,
       const step = await capacityStep(server, n, load, windowS);
       result.steps.push(`${n}: ${step.fps.toFixed(1)} fps, ${step.serverLate} late (server), ${step.receiverLate} late (receiver, worst ${step.worstMs.toFixed(0)} ms), ${step.cpuPct.toFixed(0)} % CPU, ${step.speaking} speaking at the end, ${step.replies} began speaking in the window`);
       log(`${name} ${result.steps.at(-1)!}`);
+      result.points.push({ load: name, sessions: n, cpu_percent: Math.round(step.cpuPct * 10) / 10, late_frames: step.serverLate + step.receiverLate, server_late_frames: step.serverLate, receiver_late_frames: step.receiverLate, fps: Math.round(step.fps * 10) / 10 });
       if (step.serverLate > 0 || step.receiverLate > 0 || step.fps < 24.5) result.stopped = true;
       else {
         result.most = n;

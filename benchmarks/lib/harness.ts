@@ -39,6 +39,12 @@ export const MAX_KEPT_VALUES = 5000;
 export interface BenchContext {
   /** Repeat count asked for on the command line (--runs N), default 3. */
   runs: number;
+  /**
+   * An endpoint to measure instead of a server the benchmark starts (--target URL --key KEY): any
+   * server speaking the OpenAI Realtime protocol. Only benchmarks that measure from the client's
+   * side read it (endpoint.bench.ts); the others refuse to run with it.
+   */
+  target?: { url: string; key: string };
   log(line: string): void;
 }
 
@@ -51,6 +57,8 @@ export interface BenchOutput {
 export interface Benchmark {
   name: string;
   description: string;
+  /** Measures from the client's side, so it can measure any endpoint given as ctx.target. */
+  measuresTargets?: boolean;
   run(ctx: BenchContext): Promise<BenchOutput>;
 }
 

@@ -1,0 +1,141 @@
+/**
+ * The endpoint benchmark's target mode (benchmarks/endpoint.bench.ts, measureEndpoint) pointed at
+ * a second instance of this server, started as a separate process (src/main.ts, the offline
+ * responder in place of the language model, models preloaded), as it would be at any other
+ * endpoint: every measure this server supports comes back with samples, its capabilities are
+ * found as they are (image frames out, input images, semantic_vad, transcription events), nothing
+ * it does is reported unsupported, the key never reaches the results; a wrong key, and a URL where
+ * nothing listens, fail fast with a plain error instead of hanging. Behaviour only: no timing is
+ * asserted beyond "fails fast" (seconds against a hang).
+ *
+ * Needs the Whisper model (transcription events, the voice turns' breakdown) and, for the WebRTC
+ * measures, Chromium: tests that need what is missing are registered as skipped, saying why.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnServer, type ServerProcess } from '../helpers/process.js';
+import { REPO_ROOT, tempDir } from '../helpers/server.js';
+import { chromiumAvailable, DEFAULT_FACE_MOUTH_BOX } from '../helpers/browser.js';
+import { needs } from '../helpers/skip.js';
+import { whisperModelPath } from '../../src/providers/asr/index.js';
+import { waitWarm } from '../../benchmarks/lib/realtime-session.js';
+import { METRIC, measureEndpoint, type MeasureEndpointOptions } from '../../benchmarks/endpoint.bench.js';
+import type { BenchOutput } from '../../benchmarks/lib/harness.js';
+
+const NAME = 'endpoint benchmark against a second server';
+const Target = suite<{ server: ServerProcess | null; speechDir: string }>(NAME, { server: null, speechDir: '' });
+
+const WHISPER = whisperModelPath(path.join(REPO_ROOT, 'models'));
+const voiceTest = needs(Target, NAME, WHISPER ? null : 'the Whisper model is not fetched (npm run setup:models): no transcription events to measure');
+const webrtcTest = needs(Target, NAME, chromiumAvailable() ? null : 'Chromium is missing (/usr/bin/chromium; bash src/cli/setup.sh installs it)');
+
+Target.before(async (ctx) => {
+  ctx.speechDir = tempDir('endpoint-speech-');
+  ctx.server = await spawnServer({ DATA_DIR: tempDir('endpoint-target-'), LLM_PROVIDER: 'offline', PRELOAD_MODELS: 'true' });
+  await waitWarm(ctx.server);
+});
+
+Target.after(async (ctx) => {
+  if (ctx.server) {
+    ctx.server.child.kill('SIGTERM');
+    await ctx.server.exited;
+  }
+  if (ctx.speechDir) fs.rmSync(ctx.speechDir, { recursive: true, force: true });
+});
+
+/** Small counts: the behaviour, not the figures. */
+function run(ctx: { server: ServerProcess | null; speechDir: string }, counts: Partial<MeasureEndpointOptions>): Promise<BenchOutput> {
+  return measureEndpoint({
+    url: ctx.server!.url,
+    key: ctx.server!.bootstrapKey!,
+    label: 'second instance',
+    connects: 2,
+    textTurns: 0,
+    frames: 0,
+    voiceTurns: 0,
+    bargeIns: 0,
+    webrtcCalls: 0,
+    speechDir: ctx.speechDir,
+    log: () => undefined,
+    ...counts,
+  });
+}
+
+const valuesOf = (out: BenchOutput, name: string) => out.metrics.find((m) => m.name === name)?.values ?? [];
+const unsupportedOf = (out: BenchOutput) => (out.params.unsupported as Array<{ measure: string; reason: string }>).map((u) => `${u.measure}: ${u.reason}`);
+
+Target('a wrong key is refused with a plain error, fast', async (ctx) => {
+  const started = performance.now();
+  const err = await run({ ...ctx, server: { ...ctx.server!, bootstrapKey: `avs_${'x'.repeat(40)}` } }, {}).then(
+    () => null,
+    (e: Error) => e,
+  );
+  assert.ok(err, 'measureEndpoint resolved with a wrong key');
+  // This server takes the upgrade and answers with an error event (as OpenAI does); others refuse the upgrade with 401.
+  assert.match(err!.message, /^the target refused the key: (invalid_api_key|HTTP 401)/, err!.message);
+  assert.not.match(err!.message, /avs_x{40}/, 'the error shows the key');
+  assert.ok(performance.now() - started < 10_000, `took ${Math.round(performance.now() - started)} ms`);
+});
+
+Target('a URL where nothing listens fails with a plain error, fast', async (ctx) => {
+  const started = performance.now();
+  const err = await run({ ...ctx, server: { ...ctx.server!, url: 'http://127.0.0.1:1' } }, {}).then(
+    () => null,
+    (e: Error) => e,
+  );
+  assert.match(err?.message ?? '', /nothing listens at ws:\/\/127\.0\.0\.1:1\/v1\/realtime/);
+  assert.ok(performance.now() - started < 10_000);
+});
+
+voiceTest('every WebSocket measure comes back, and the capabilities are this server\'s', async (ctx) => {
+  const out = await run(ctx, { textTurns: 2, frames: 1, voiceTurns: 1, bargeIns: 1 });
+  const expected: Array<[string, number]> = [
+    [METRIC.connect, 2],
+    [METRIC.textText, 2],
+    [METRIC.textAudio, 2],
+    [METRIC.textDone, 2],
+    [METRIC.frame, 1],
+    [METRIC.voiceAudio, 1],
+    [METRIC.decision, 1],
+    [METRIC.transcription, 1],
+    [METRIC.reply, 1],
+    [METRIC.bargeIn, 1],
+  ];
+  for (const [name, n] of expected) {
+    const values = valuesOf(out, name);
+    assert.ok(values.length >= n, `${name}: ${values.length} samples, expected ${n}; notes: ${(out.notes ?? []).join(' | ')}; unsupported: ${unsupportedOf(out).join(' | ')}`);
+    // The breakdown's steps may be 0 ms (a transcript ready at speech_stopped); the rest take time.
+    for (const v of values) assert.ok(Number.isFinite(v) && v >= 0, `${name}: ${v}`);
+  }
+  const caps = out.params.capabilities as Record<string, unknown>;
+  assert.is(caps.image_frames_out, true, JSON.stringify(caps));
+  assert.is(caps.input_images, true, JSON.stringify(caps));
+  assert.is(caps.semantic_vad, true, JSON.stringify(caps));
+  assert.is(caps.transcription_events, true, JSON.stringify(caps));
+  assert.equal(unsupportedOf(out), [], 'this server supports every WebSocket measure');
+  assert.equal(out.params.not_measured, [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv]);
+  // The run can be repeated: the speech it heard is named, with its bytes' sha256, and kept.
+  const speech = out.params.speech as { files: Array<{ file: string; speaker: string; sha256: string }> };
+  assert.ok(speech.files.length >= 1);
+  for (const f of speech.files) {
+    assert.match(f.sha256, /^[0-9a-f]{64}$/);
+    assert.ok(fs.existsSync(path.join(ctx.speechDir, f.file)), f.file);
+  }
+  const target = out.params.target as Record<string, unknown>;
+  assert.is(target.url, ctx.server!.url);
+  assert.is(target.started_by_bench, false);
+  assert.not.ok(JSON.stringify(out).includes(ctx.server!.bootstrapKey!), 'the key is in the results');
+});
+
+webrtcTest('the WebRTC measures come back from Chromium', async (ctx) => {
+  const out = await run(ctx, { connects: 1, webrtcCalls: 1, webrtcTurns: 2, mouthBox: DEFAULT_FACE_MOUTH_BOX });
+  for (const name of [METRIC.rtcFrame, METRIC.rtcAudio]) assert.ok(valuesOf(out, name).length >= 1, `${name}: no sample; notes: ${(out.notes ?? []).join(' | ')}; unsupported: ${unsupportedOf(out).join(' | ')}`);
+  assert.equal(
+    unsupportedOf(out).filter((u) => u.startsWith('webrtc')),
+    [],
+  );
+});
+
+Target.run();
