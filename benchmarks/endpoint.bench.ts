@@ -45,7 +45,7 @@ const WEBRTC_TURNS = 3;
 const VOICE_TURNS = 3;
 export const SPEECH_DIR = process.env.ENDPOINT_SPEECH_DIR || path.join(import.meta.dirname, 'results', 'endpoint-speech');
 
-const bench: Benchmark & { measuresTargets: boolean } = {
+const bench: Benchmark = {
   name: 'endpoint',
   description: 'any OpenAI Realtime endpoint from the client side: connect, text and voice turns to first audio (with a breakdown), first frame, barge-in, WebRTC first frame and first audio played, and what the target supports',
   measuresTargets: true,

@@ -4,11 +4,11 @@
  * benchmarks/results/<name>-<timestamp>.json and rewrites benchmarks/results/SUMMARY.md with the
  * latest result of every benchmark.
  *
- * npm run bench -- report [--target URL --key KEY] [--replot]: measures an endpoint the way a user
+ * npm run bench -- report [--target URL --key KEY] [--replot] [--screenshot PNG]: measures an endpoint the way a user
  * feels it (endpoint.bench.ts: this server, started with its embedded models, or the target) and
  * writes benchmarks/results/report.html, one offline page of plots drawn from every result
  * recorded so far (lib/report/). --replot draws the page from the recorded results without
- * measuring anything.
+ * measuring anything; --screenshot also writes the page's headline as a PNG (headless Chromium).
  *
  * --target points the client-side benchmarks (those with `measuresTargets`) at any endpoint that
  * speaks the OpenAI Realtime protocol; the others refuse it, since they start servers of their own.
@@ -19,6 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { currentCommit, machineInfo, markdownTable, type BenchResult, type Benchmark } from './lib/harness.js';
 import { writeReport } from './lib/report/report.js';
+import { screenshotReport } from './lib/report/screenshot.js';
 
 const BENCH_DIR = import.meta.dirname;
 const RESULTS_DIR = path.join(BENCH_DIR, 'results');
@@ -27,7 +28,7 @@ const ROOT = path.resolve(BENCH_DIR, '..');
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { runs: { type: 'string', default: '3' }, target: { type: 'string' }, key: { type: 'string' }, replot: { type: 'boolean', default: false } },
+    options: { runs: { type: 'string', default: '3' }, target: { type: 'string' }, key: { type: 'string' }, replot: { type: 'boolean', default: false }, screenshot: { type: 'string' } },
   });
   const runs = Number(values.runs);
   if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs takes a positive integer');
@@ -68,6 +69,10 @@ async function main(): Promise<void> {
     const outFile = path.join(RESULTS_DIR, 'report.html');
     const { results, plots } = await writeReport({ resultsDir: RESULTS_DIR, outFile });
     process.stdout.write(`\nwrote ${path.relative(ROOT, outFile)}: ${plots.length} plots from ${results} results (open it in a browser; it works offline)\n`);
+    if (values.screenshot) {
+      await screenshotReport(outFile, path.resolve(values.screenshot));
+      process.stdout.write(`wrote ${values.screenshot}: the report's headline\n`);
+    }
   }
 }
 
