@@ -59,7 +59,7 @@
 import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
 import { tempDir } from '../test/helpers/server.js';
 import type { RealtimeTestClient, ServerEvent } from '../test/helpers/realtime-client.js';
-import { median, summarise, type BenchContext, type BenchOutput, type Benchmark, type Metric } from './lib/harness.js';
+import { median, seededRandom, summarise, type BenchContext, type BenchOutput, type Benchmark, type Metric } from './lib/harness.js';
 import { connect, responseTimings, waitWarm, type ResponseTiming } from './lib/realtime-session.js';
 import { TOOL_LLMS, runTools } from './lib/tool-round-trip.js';
 import { addEndings, explainTurns, noEndings, turnMetrics, turnNotes, type Endings } from './lib/voice-turn-report.js';
@@ -350,18 +350,6 @@ async function connectWhenFree(url: string, key: string): Promise<RealtimeTestCl
   }
 }
 
-/** Uniform 0..1 from a seeded xorshift32: the same sequence every run. */
-function seededRandom(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-}
 
 async function textTurn(c: RealtimeTestClient, text: string): Promise<{ audioMs: number; imageMs: number }> {
   const from = c.events.length;

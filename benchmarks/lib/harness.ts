@@ -142,3 +142,16 @@ export function markdownTable(results: BenchResult[]): string {
   }
   return lines.join('\n');
 }
+
+/** Uniform 0..1 from a seeded xorshift32: the same sequence every run. */
+export function seededRandom(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 0x100000000;
+  };
+}

@@ -25,7 +25,7 @@
  * A failure of the target itself (the key refused, no session) throws with a plain message.
  */
 import path from 'node:path';
-import { summarise, type BenchOutput, type Metric } from '../harness.js';
+import { seededRandom, summarise, type BenchOutput, type Metric } from '../harness.js';
 import type { VoiceTurn } from '../voice-turns.js';
 import { openSession, closeSession, shownUrl, type EndpointTarget } from './session.js';
 import { endpointSpeech, type EndpointSpeech } from './speech.js';
@@ -295,15 +295,8 @@ export function replyMs(t: VoiceTurn): number | null {
   return t.fromSpeechEndMs - t.decisionMs - tail;
 }
 
-/** A pause of 300–1000 ms drawn from a seeded xorshift32: the same sequence every run. */
+/** A pause of 300–1000 ms from a seeded generator: the same sequence every run. */
 function pauses(seed: number): () => Promise<void> {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return new Promise((r) => setTimeout(r, 300 + Math.round((s / 0x100000000) * 700)));
-  };
+  const random = seededRandom(seed);
+  return () => new Promise((r) => setTimeout(r, 300 + Math.round(random() * 700)));
 }
