@@ -115,7 +115,7 @@ voiceTest('every WebSocket measure comes back, and the capabilities are this ser
   assert.is(caps.semantic_vad, true, JSON.stringify(caps));
   assert.is(caps.transcription_events, true, JSON.stringify(caps));
   assert.equal(unsupportedOf(out), [], 'this server supports every WebSocket measure');
-  assert.equal(out.params.not_measured, [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv]);
+  assert.equal(out.params.not_measured, [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcPacing]);
   // The run can be repeated: the speech it heard is named, with its bytes' sha256, and kept.
   const speech = out.params.speech as { files: Array<{ file: string; speaker: string; sha256: string }> };
   assert.ok(speech.files.length >= 1);
@@ -131,11 +131,18 @@ voiceTest('every WebSocket measure comes back, and the capabilities are this ser
 
 webrtcTest('the WebRTC measures come back from Chromium', async (ctx) => {
   const out = await run(ctx, { connects: 1, webrtcCalls: 1, webrtcTurns: 2, mouthBox: DEFAULT_FACE_MOUTH_BOX });
-  for (const name of [METRIC.rtcFrame, METRIC.rtcAudio]) assert.ok(valuesOf(out, name).length >= 1, `${name}: no sample; notes: ${(out.notes ?? []).join(' | ')}; unsupported: ${unsupportedOf(out).join(' | ')}`);
+  for (const name of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcPacing]) assert.ok(valuesOf(out, name).length >= 1, `${name}: no sample; notes: ${(out.notes ?? []).join(' | ')}; unsupported: ${unsupportedOf(out).join(' | ')}`);
   assert.equal(
     unsupportedOf(out).filter((u) => u.startsWith('webrtc')),
     [],
   );
+  // The first turn's lip-sync trace, with its strip of decoded frames, for the report.
+  const trace = out.params.lip_sync_trace as { mouth: Array<[number, number]>; speech: Array<[number, number]>; frames: Array<{ t: number; url: string }> } | null;
+  assert.ok(trace, 'a lip-sync trace');
+  assert.ok(trace.mouth.length >= 10 && trace.speech.length >= 10, `${trace.mouth.length} mouth and ${trace.speech.length} speech points`);
+  assert.ok(trace.mouth.every(([t, v]) => t >= -500 && t <= 2000 && v >= 0 && v <= 1), 'mouth points inside the window, scaled');
+  assert.ok(trace.speech.some(([t, v]) => t >= 0 && v > 0.1), 'speech heard after the first sound');
+  assert.ok(trace.frames.length >= 5 && trace.frames.every((f) => f.url.startsWith('data:image/jpeg;base64,')), `${trace.frames.length} frames in the strip`);
 });
 
 Target.run();

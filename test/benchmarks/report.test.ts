@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import sharp from 'sharp';
 import * as assert from 'uvu/assert';
 import { summarise, type BenchResult, type Metric } from '../../benchmarks/lib/harness.js';
 import { writeReport } from '../../benchmarks/lib/report/report.js';
@@ -25,6 +26,14 @@ import { suite } from 'uvu';
 const MACHINE: BenchResult['machine'] = { cpus: 2, cpu_model: 'Test CPU 9000', memory_gib: 23.5, os: 'Linux 6.1-test', node: 'v20.0.0' };
 const SECRET_KEY = 'sk-fixture-secret-key-0123';
 const HOSTILE = 'evil </script><script>window.__pwned = 1</script>';
+/** A 16x16 grey JPEG (made with sharp; a real image the page must decode). */
+const TINY_JPEG = `data:image/jpeg;base64,${(await sharp({ create: { width: 16, height: 16, channels: 3, background: { r: 120, g: 90, b: 80 } } }).jpeg().toBuffer()).toString('base64')}`;
+/** A turn's trace as the endpoint benchmark records it: the mouth opening 40 ms after the sound. */
+const LIP_SYNC_TRACE = {
+  mouth: Array.from({ length: 60 }, (_, i) => [-500 + i * 40, i * 40 - 500 > 40 ? 0.5 + 0.5 * Math.sin(i) ** 2 : 0.02]),
+  speech: Array.from({ length: 250 }, (_, i) => [-500 + i * 10, i * 10 - 500 > 0 ? 0.4 + 0.6 * Math.cos(i / 7) ** 2 : 0]),
+  frames: [-240, -120, 0, 120, 240].map((t) => ({ t, url: TINY_JPEG })).concat([{ t: 360, url: 'https://example.com/not-inline.jpg' }]),
+};
 
 /** Samples around `median` with a tail, from a fixed seed (deterministic). */
 function samples(median: number, n: number, seed: number): number[] {
@@ -45,6 +54,7 @@ function endpointResult(label: string, date: string, commit: string, scale: numb
       target: { label, url: 'http://127.0.0.1:9/', key: SECRET_KEY },
       models: { llm: 'Qwen2.5 0.5B GGUF', tts: 'Piper joe', asr: 'Whisper base' },
       seed: 7,
+      lip_sync_trace: LIP_SYNC_TRACE,
     },
     metrics: [
       m('websocket · text turn → first audio', 240, 1),
@@ -130,7 +140,7 @@ Report.after((ctx) => {
 
 Report('writes a plot of every kind from the results, and skips what is not a result', (ctx) => {
   assert.is(ctx.results, 8);
-  const kinds = ['published', 'cdf', 'breakdown', 'histogram', 'capacity', 'history'];
+  const kinds = ['published', 'cdf', 'breakdown', 'histogram', 'capacity', 'lipsync', 'history'];
   for (const kind of kinds) assert.ok(ctx.plots.some((id) => id.startsWith(`plot-${kind}`)), `a ${kind} plot in ${ctx.plots.join(', ')}`);
   assert.is(new Set(ctx.plots).size, ctx.plots.length, 'plot ids are unique');
   const html = fs.readFileSync(ctx.outFile, 'utf8');
@@ -241,6 +251,9 @@ Rendered('renders offline with no error, every plot a drawn uPlot canvas; a full
     assert.match(header, /Qwen2\.5 0\.5B GGUF/, 'and the models');
     const sources = (await page.evaluate('document.querySelector("#beside ul.sources").innerText')) as string;
     for (const f of PUBLISHED_FIGURES) assert.ok(sources.includes(f.sources[0]!.url), `the published figure of ${f.product} lists its source`);
+    // The lip-sync strips (one per target): the inline frames decoded, the one that is not a data URL left out.
+    const strips = (await page.evaluate('[...document.querySelectorAll("#lipsync .strip")].map((s) => [...s.querySelectorAll("img")].map((i) => i.complete && i.naturalWidth))')) as number[][];
+    assert.equal(strips, [[16, 16, 16, 16, 16], [16, 16, 16, 16, 16]], 'five frames a target, each decoded');
     const shot = path.join(ctx.dir, 'report.png');
     await page.screenshot({ path: shot, fullPage: true });
     const png = fs.readFileSync(shot);

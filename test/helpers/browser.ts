@@ -210,7 +210,7 @@ const HARNESS_PAGE = `<!doctype html>
 <script>
 const call = {
   pc: null, dc: null, events: [], audioTrack: null, stream: new MediaStream(), answeredAt: 0, firstFrameAt: 0,
-  synth: null, playout: null, samples: [], frames: [], loud: [], sampler: null,
+  synth: null, playout: null, samples: [], frames: [], loud: [], thumbs: [], sampler: null,
   async start(o) {
     const pc = new RTCPeerConnection();
     this.pc = pc;
@@ -311,13 +311,15 @@ const call = {
   /**
    * Sampling for measurements: every 10 ms the received audio's energy and the decoded frame
    * count (getStats), every 256 played-out samples whether the received audio is audible, and on
-   * every presented video frame the mouth box's mean grey level.
-   * takeSamples() hands them over and clears them.
+   * every presented video frame the mouth box's mean grey level; with thumbs ({ everyMs, box:
+   * [x, y, w, h], side }), a JPEG of that box of the frame at most every everyMs (a strip of
+   * frames for a report). takeSamples() hands them over and clears them.
    */
-  startSampling(mouthBox) {
+  startSampling(mouthBox, thumbs) {
     this.stopSampling();
     const v = document.getElementById('video'), c = document.getElementById('canvas'), g = c.getContext('2d', { willReadFrequently: true });
     const on = { stopped: false };
+    let lastThumb = -Infinity;
     const onFrame = (now, meta) => {
       if (on.stopped) return;
       g.drawImage(v, 0, 0, 512, 512);
@@ -325,6 +327,13 @@ const call = {
       let sum = 0;
       for (let i = 0; i < d.length; i += 4) sum += 0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2];
       this.frames.push({ t: now, grey: sum / (d.length / 4), receivedAt: meta.receiveTime || 0 });
+      if (thumbs && now - lastThumb >= thumbs.everyMs) {
+        lastThumb = now;
+        const t = document.createElement('canvas');
+        t.width = t.height = thumbs.side;
+        t.getContext('2d').drawImage(c, thumbs.box[0], thumbs.box[1], thumbs.box[2], thumbs.box[3], 0, 0, thumbs.side, thumbs.side);
+        this.thumbs.push({ t: now, url: t.toDataURL('image/jpeg', 0.8) });
+      }
       v.requestVideoFrameCallback(onFrame);
     };
     if (v.srcObject) v.requestVideoFrameCallback(onFrame);
@@ -347,8 +356,8 @@ const call = {
     this.sampler = null;
   },
   takeSamples() {
-    const out = { samples: this.samples, frames: this.frames, loud: this.loud, firstFrameAt: this.firstFrameAt, answeredAt: this.answeredAt, now: performance.now() };
-    this.samples = []; this.frames = []; this.loud = [];
+    const out = { samples: this.samples, frames: this.frames, loud: this.loud, thumbs: this.thumbs, firstFrameAt: this.firstFrameAt, answeredAt: this.answeredAt, now: performance.now() };
+    this.samples = []; this.frames = []; this.loud = []; this.thumbs = [];
     return out;
   },
   async stats() {
@@ -391,6 +400,8 @@ export interface PageSamples {
   loud: Array<{ t: number; rms: number }>;
   /** Every presented video frame: the mean grey level of the mouth box, and when its last packet arrived. */
   frames: Array<{ t: number; grey: number; receivedAt: number }>;
+  /** JPEG data URLs of a box of the frame, when startSampling was given `thumbs`. */
+  thumbs: Array<{ t: number; url: string }>;
   /** When the first video frame was presented (0: none yet). */
   firstFrameAt: number;
   /** When the answer was applied. */

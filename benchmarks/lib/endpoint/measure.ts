@@ -59,6 +59,7 @@ export const METRIC = {
   rtcFrame: 'webrtc · first frame',
   rtcAudio: 'webrtc · text turn → first audio played',
   rtcAv: 'webrtc · A/V offset',
+  rtcPacing: 'webrtc · frame interval',
 } as const;
 
 export interface MeasureEndpointOptions {
@@ -211,20 +212,28 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
   }
 
   let webrtc: Record<string, unknown> = { calls: 0 };
+  let lipSyncTrace: unknown = null;
   if (counts.webrtcCalls > 0) {
     log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium`);
     const httpBase = shownUrl(o.url).replace(/^ws/i, 'http');
     const r = await measureWebRtc({ url: httpBase, key: o.key, calls: counts.webrtcCalls, textTurns: counts.webrtcTurns, mouthBox: o.mouthBox ?? null, log });
-    if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv]) unsupported.push({ measure: m, reason: r.unsupported });
+    if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcPacing]) unsupported.push({ measure: m, reason: r.unsupported });
     else {
       for (const ms of r.firstFrameMs) add(METRIC.rtcFrame, ms);
       for (const ms of r.firstAudioPlayedMs) add(METRIC.rtcAudio, ms);
       for (const ms of r.avOffsetMs) add(METRIC.rtcAv, ms);
+      for (const ms of r.frameIntervalsMs) add(METRIC.rtcPacing, ms);
+      if (r.frameIntervalsMs.length > 0) {
+        const late = r.frameIntervalsMs.filter((ms) => ms > 60).length;
+        const frozen = r.frameIntervalsMs.filter((ms) => ms > 200);
+        notes.push(`webrtc frame pacing: ${r.frameIntervalsMs.length} intervals, ${late} late (> 60 ms), ${frozen.length} freezes (> 200 ms${frozen.length ? `, longest ${Math.max(...frozen)} ms` : ''})`);
+      }
       for (const [measure, reason] of Object.entries(r.missing)) unsupported.push({ measure, reason });
     }
     notes.push(...r.notes);
+    if (r.lipSyncTrace) lipSyncTrace = r.lipSyncTrace;
     webrtc = { calls: counts.webrtcCalls, text_turns_per_call: counts.webrtcTurns, offer: 'multipart; Opus send/receive; H.264 receive-only video; oai-events channel' };
-  } else notMeasured.push(METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv);
+  } else notMeasured.push(METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcPacing);
   if (counts.voiceTurns === 0) notMeasured.push(METRIC.voiceAudio, METRIC.decision, METRIC.transcription, METRIC.reply);
   if (counts.bargeIns === 0) notMeasured.push(METRIC.bargeIn);
   if (counts.textTurns === 0) notMeasured.push(METRIC.textText, METRIC.textAudio, METRIC.textDone);
@@ -237,6 +246,7 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
       target: { label: o.label, url: shownUrl(o.url), model: target.model, started_by_bench: o.startedByBench ?? false },
       ...(o.params ?? {}),
       seed,
+      lip_sync_trace: lipSyncTrace,
       capabilities: {
         image_frames_out: caps.image_frames_out,
         input_images: caps.input_images,
@@ -281,6 +291,7 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
         [METRIC.rtcFrame]: 'call POST sent → first video frame presented in Chromium',
         [METRIC.rtcAudio]: 'response.create sent on the data channel → first avatar audio played out at the receiver',
         [METRIC.rtcAv]: 'mouth motion onset − audio onset at the receiver (positive: the picture is late)',
+        [METRIC.rtcPacing]: 'time between consecutive presented video frames at the receiver (40 ms at 25 fps; late > 60 ms, frozen > 200 ms)',
       },
     },
     metrics,

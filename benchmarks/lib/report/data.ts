@@ -94,6 +94,8 @@ export interface ReportData {
   breakdowns: Array<{ plot: PlotSpec; table: BreakdownTable }>;
   histograms: PlotSpec[];
   capacity: PlotSpec[];
+  /** A turn's mouth opening against its speech power at a receiver, with a strip of frames (endpoint results' params.lip_sync_trace). */
+  lipSync: Array<{ plot: PlotSpec; frames: Array<{ t: number; url: string }> }>;
   historyPlots: PlotSpec[];
   history: HistoryRow[];
 }
@@ -332,6 +334,53 @@ function capacityPlots(latest: LoadedResult[]): PlotSpec[] {
   return plots;
 }
 
+interface LipSyncTraceParam {
+  mouth: Array<[number, number]>;
+  speech: Array<[number, number]>;
+  frames: Array<{ t: number; url: string }>;
+}
+
+function isLipSyncTrace(x: unknown): x is LipSyncTraceParam {
+  const t = x as LipSyncTraceParam | null;
+  return t !== null && typeof t === 'object' && Array.isArray(t.mouth) && Array.isArray(t.speech) && Array.isArray(t.frames);
+}
+
+/**
+ * The newest trace of each target: mouth opening and speech power (each scaled to 0..1) over ms
+ * from the first sound, on one time axis (the union of both series' times, the other null), and
+ * the frames of its strip (only JPEG data URLs are kept: the page loads nothing from outside).
+ */
+function lipSyncPlots(latest: LoadedResult[]): ReportData['lipSync'] {
+  const out: ReportData['lipSync'] = [];
+  for (const r of latest) {
+    const trace = (r.result.params as Record<string, unknown> | undefined)?.lip_sync_trace;
+    if (!isLipSyncTrace(trace) || trace.mouth.length < 2) continue;
+    const xs = [...new Set([...trace.mouth.map(([t]) => t), ...trace.speech.map(([t]) => t)])].sort((a, b) => a - b);
+    const at = (series: Array<[number, number]>) => {
+      const byT = new Map(series);
+      return xs.map((x) => byT.get(x) ?? null);
+    };
+    const who = `${r.result.benchmark}${r.target ? ` (${r.target})` : ''}, ${r.result.date.slice(0, 10)}`;
+    out.push({
+      plot: {
+        id: `plot-lipsync-${out.length + 1}`,
+        kind: 'lines',
+        title: `Lip sync at a WebRTC receiver, ${who}: mouth opening against speech power`,
+        xLabel: 'ms from the first sound heard',
+        yLabel: 'scaled to the turn’s largest (0..1)',
+        series: [
+          { label: 'mouth opening (decoded frames)', color: color(0) },
+          { label: 'speech power (played audio)', color: color(1) },
+        ],
+        data: [xs, at(trace.mouth), at(trace.speech)],
+        caption: 'The mouth box’s darkening from its resting level in each presented frame, and the received audio’s power per 10 ms; the mouth should rise with the sound.',
+      },
+      frames: trace.frames.filter((f) => typeof f.url === 'string' && f.url.startsWith('data:image/jpeg;base64,') && Number.isFinite(f.t)),
+    });
+  }
+  return out;
+}
+
 /** Every metric recorded by two results or more: p50 and p95 over the results' dates. */
 function historyRows(results: LoadedResult[]): HistoryRow[] {
   const rows = new Map<string, HistoryRow>();
@@ -511,6 +560,7 @@ export function buildReport(dir: string): ReportData {
     breakdowns: breakdownPlots(latest),
     histograms: histogramPlots(latest),
     capacity: capacityPlots(latest),
+    lipSync: lipSyncPlots(latest),
     historyPlots: historyPlots(history),
     history,
   };

@@ -19,7 +19,7 @@ export function escapeHtml(s: string): string {
 
 /** Every plot the page draws, in page order. */
 export function allPlots(d: ReportData): PlotSpec[] {
-  return [...(d.published.plot ? [d.published.plot] : []), ...d.cdfs, ...d.breakdowns.map((b) => b.plot), ...d.histograms, ...d.capacity, ...d.historyPlots];
+  return [...(d.published.plot ? [d.published.plot] : []), ...d.cdfs, ...d.breakdowns.map((b) => b.plot), ...d.histograms, ...d.capacity, ...d.lipSync.map((l) => l.plot), ...d.historyPlots];
 }
 
 export function renderPage(d: ReportData, uplot: { js: string; css: string }): string {
@@ -42,6 +42,7 @@ ${section('cdf', 'Latency distributions', d.cdfs.length ? `<p>Empirical CDFs of 
 ${section('breakdown', 'Per-step breakdown', d.breakdowns.length ? d.breakdowns.map((b) => plotBox(b.plot) + breakdownTable(b.table)).join('\n') : none('No result names the steps of a turn yet (metrics named “group › step”).'))}
 ${section('histograms', 'A/V offset and frame pacing', d.histograms.length ? `<p>Share of samples per bin, newest result of each benchmark and target.</p>${d.histograms.map(plotBox).join('\n')}` : none('No result has the samples of an A/V offset or of frame intervals yet.'))}
 ${section('capacity', 'Capacity', d.capacity.length ? `<p>Each step adds sessions at once and holds them for the benchmark’s window; a step keeps time when no frame is late.</p>${d.capacity.map(plotBox).join('\n')}` : none('No capacity steps are recorded yet: the capacity runs of the avatar and webrtc benchmarks record them (params.capacity_steps) from 2026-11-27 on.'))}
+${section('lipsync', 'Lip sync', d.lipSync.length ? d.lipSync.map((l) => plotBox(l.plot) + frameStrip(l.frames)).join('\n') : none('No lip-sync trace is recorded yet: the endpoint benchmark records one when it makes a WebRTC call to a face whose mouth position it knows.'))}
 ${section('history', 'History', historySection(d))}
 <footer>Generated ${escapeHtml(d.generated)} from ${d.results.length} result file(s). Plots drawn with uPlot (MIT), inlined: the page needs no network.</footer>
 </main>
@@ -51,6 +52,13 @@ ${section('history', 'History', historySection(d))}
 </body>
 </html>
 `;
+}
+
+/** The decoded frames around the mouth, each with its time from the first sound. */
+function frameStrip(frames: Array<{ t: number; url: string }>): string {
+  if (frames.length === 0) return '';
+  const cells = frames.map((f) => `<figure class="strip-frame"><img src="${escapeHtml(f.url)}" alt="frame at ${f.t} ms" width="96" height="96"><figcaption>${f.t} ms</figcaption></figure>`);
+  return `<div class="strip">${cells.join('')}</div>`;
 }
 
 function section(id: string, title: string, body: string): string {
@@ -150,6 +158,7 @@ function resultsTable(d: ReportData): string {
 }
 
 const PAGE_CSS = `
+.strip { display: flex; flex-wrap: wrap; gap: 4px; margin: 8px 0 16px; } .strip-frame { margin: 0; text-align: center; font-size: 11px; color: #555; } .strip-frame img { display: block; border: 1px solid #ccc; }
 body { margin: 0; background: #fafafa; color: #222; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
 main { max-width: 1040px; margin: 0 auto; padding: 16px 24px 48px; }
 h1 { font-size: 24px; margin: 8px 0; } h2 { font-size: 19px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; } h3 { font-size: 15px; margin: 12px 0 4px; }
