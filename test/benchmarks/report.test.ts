@@ -26,14 +26,16 @@ import { suite } from 'uvu';
 const MACHINE: BenchResult['machine'] = { cpus: 2, cpu_model: 'Test CPU 9000', memory_gib: 23.5, os: 'Linux 6.1-test', node: 'v20.0.0' };
 const SECRET_KEY = 'sk-fixture-secret-key-0123';
 const HOSTILE = 'evil </script><script>window.__pwned = 1</script>';
-/** A 16x16 grey JPEG (made with sharp; a real image the page must decode). */
-const TINY_JPEG = `data:image/jpeg;base64,${(await sharp({ create: { width: 16, height: 16, channels: 3, background: { r: 120, g: 90, b: 80 } } }).jpeg().toBuffer()).toString('base64')}`;
+/** A 16x16 grey JPEG data URL (made with sharp in the suite's before hook: a real image the page must decode). */
+let tinyJpeg = '';
 /** A turn's trace as the endpoint benchmark records it: the mouth opening 40 ms after the sound. */
-const LIP_SYNC_TRACE = {
-  mouth: Array.from({ length: 60 }, (_, i) => [-500 + i * 40, i * 40 - 500 > 40 ? 0.5 + 0.5 * Math.sin(i) ** 2 : 0.02]),
-  speech: Array.from({ length: 250 }, (_, i) => [-500 + i * 10, i * 10 - 500 > 0 ? 0.4 + 0.6 * Math.cos(i / 7) ** 2 : 0]),
-  frames: [-240, -120, 0, 120, 240].map((t) => ({ t, url: TINY_JPEG })).concat([{ t: 360, url: 'https://example.com/not-inline.jpg' }]),
-};
+function lipSyncTrace() {
+  return {
+    mouth: Array.from({ length: 60 }, (_, i) => [-500 + i * 40, i * 40 - 500 > 40 ? 0.5 + 0.5 * Math.sin(i) ** 2 : 0.02]),
+    speech: Array.from({ length: 250 }, (_, i) => [-500 + i * 10, i * 10 - 500 > 0 ? 0.4 + 0.6 * Math.cos(i / 7) ** 2 : 0]),
+    frames: [-240, -120, 0, 120, 240].map((t) => ({ t, url: tinyJpeg })).concat([{ t: 360, url: 'https://example.com/not-inline.jpg' }]),
+  };
+}
 
 /** Samples around `median` with a tail, from a fixed seed (deterministic). */
 function samples(median: number, n: number, seed: number): number[] {
@@ -54,7 +56,7 @@ function endpointResult(label: string, date: string, commit: string, scale: numb
       target: { label, url: 'http://127.0.0.1:9/', key: SECRET_KEY },
       models: { llm: 'Qwen2.5 0.5B GGUF', tts: 'Piper joe', asr: 'Whisper base' },
       seed: 7,
-      lip_sync_trace: LIP_SYNC_TRACE,
+      lip_sync_trace: lipSyncTrace(),
     },
     metrics: [
       m('websocket · text turn → first audio', 240, 1),
@@ -126,6 +128,7 @@ interface Ctx {
 const Report = suite<Ctx>('benchmark report', {} as Ctx);
 
 Report.before(async (ctx) => {
+  tinyJpeg = `data:image/jpeg;base64,${(await sharp({ create: { width: 16, height: 16, channels: 3, background: { r: 120, g: 90, b: 80 } } }).jpeg().toBuffer()).toString('base64')}`;
   ctx.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-report-'));
   writeFixtures(ctx.dir);
   ctx.outFile = path.join(ctx.dir, 'report.html');
