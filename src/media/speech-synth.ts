@@ -2,8 +2,8 @@
  * Typed facade over the native speech functions of the media addon (espeak-ng and flite through
  * native/speech, exported by native/media-node/src/speech.rs), for the TTS providers in
  * src/providers/tts/ (only src/media/ loads the binding). Every call runs on the libuv thread pool,
- * one per engine at a time (EngineLane), and resolves with mono PCM16, its rate, and phoneme spans (IPA, `_` for silence) in ns from the
- * start of that audio; failures reject with a NativeError carrying the addon's code (in snake_case)
+ * one per engine at a time (EngineLane), and resolves with mono PCM16, its rate, and phoneme spans
+ * (IPA, `_` for silence) in ns from the start of that audio; failures reject with a NativeError carrying the addon's code (in snake_case)
  * (invalid_argument, tts_engine_unavailable, tts_synthesis_failed, native_unavailable, aborted).
  */
 import { awaitNative, loadBinding, type EspeakSynthOptions, type FliteSynthOptions, type SynthesizedSpeech } from './native.js';

@@ -26,10 +26,8 @@ export interface ResponseRequest {
   modalitiesGiven: boolean;
   inConversation: boolean;
   instructions: string;
-  /** A voice for this response only, or null for the session's. */
-  voice: string | null;
-  /** Where `voice` was given (for the error that names an unknown one), or null. */
-  voiceParam: string | null;
+  /** A voice for this response only, and where it was given (for the error naming an unknown one); null for the session's. */
+  voice: { id: string; param: string } | null;
   metadata: Record<string, string> | null;
   maxOutputTokens: number | 'inf';
   /** Out-of-band context items as sent (null: the conversation). */
@@ -64,8 +62,11 @@ export function parseResponseRequest(body: unknown, settings: SessionSettings): 
     const v = optionalString(obj, key, param);
     return v === null ? null : checkMaxLength(v, MAX_VOICE_NAME_CHARS, param);
   };
-  const nestedVoice = voiceName('voice', audioOut, 'response.audio.output.voice');
-  const voice = nestedVoice ?? voiceName('voice', r, 'response.voice');
+  const voiceIn = (obj: Json, param: string) => {
+    const id = voiceName('voice', obj, param);
+    return id === null ? null : { id, param };
+  };
+  const voice = voiceIn(audioOut, 'response.audio.output.voice') ?? voiceIn(r, 'response.voice');
   const metadata = optionalMetadata(r, 'metadata', 'response.metadata');
   const maxTokens = r.max_output_tokens ?? r.max_response_output_tokens ?? s.max_output_tokens;
   if (maxTokens !== 'inf' && !(typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= 4096)) {
@@ -94,7 +95,6 @@ export function parseResponseRequest(body: unknown, settings: SessionSettings): 
     inConversation: conversation === 'auto',
     instructions,
     voice,
-    voiceParam: voice === null ? null : nestedVoice !== null ? 'response.audio.output.voice' : 'response.voice',
     metadata,
     maxOutputTokens: maxTokens as number | 'inf',
     input,

@@ -687,7 +687,7 @@ export class RealtimeSessionEngine {
     const r = parseResponseRequest(body, this.settings);
     // A voice for this response only is checked as session.update checks one: refused now, naming
     // the event, not a response that fails later with no event to name.
-    if (r.voice !== null && r.voice !== this.settings.session.audio.output.voice) await this.deps.assets.require('voice', r.voice, this.options.userId, r.voiceParam!);
+    if (r.voice !== null && r.voice.id !== this.settings.session.audio.output.voice) await this.deps.assets.require('voice', r.voice.id, this.options.userId, r.voice.param);
     const s = this.settings.session;
     const input = r.input === null ? null : await this.inputItems(r.input);
     // Wait for transcriptions in progress so the model hears what was said.
@@ -700,7 +700,7 @@ export class RealtimeSessionEngine {
     const responseId = newResponseId();
     const model = this.deps.llm.forModel(s.model);
     // audio.output.voice holds an OpenAI voice name (the speech service maps it) or our voice id.
-    const voiceId = r.voice ?? s.audio.output.voice;
+    const voiceId = r.voice?.id ?? s.audio.output.voice;
     const conversation = this.conversation;
     const run = new ResponseRun(
       {
