@@ -161,6 +161,8 @@ export class RealtimeSessionEngine {
   private readonly input: InputAudio;
   /** Transcription, speculation in a turn's pauses, and the early reply (voice-turn.ts). */
   private readonly voice: VoiceTurns;
+  /** What the model was last asked to prepare (prepareModel). */
+  private prepared = '';
 
   constructor(
     private readonly options: EngineOptions,
@@ -210,6 +212,7 @@ export class RealtimeSessionEngine {
   async start(): Promise<void> {
     await this.applyTurnDetection();
     this.emit({ type: 'session.created', session: this.sessionObject() });
+    this.prepareModel();
   }
 
   /** One text message from the client; handled after every earlier one. Never throws. */
@@ -348,6 +351,26 @@ export class RealtimeSessionEngine {
     this.settings = next;
     await this.applyTurnDetection();
     this.emit({ type: 'session.updated', session: this.sessionObject() });
+    this.prepareModel();
+  }
+
+  /**
+   * Lets the model evaluate this session's instructions and tools while the user is still
+   * speaking or typing (LanguageModel.prepare), not in the first reply. In the background: a
+   * failure costs only that head start.
+   */
+  private prepareModel(): void {
+    const { session } = this.settings;
+    const model = this.deps.llm.forModel(session.model);
+    if (!model.prepare) return;
+    const { messages, tools, toolChoice } = replyRequest(session.instructions, session.output_modalities, [], session.max_output_tokens, this.settings);
+    // Once per change of what the prompt starts with, not on every session.update.
+    const prepared = JSON.stringify([session.model, messages, tools, toolChoice]);
+    if (prepared === this.prepared) return;
+    this.prepared = prepared;
+    model.prepare({ messages, tools, toolChoice }).catch((err: unknown) => {
+      this.deps.log.debug('preparing the model for the session failed', { sessionId: this.options.sessionId, err });
+    });
   }
 
   private imagesWanted(): boolean {

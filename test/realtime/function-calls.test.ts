@@ -216,6 +216,32 @@ Calls('function_call_output for an unknown call id, and missing items, get named
   }
 });
 
+Calls('the model is asked to prepare the session\'s instructions and tools when they are set (once per change): what the first reply then starts with', async () => {
+  const llm = new FakeLanguageModels({ reply: 'Sunny.' });
+  const h = await engineHarness({ deps: { llm } });
+  try {
+    assert.is(llm.prepared.length, 1, 'the default session, at start');
+    const update = { type: 'session.update', session: { type: 'realtime', instructions: 'You are Ada, a weather guide.', tools: [WEATHER] } };
+    h.send(update);
+    await h.waitFor((e) => e.type === 'session.updated');
+    const from = h.events.length;
+    h.send(update);
+    h.send({ type: 'session.update', session: { type: 'realtime', audio: { output: { voice: 'alloy' } } } });
+    await h.engine.idle();
+    assert.is(h.events.slice(from).filter((e) => e.type === 'session.updated').length, 2);
+    assert.is(llm.prepared.length, 2, 'the same instructions and tools again, or a new voice, prepare nothing more');
+    const prepared = llm.prepared[1]!;
+    assert.match(prepared.messages[0]!.content, /You are Ada, a weather guide\./);
+    assert.equal(prepared.tools?.map((t) => t.name), ['get_weather']);
+    await respond(h);
+    const asked = llm.requests.at(-1)!;
+    assert.equal(asked.messages[0], prepared.messages[0], 'the reply starts with what was prepared');
+    assert.equal(asked.tools, prepared.tools);
+  } finally {
+    await h.close();
+  }
+});
+
 const Images = suite('input images');
 
 Images('an input_image part is checked, kept in the item, and shown to the model with a note in its text', async () => {

@@ -139,6 +139,12 @@ export interface LanguageModel {
    */
   prefill?(messages: ChatMessage[]): Promise<void>;
   /**
+   * One session's instructions and tools, evaluated ahead of its first reply where that costs no
+   * other conversation anything (the local model: on a sequence that holds none). Optional, like
+   * prefill; failures are the caller's to ignore (the reply evaluates them anyway).
+   */
+  prepare?(request: Pick<GenerateRequest, 'messages' | 'tools' | 'toolChoice'>): Promise<void>;
+  /**
    * The probability that the last message of the request (the user's words so far) ends where
    * its text does: the model's own prediction that the next token closes the sentence or the turn
    * (`.`, `?`, `!`, the end of the message), read from evaluating the prompt up to the last word,

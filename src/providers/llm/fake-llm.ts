@@ -143,6 +143,8 @@ function fakeEndOfTurn(options: FakeLlmOptions, request: GenerateRequest): numbe
 export class FakeLanguageModels implements LanguageModels {
   /** Every request any of its models received, in order. */
   readonly requests: GenerateRequest[] = [];
+  /** What sessions asked its models to prepare (LanguageModel.prepare), in order. */
+  readonly prepared: Array<Pick<GenerateRequest, 'messages' | 'tools' | 'toolChoice'>> = [];
 
   constructor(public options: FakeLlmOptions = {}) {}
 
@@ -157,6 +159,9 @@ export class FakeLanguageModels implements LanguageModels {
         return new FakeLlm(current()).generate(request);
       },
       endOfTurnProbability: async (request: GenerateRequest) => fakeEndOfTurn(current(), request),
+      prepare: async (request) => {
+        this.prepared.push(request);
+      },
       async close() {},
     };
   }

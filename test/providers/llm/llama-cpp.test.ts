@@ -185,6 +185,24 @@ modelTest('prefill(): instructions evaluated ahead are not evaluated again by a 
   assert.ok(a.reused >= systemTokens && b.reused >= systemTokens, `reused ${a.reused} and ${b.reused} tokens`);
 });
 
+modelTest('prepare(): a session\'s own instructions are evaluated ahead on a spare sequence, never over a conversation', async (ctx) => {
+  // Both sequences spare again (prefill marks what it evaluates as spare).
+  await ctx.model.prefill([{ role: 'system', content: 'You are a friendly avatar.' }]);
+  const guide = { role: 'system' as const, content: 'You are Dora, a museum guide in Porto. Answer in one short spoken sentence about art.' };
+  await ctx.model.prepare({ messages: [guide] });
+  const first = await turn(ctx.model, [guide, { role: 'user', content: 'What should I see first?' }]);
+  assert.ok(first.reused >= 20, `the first reply reused ${first.reused} of ${first.prompt} tokens`);
+  // Two conversations now hold the two sequences (neither is spare): preparing other instructions
+  // evaluates nothing, so each conversation's next turn still lands on its own tokens.
+  const other = { role: 'system' as const, content: 'You are Eli, a chess coach. Answer in one short spoken sentence.' };
+  const second = await turn(ctx.model, [other, { role: 'user', content: 'How do I open?' }]);
+  await ctx.model.prepare({ messages: [{ role: 'system', content: 'You are Finn, a weather reporter for Oslo. Be brief.' }] });
+  const again = await turn(ctx.model, [guide, { role: 'user', content: 'What should I see first?' }, { role: 'assistant', content: first.text }, { role: 'user', content: 'And after that?' }]);
+  assert.ok(again.reused >= first.prompt, `the guide's conversation kept its sequence: reused ${again.reused}, its first prompt was ${first.prompt}`);
+  const chess = await turn(ctx.model, [other, { role: 'user', content: 'How do I open?' }, { role: 'assistant', content: second.text }, { role: 'user', content: 'And then?' }]);
+  assert.ok(chess.reused >= second.prompt, `the coach's conversation kept its sequence: reused ${chess.reused}, its first prompt was ${second.prompt}`);
+});
+
 modelTest('endOfTurnProbability(): a finished question ends there, a fragment does not; the reply that follows evaluates only the end of the message', async (ctx) => {
   const system = { role: 'system' as const, content: 'You are Cleo, a friendly avatar. Answer in one short spoken sentence.' };
   const ask = (words: string) => ctx.model.endOfTurnProbability({ messages: [system, { role: 'user', content: words }], maxOutputTokens: 12, signal: new AbortController().signal });
