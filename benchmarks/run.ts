@@ -1,10 +1,10 @@
 /**
- * npm run bench [-- [name ...] [--runs N] [--target URL --key KEY]]: runs benchmarks/*.bench.ts
+ * npm run bench [-- [name ...] [--runs N] [--target URL|self --key KEY ...]]: runs benchmarks/*.bench.ts
  * (or the named ones), prints each result as a Markdown table, writes
  * benchmarks/results/<name>-<timestamp>.json and rewrites benchmarks/results/SUMMARY.md with the
  * latest result of every benchmark.
  *
- * npm run bench -- report [--target URL --key KEY] [--replot] [--screenshot PNG]: measures an endpoint the way a user
+ * npm run bench -- report [--target URL|self --key KEY ...] [--replot] [--screenshot PNG]: measures endpoints the way a user
  * feels it (endpoint.bench.ts: this server, started with its embedded models, or the target) and
  * writes benchmarks/results/report.html, one offline page of plots drawn from every result
  * recorded so far (lib/report/). --replot draws the page from the recorded results without
@@ -12,13 +12,16 @@
  *
  * --target points the client-side benchmarks (those with `measuresTargets`) at any endpoint that
  * speaks the OpenAI Realtime protocol; the others refuse it, since they start servers of their own.
+ * Several --target (`self`: this server, started by the benchmark) are measured one after
+ * another, so one command compares endpoints (lib/run-options.ts). A target that fails is reported
+ * and the others are still measured; the command then exits non-zero.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { currentCommit, machineInfo, markdownTable, type BenchResult, type Benchmark } from './lib/harness.js';
 import { writeReport } from './lib/report/report.js';
+import { readRunOptions, type BenchTarget } from './lib/run-options.js';
 import { screenshotReport } from './lib/report/screenshot.js';
 
 const BENCH_DIR = import.meta.dirname;
@@ -26,62 +29,66 @@ const RESULTS_DIR = path.join(BENCH_DIR, 'results');
 const ROOT = path.resolve(BENCH_DIR, '..');
 
 async function main(): Promise<void> {
-  const { positionals, values } = parseArgs({
-    allowPositionals: true,
-    options: { runs: { type: 'string', default: '3' }, target: { type: 'string' }, key: { type: 'string' }, replot: { type: 'boolean', default: false }, screenshot: { type: 'string' } },
-  });
-  const runs = Number(values.runs);
-  if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs takes a positive integer');
+  const options = readRunOptions(process.argv.slice(2));
+  const { runs, report, targets } = options;
   const available = fs
     .readdirSync(BENCH_DIR)
     .filter((f) => f.endsWith('.bench.ts'))
     .map((f) => f.replace(/\.bench\.ts$/, ''))
     .sort();
-  const target = targetOption(values.target, values.key);
-  const report = positionals.includes('report');
-  const named = positionals.filter((p) => p !== 'report');
-  const chosen = named.length > 0 ? named : report ? (values.replot ? [] : ['endpoint']) : available;
+  const named = options.names;
+  const chosen = named.length > 0 ? named : report ? (options.replot ? [] : ['endpoint']) : available;
   for (const name of chosen) {
     if (!available.includes(name)) throw new Error(`no benchmark '${name}'; available: ${available.join(', ')}, report`);
   }
-  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const benches: Benchmark[] = [];
   for (const name of chosen) {
-    const mod = (await import(pathToFileURL(path.join(BENCH_DIR, `${name}.bench.ts`)).href)) as { default: Benchmark };
-    const bench = mod.default;
-    if (target && !bench.measuresTargets) throw new Error(`'${name}' starts servers of its own and cannot measure --target; benchmarks that can: ${await targetBenchmarks(available)}`);
-    process.stdout.write(`\n## ${bench.name}: ${bench.description}\n\n`);
-    const output = await bench.run({ runs, target, log: (line) => process.stdout.write(`  ${line}\n`) });
-    const date = new Date().toISOString();
-    const result: BenchResult = {
-      benchmark: bench.name,
-      description: bench.description,
-      date,
-      commit: currentCommit(ROOT),
-      machine: machineInfo(),
-      ...output,
-    };
-    const file = path.join(RESULTS_DIR, `${bench.name}-${date.replace(/[:.]/g, '-')}.json`);
-    fs.writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
-    process.stdout.write(`\n${markdownTable([result])}\n\n${(output.notes ?? []).map((n) => `- ${n}`).join('\n')}\nwrote ${path.relative(ROOT, file)}\n`);
+    const bench = ((await import(pathToFileURL(path.join(BENCH_DIR, `${name}.bench.ts`)).href)) as { default: Benchmark }).default;
+    if (targets.some((t) => t !== null) && !bench.measuresTargets) throw new Error(`'${name}' starts servers of its own and cannot measure --target; benchmarks that can: ${await targetBenchmarks(available)}`);
+    benches.push(bench);
+  }
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const failed: string[] = [];
+  for (const target of targets) {
+    for (const bench of benches) {
+      try {
+        await runOne(bench, runs, target);
+      } catch (err) {
+        if (targets.length === 1) throw err;
+        failed.push(`${bench.name} on ${target?.url ?? 'self'}: ${err instanceof Error ? err.message : String(err)}`);
+        process.stderr.write(`bench ${bench.name} on ${target?.url ?? 'self'} failed: ${failed.at(-1)}\n`);
+      }
+    }
   }
   writeSummary();
   if (report) {
     const outFile = path.join(RESULTS_DIR, 'report.html');
     const { results, plots } = await writeReport({ resultsDir: RESULTS_DIR, outFile });
     process.stdout.write(`\nwrote ${path.relative(ROOT, outFile)}: ${plots.length} plots from ${results} results (open it in a browser; it works offline)\n`);
-    if (values.screenshot) {
-      await screenshotReport(outFile, path.resolve(values.screenshot));
-      process.stdout.write(`wrote ${values.screenshot}: the report's headline\n`);
+    if (options.screenshot) {
+      await screenshotReport(outFile, path.resolve(options.screenshot));
+      process.stdout.write(`wrote ${options.screenshot}: the report's headline\n`);
     }
   }
+  if (failed.length > 0) throw new Error(`${failed.length} of ${targets.length * benches.length} runs failed:\n${failed.join('\n')}`);
 }
 
-function targetOption(url: string | undefined, key: string | undefined): { url: string; key: string } | undefined {
-  if (url === undefined && key === undefined) return undefined;
-  if (url === undefined) throw new Error('--key needs --target URL (the base URL of an OpenAI Realtime endpoint, e.g. https://api.openai.com)');
-  if (!/^(https?|wss?):\/\/[^\s]+$/i.test(url)) throw new Error(`--target must be an http(s) or ws(s) base URL, not '${url}'`);
-  if (key === undefined || key === '') throw new Error('--target needs --key KEY (the API key the endpoint expects)');
-  return { url: url.replace(/\/+$/, ''), key };
+/** One benchmark on one target: prints its table and writes its results file. */
+async function runOne(bench: Benchmark, runs: number, target: BenchTarget): Promise<void> {
+  process.stdout.write(`\n## ${bench.name}${target ? ` on ${target.url}` : ''}: ${bench.description}\n\n`);
+  const output = await bench.run({ runs, target: target ?? undefined, log: (line) => process.stdout.write(`  ${line}\n`) });
+  const date = new Date().toISOString();
+  const result: BenchResult = {
+    benchmark: bench.name,
+    description: bench.description,
+    date,
+    commit: currentCommit(ROOT),
+    machine: machineInfo(),
+    ...output,
+  };
+  const file = path.join(RESULTS_DIR, `${bench.name}-${date.replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
+  process.stdout.write(`\n${markdownTable([result])}\n\n${(output.notes ?? []).map((n) => `- ${n}`).join('\n')}\nwrote ${path.relative(ROOT, file)}\n`);
 }
 
 async function targetBenchmarks(available: string[]): Promise<string> {
