@@ -8,6 +8,10 @@
  * nothing listens, fail fast with a plain error instead of hanging. Behaviour only: no timing is
  * asserted beyond "fails fast" (seconds against a hang).
  *
+ * An audio-only target (test/helpers/audio-only-target.ts: this server behind a proxy that refuses
+ * images, semantic_vad and calls, as a voice-only product does) comes back with those measures
+ * reported unsupported, each with the reason, and everything else measured.
+ *
  * Needs the Whisper model (transcription events, the voice turns' breakdown) and, for the WebRTC
  * measures, Chromium: tests that need what is missing are registered as skipped, saying why.
  */
@@ -19,6 +23,7 @@ import { spawnServer, type ServerProcess } from '../helpers/process.js';
 import { REPO_ROOT, tempDir } from '../helpers/server.js';
 import { chromiumAvailable, DEFAULT_FACE_MOUTH_BOX } from '../helpers/browser.js';
 import { needs } from '../helpers/skip.js';
+import { startAudioOnlyTarget } from '../helpers/audio-only-target.js';
 import { whisperModelPath } from '../../src/providers/asr/index.js';
 import { waitWarm } from '../../benchmarks/lib/realtime-session.js';
 import { METRIC, measureEndpoint, type MeasureEndpointOptions } from '../../benchmarks/endpoint.bench.js';
@@ -143,6 +148,30 @@ webrtcTest('the WebRTC measures come back from Chromium', async (ctx) => {
   assert.ok(trace.mouth.every(([t, v]) => t >= -500 && t <= 2000 && v >= 0 && v <= 1), 'mouth points inside the window, scaled');
   assert.ok(trace.speech.some(([t, v]) => t >= 0 && v > 0.1), 'speech heard after the first sound');
   assert.ok(trace.frames.length >= 5 && trace.frames.every((f) => f.url.startsWith('data:image/jpeg;base64,')), `${trace.frames.length} frames in the strip`);
+});
+
+voiceTest('an audio-only target (no image frames, no input images, no semantic_vad, no WebRTC): what it cannot do is reported unsupported with the reason, and the rest is measured', async (ctx) => {
+  const limited = await startAudioOnlyTarget(ctx.server!.url);
+  try {
+    const out = await run({ ...ctx, server: { ...ctx.server!, url: limited.url } }, { textTurns: 1, frames: 1, voiceTurns: 1, webrtcCalls: chromiumAvailable() ? 1 : 0 });
+    for (const name of [METRIC.connect, METRIC.textAudio, METRIC.voiceAudio, METRIC.transcription]) {
+      assert.ok(valuesOf(out, name).length >= 1, `${name}: no sample; notes: ${(out.notes ?? []).join(' | ')}; unsupported: ${unsupportedOf(out).join(' | ')}`);
+    }
+    const caps = out.params.capabilities as { image_frames_out: boolean; input_images: boolean; semantic_vad: boolean; why_not: Record<string, string> };
+    assert.is(caps.image_frames_out, false);
+    assert.is(caps.input_images, false);
+    assert.is(caps.semantic_vad, false);
+    assert.match(caps.why_not.image_frames_out!, /output_modalities came back as \["audio"\]/);
+    assert.match(caps.why_not.input_images!, /input_image refused: .*invalid_value/);
+    assert.match(caps.why_not.semantic_vad!, /semantic_vad refused: .*invalid_value/);
+    const unsupported = unsupportedOf(out);
+    assert.ok(unsupported.some((u) => u.startsWith(`${METRIC.frame}: `)), unsupported.join(' | '));
+    assert.equal(valuesOf(out, METRIC.frame), [], 'no first frame measured where there are none');
+    if (chromiumAvailable()) assert.ok(unsupported.some((u) => u.startsWith(`${METRIC.rtcFrame}: `) && /404/.test(u)), `the refused call is named: ${unsupported.join(' | ')}`);
+    assert.equal(limited.refused.sort(), ['conversation.item.create', 'session.update'], 'the probes met the refusals');
+  } finally {
+    await limited.close();
+  }
 });
 
 Target.run();
