@@ -312,8 +312,9 @@ const call = {
    * Sampling for measurements: every 10 ms the received audio's energy and the decoded frame
    * count (getStats), every 256 played-out samples whether the received audio is audible, and on
    * every presented video frame the mouth box's mean grey level; with thumbs ({ everyMs, box:
-   * [x, y, w, h], side }), a JPEG of that box of the frame at most every everyMs (a strip of
-   * frames for a report). takeSamples() hands them over and clears them.
+   * [x, y, w, h], side, quality? }), a JPEG of that box of the frame at most every everyMs (a
+   * strip of frames for a report; the whole frame every frame for a lip-sync measure: everyMs 0,
+   * box 0,0,512,512). takeSamples() hands them over and clears them.
    */
   startSampling(mouthBox, thumbs) {
     this.stopSampling();
@@ -332,7 +333,7 @@ const call = {
         const t = document.createElement('canvas');
         t.width = t.height = thumbs.side;
         t.getContext('2d').drawImage(c, thumbs.box[0], thumbs.box[1], thumbs.box[2], thumbs.box[3], 0, 0, thumbs.side, thumbs.side);
-        this.thumbs.push({ t: now, url: t.toDataURL('image/jpeg', 0.8) });
+        this.thumbs.push({ t: now, url: t.toDataURL('image/jpeg', thumbs.quality || 0.8) });
       }
       v.requestVideoFrameCallback(onFrame);
     };
@@ -348,6 +349,15 @@ const call = {
       this.samples.push(out);
     }, 10);
     this.sampler = { on, timer };
+  },
+  /** A JPEG data URL of the frame the video shows now, side x side pixels; null before its first frame. */
+  snapshot(side) {
+    const v = document.getElementById('video');
+    if (!v.videoWidth) return null;
+    const t = document.createElement('canvas');
+    t.width = t.height = side;
+    t.getContext('2d').drawImage(v, 0, 0, side, side);
+    return t.toDataURL('image/jpeg', 0.92);
   },
   stopSampling() {
     if (!this.sampler) return;
@@ -378,7 +388,7 @@ window.call = call;
 /** Calls `window.call[method](...args)` in the page (the harness client above). */
 export function callIn<T>(
   page: Page,
-  method: 'start' | 'send' | 'types' | 'stats' | 'hangup' | 'speak' | 'startSampling' | 'stopSampling' | 'takeSamples',
+  method: 'start' | 'send' | 'types' | 'stats' | 'hangup' | 'speak' | 'startSampling' | 'stopSampling' | 'takeSamples' | 'snapshot',
   ...args: unknown[]
 ): Promise<T> {
   return page.evaluate(([m, a]) => (globalThis as unknown as { call: Record<string, (...x: unknown[]) => unknown> }).call[m as string]!(...(a as unknown[])), [method, args] as const) as Promise<T>;
@@ -400,7 +410,7 @@ export interface PageSamples {
   loud: Array<{ t: number; rms: number }>;
   /** Every presented video frame: the mean grey level of the mouth box, and when its last packet arrived. */
   frames: Array<{ t: number; grey: number; receivedAt: number }>;
-  /** JPEG data URLs of a box of the frame, when startSampling was given `thumbs`. */
+  /** JPEG data URLs of a box of the frame, when startSampling was given `thumbs` (`t` as in frames). */
   thumbs: Array<{ t: number; url: string }>;
   /** When the first video frame was presented (0: none yet). */
   firstFrameAt: number;

@@ -4,12 +4,13 @@
  * speech: with it on, r varied between 0.72 and 0.78 over eight renditions) is played through a real media session with the head moving (the
  * default driving motion), for both standard faces and an off-centre upload, each framed as the
  * server frames it; every JPEG frame that comes out is decoded and registered again with the face
- * models, and the mouth opening is measured in it: the dark (cavity) area between the lips, in a
+ * models, and the mouth opening is measured in it (test/helpers/mouth-opening.ts, which the
+ * endpoint benchmark uses at a WebRTC receiver too): the dark (cavity) area between the lips, in a
  * region that follows the landmarks (so head motion, roll and scale drop out), over the square of
  * the mouth's width, minus the same measure in the silent frames before the reply.
  *
  * Against the RMS of the audio played in each frame (the session's own PCM output):
- * - Pearson r >= 0.7 at the best lag within +-40 ms (one frame);
+ * - Pearson r >= 0.7 at the best lag within +-40 ms (one frame; lags up to 3 frames are tried);
  * - closed (under CLOSED_MAX) in >= 95 % of silent frames (silent, and 3 frames from any sound);
  * - open (at least OPEN_MIN) in >= 90 % of loud frames (RMS over a quarter of the reply's peak);
  * - the face box found in the output is 35-50 % of the frame's width.
@@ -24,11 +25,12 @@ import sharp from 'sharp';
 import * as assert from 'uvu/assert';
 import { parseMotionTemplate } from '../../src/assets/motion-template.js';
 import { faceInputFromImage } from '../../src/media/face-input.js';
-import { FaceRegistry, type FaceLandmarks } from '../../src/media/face-registration.js';
+import { FaceRegistry } from '../../src/media/face-registration.js';
 import { MediaSession, type MediaEvent } from '../../src/media/media-session.js';
 import { motionInputFromTemplate } from '../../src/media/motion-input.js';
 import type { SpeechChunk } from '../../src/providers/tts/base.js';
 import { piperVoice } from '../../src/providers/tts/piper.js';
+import { bestLagFrames, closedOpenShares, median, MouthTracker } from '../helpers/mouth-opening.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { suiteNeeding } from '../helpers/skip.js';
 
@@ -40,17 +42,6 @@ const REPLY = 'Hello there, my friend. How are you doing today? Shall we begin w
 /** Silent frames before the reply (the closed-mouth reference) and after it. */
 const LEAD_FRAMES = 15;
 const TAIL_FRAMES = 20;
-/** Cavity: luma under this share of the mouth region's median luma in the first frame. */
-const CAVITY_SHARE = 0.4;
-/** Region sampled, in mouth widths: from 0.15 above the corners' line to 0.45 below it. */
-const REGION_ABOVE = 0.15;
-const REGION_BELOW = 0.45;
-/** Closed: cavity under 1 % of the mouth width squared (a 1 px gap across a 100 px mouth). */
-const CLOSED_MAX = 0.01;
-/** Open: cavity of at least 3 % of the mouth width squared (a 3 px gap across a 100 px mouth). */
-const OPEN_MIN = 0.03;
-const SILENT_RMS = 0.003;
-const LOUD_SHARE = 0.25;
 const MAX_LAG_FRAMES = 3;
 
 const MODEL = path.join(REPO_ROOT, 'models/weights/tts/en_US-joe-medium.onnx');
@@ -76,96 +67,16 @@ interface Verdict {
   passes: boolean;
 }
 
-function pearson(a: number[], b: number[]): number {
-  const n = a.length;
-  const ma = a.reduce((s, x) => s + x, 0) / n;
-  const mb = b.reduce((s, x) => s + x, 0) / n;
-  let num = 0;
-  let da = 0;
-  let db = 0;
-  for (let i = 0; i < n; i++) {
-    num += (a[i]! - ma) * (b[i]! - mb);
-    da += (a[i]! - ma) ** 2;
-    db += (b[i]! - mb) ** 2;
-  }
-  return num / Math.sqrt(da * db);
-}
-
 /** The criteria of the module comment, for an opening series against an energy series. */
 function judge(opening: number[], rms: number[]): Verdict {
-  const n = opening.length;
-  let best = { r: -1, lagFrames: 0 };
-  for (let lag = -MAX_LAG_FRAMES; lag <= MAX_LAG_FRAMES; lag++) {
-    const a: number[] = [];
-    const b: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const j = i + lag; // positive: the mouth trails the sound
-      if (j >= 0 && j < n) {
-        a.push(rms[i]!);
-        b.push(opening[j]!);
-      }
-    }
-    const r = pearson(a, b);
-    if (r > best.r) best = { r, lagFrames: lag };
-  }
-  const peak = Math.max(...rms);
-  let closed = 0;
-  let silent = 0;
-  let open = 0;
-  let loud = 0;
-  for (let i = 0; i < n; i++) {
-    if (rms.slice(Math.max(0, i - 3), i + 4).every((x) => x < SILENT_RMS)) {
-      silent++;
-      if (opening[i]! < CLOSED_MAX) closed++;
-    }
-    if (rms[i]! > LOUD_SHARE * peak) {
-      loud++;
-      if (opening[i]! >= OPEN_MIN) open++;
-    }
-  }
+  const best = bestLagFrames(opening, rms, MAX_LAG_FRAMES);
+  const { closed, silent, open, loud } = closedOpenShares(opening, rms);
   const passes = best.r >= 0.7 && Math.abs(best.lagFrames) <= 1 && closed >= 0.95 * silent && open >= 0.9 * loud;
   return { ...best, closed, silent, open, loud, passes };
 }
 
 const describe = (v: Verdict) =>
   `r ${v.r.toFixed(2)} at ${v.lagFrames * 40} ms, closed in ${v.closed}/${v.silent} silent frames, open in ${v.open}/${v.loud} loud frames`;
-
-/** Samples across a mouth width on the grid below. */
-const GRID_STEPS = 64;
-
-/**
- * Luma on a grid that follows the mouth's corners (landmarks 61, 291): GRID_STEPS samples from
- * corner to corner, rows of the same spacing from REGION_ABOVE above the corners' line to
- * REGION_BELOW below it; samples outside the frame are left out.
- */
-function mouthSamples(lum: Uint8Array, width: number, height: number, lm: FaceLandmarks['landmarks']): number[] {
-  const [l, r] = [lm[61]!, lm[291]!];
-  const w = Math.hypot(r[0] - l[0], r[1] - l[1]);
-  // Unit vectors along the mouth (corner to corner) and down across it.
-  const [ax, ay] = [(r[0] - l[0]) / w, (r[1] - l[1]) / w];
-  const [dx, dy] = [-ay, ax];
-  const rows = Math.round(GRID_STEPS * (REGION_ABOVE + REGION_BELOW));
-  const samples: number[] = [];
-  for (let j = 0; j < rows; j++) {
-    const v = (-REGION_ABOVE + (j + 0.5) / GRID_STEPS) * w;
-    for (let i = 0; i < GRID_STEPS; i++) {
-      const u = ((i + 0.5) / GRID_STEPS) * w;
-      const x = Math.round(l[0] + ax * u + dx * v);
-      const y = Math.round(l[1] + ay * u + dy * v);
-      if (x >= 0 && y >= 0 && x < width && y < height) samples.push(lum[y * width + x]!);
-    }
-  }
-  return samples;
-}
-
-/** Cavity area over mouth width squared: the grid's samples darker than `threshold`. */
-function cavity(samples: number[], threshold: number): number {
-  return samples.filter((v) => v < threshold).length / (GRID_STEPS * GRID_STEPS);
-}
-
-function median(values: number[]): number {
-  return [...values].sort((a, b) => a - b)[values.length >> 1]!;
-}
 
 /** Plays `speech` through a media session showing `image` framed, and measures every frame. */
 async function playAndMeasure(registry: FaceRegistry, image: Buffer, speech: SpeechChunk[], withPhonemes: boolean): Promise<Measured> {
@@ -196,19 +107,16 @@ async function playAndMeasure(registry: FaceRegistry, image: Buffer, speech: Spe
   }
   const rms = energy.map((x, i) => Math.sqrt(x / Math.max(1, counts[i]!)));
 
+  // Frames in order, the silent lead first: the tracker's cavity threshold comes from the first.
   const raw = new Array<number>(frames).fill(Number.NaN);
   const shares: number[] = [];
-  let threshold = 0;
+  const tracker = new MouthTracker(registry);
   for (const e of events) {
     if (e.type !== 'jpeg' || e.frameIndex >= frames) continue;
-    const jpeg = Buffer.from(e.data);
-    const found = await registry.register(jpeg);
-    const { data, info } = await sharp(jpeg).greyscale().raw().toBuffer({ resolveWithObject: true });
-    const lum = new Uint8Array(data.buffer, data.byteOffset, data.length);
-    const samples = mouthSamples(lum, info.width, info.height, found.landmarks);
-    if (threshold === 0) threshold = CAVITY_SHARE * median(samples);
-    raw[e.frameIndex] = cavity(samples, threshold);
-    shares.push(found.box[2] / info.width);
+    const m = await tracker.measure(Buffer.from(e.data));
+    if (!m?.detected) continue;
+    raw[e.frameIndex] = m.opening;
+    shares.push(m.faceBox[2] / m.width);
   }
   assert.ok(raw.every((x) => !Number.isNaN(x)), 'every frame came out as a JPEG with a face found in it');
   const rest = median(raw.slice(0, LEAD_FRAMES));

@@ -15,7 +15,9 @@
  *     reply to first audio (the rest: from the later of speech_stopped and a transcript that came
  *     before the audio, to the first audio delta), so the three add up to the whole;
  *  6. barge-in, `bargeIns` sessions;
- *  7. WebRTC (webrtc-measures.ts), `webrtcCalls` calls, when asked and possible.
+ *  7. WebRTC (webrtc-measures.ts), `webrtcCalls` calls, when asked and possible; the lip-sync
+ *     figures of its first turn (r, lag, closed and open shares) go to params.lip_sync and the
+ *     metrics `webrtc · lip sync r` (unit r) and `· lip sync lag`, its trace to params.lip_sync_trace.
  * Between turns and sessions the client waits a seeded 300–1000 ms, so that turns do not fall in
  * step with a target's own clocks (an avatar's 40 ms frame tick) the same way every time.
  *
@@ -29,7 +31,7 @@ import { seededRandom, summarise, type BenchOutput, type Metric } from '../harne
 import type { VoiceTurn } from '../voice-turns.js';
 import { openSession, closeSession, shownUrl, type EndpointTarget } from './session.js';
 import { endpointSpeech, type EndpointSpeech } from './speech.js';
-import { measureWebRtc } from './webrtc-measures.js';
+import { measureWebRtc, type LipSyncFigures } from './webrtc-measures.js';
 import {
   INSTRUCTIONS,
   SERVER_VAD,
@@ -60,7 +62,12 @@ export const METRIC = {
   rtcAudio: 'webrtc · text turn → first audio played',
   rtcAv: 'webrtc · A/V offset',
   rtcPacing: 'webrtc · frame interval',
+  rtcLipR: 'webrtc · lip sync r',
+  rtcLipLag: 'webrtc · lip sync lag',
 } as const;
+
+/** Metrics not in milliseconds. */
+const UNIT: Record<string, string> = { [METRIC.rtcLipR]: 'r' };
 
 export interface MeasureEndpointOptions {
   /** Base URL of the target (http(s) or ws(s)). */
@@ -80,7 +87,7 @@ export interface MeasureEndpointOptions {
   /** WebRTC calls (0: none); each has `webrtcTurns` text turns. */
   webrtcCalls?: number;
   webrtcTurns?: number;
-  /** The face's mouth box in a 512x512 frame, for the WebRTC A/V offset; null: not known. */
+  /** The face's mouth box in a 512x512 frame, for the WebRTC A/V offset; null: found on the decoded frames. */
   mouthBox?: readonly number[] | null;
   /** Where the recorded speech is kept (speech.ts). */
   speechDir: string;
@@ -213,16 +220,24 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
 
   let webrtc: Record<string, unknown> = { calls: 0 };
   let lipSyncTrace: unknown = null;
+  let lipSync: LipSyncFigures | null = null;
   if (counts.webrtcCalls > 0) {
     log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium`);
     const httpBase = shownUrl(o.url).replace(/^ws/i, 'http');
     const r = await measureWebRtc({ url: httpBase, key: o.key, calls: counts.webrtcCalls, textTurns: counts.webrtcTurns, mouthBox: o.mouthBox ?? null, log });
-    if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcPacing]) unsupported.push({ measure: m, reason: r.unsupported });
+    if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcPacing, METRIC.rtcLipR]) unsupported.push({ measure: m, reason: r.unsupported });
     else {
       for (const ms of r.firstFrameMs) add(METRIC.rtcFrame, ms);
       for (const ms of r.firstAudioPlayedMs) add(METRIC.rtcAudio, ms);
       for (const ms of r.avOffsetMs) add(METRIC.rtcAv, ms);
       for (const ms of r.frameIntervalsMs) add(METRIC.rtcPacing, ms);
+      if (r.lipSync) {
+        add(METRIC.rtcLipR, r.lipSync.r);
+        add(METRIC.rtcLipLag, r.lipSync.lag_ms);
+        const share = (x: number | null) => (x === null ? '-' : `${Math.round(100 * x)} %`);
+        log(`  webrtc lip sync: r ${r.lipSync.r} at ${r.lipSync.lag_ms} ms, closed in ${share(r.lipSync.closed_share)} of ${r.lipSync.silent_frames} silent frames, open in ${share(r.lipSync.open_share)} of ${r.lipSync.loud_frames} loud ones; r ${r.lipSync.r_audio_shifted_400ms} against audio shifted 400 ms; best within ±300 ms: r ${r.lipSync.wide.r} at ${r.lipSync.wide.lag_ms} ms; face found in ${share(r.lipSync.face_found_share)} of ${r.lipSync.frames_measured} frames`);
+        if (Math.abs(r.lipSync.wide.lag_ms) > 40 && r.lipSync.wide.r > r.lipSync.r + 0.1) notes.push(`webrtc lip sync: the mouth follows the sound best ${Math.abs(r.lipSync.wide.lag_ms)} ms ${r.lipSync.wide.lag_ms < 0 ? 'ahead of' : 'behind'} it (r ${r.lipSync.wide.r}, against ${r.lipSync.r} within ±40 ms)`);
+      }
       if (r.frameIntervalsMs.length > 0) {
         const late = r.frameIntervalsMs.filter((ms) => ms > 60).length;
         const frozen = r.frameIntervalsMs.filter((ms) => ms > 200);
@@ -232,7 +247,8 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
     }
     notes.push(...r.notes);
     if (r.lipSyncTrace) lipSyncTrace = r.lipSyncTrace;
-    webrtc = { calls: counts.webrtcCalls, text_turns_per_call: counts.webrtcTurns, offer: 'multipart; Opus send/receive; H.264 receive-only video; oai-events channel' };
+    lipSync = r.lipSync;
+    webrtc = { calls: counts.webrtcCalls, text_turns_per_call: counts.webrtcTurns, offer: 'multipart; Opus send/receive; H.264 receive-only video; oai-events channel', mouth_box: r.mouthBox };
   } else notMeasured.push(METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcPacing);
   if (counts.voiceTurns === 0) notMeasured.push(METRIC.voiceAudio, METRIC.decision, METRIC.transcription, METRIC.reply);
   if (counts.bargeIns === 0) notMeasured.push(METRIC.bargeIn);
@@ -240,12 +256,13 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
 
   const metrics: Metric[] = Object.entries(samples)
     .filter(([, v]) => v.length > 0)
-    .map(([name, v]) => summarise(name, 'ms', v));
+    .map(([name, v]) => summarise(name, UNIT[name] ?? 'ms', v));
   return {
     params: {
       target: { label: o.label, url: shownUrl(o.url), model: target.model, started_by_bench: o.startedByBench ?? false },
       ...(o.params ?? {}),
       seed,
+      lip_sync: lipSync,
       lip_sync_trace: lipSyncTrace,
       capabilities: {
         image_frames_out: caps.image_frames_out,
@@ -292,6 +309,8 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
         [METRIC.rtcAudio]: 'response.create sent on the data channel → first avatar audio played out at the receiver',
         [METRIC.rtcAv]: 'mouth motion onset − audio onset at the receiver (positive: the picture is late)',
         [METRIC.rtcPacing]: 'time between consecutive presented video frames at the receiver (40 ms at 25 fps; late > 60 ms, frozen > 200 ms)',
+        [METRIC.rtcLipR]: "Pearson r of the mouth opening (face found and tracked on the decoded frames, cavity between the lips) against the received speech's RMS around each frame, first call's first turn, -0.5 to +2 s around the first sound, at the best lag within ±40 ms",
+        [METRIC.rtcLipLag]: 'the lag of that best r (positive: the mouth trails the sound)',
       },
     },
     metrics,

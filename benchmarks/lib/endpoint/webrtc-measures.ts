@@ -8,22 +8,41 @@
  *    what a person waits from pressing call to seeing the face (the SDP answer included);
  *  - text turn → first audio played: a user text item, then response.create → the first block of
  *    the avatar's audio played out louder than silence at the receiver (call-measures audioOnset);
- *  - A/V offset (only where the face's mouth box in the frame is known, `mouthBox`): onset of
- *    mouth motion in the presented frames − onset of the audio (call-measures mouthOnset),
- *    positive when the picture is late;
+ *  - A/V offset: onset of mouth motion in the presented frames − onset of the audio
+ *    (call-measures mouthOnset on a mouth box's grey level), positive when the picture is late;
+ *    the box is the one found on the call's decoded frames (a snapshot after its first frame, face
+ *    models as below), or `mouthBox` where given (ENDPOINT_MOUTH_BOX), so a target's face need
+ *    not be known;
  *  - frame pacing: the time between consecutive presented frames while the avatar listens and
  *    speaks (40 ms at 25 fps); a late frame is over 60 ms after the one before, a freeze over
- *    200 ms;
- *  - a lip-sync trace of the first call's first turn (where the mouth box is known): the mouth's
- *    opening (its box darkening from the resting level) and the received speech's power from
- *    half a second before the first sound to two seconds after, with a strip of the decoded
- *    frames around the mouth every 120 ms, for the report to draw.
+ *    200 ms; not on the lip-sync turn below (encoding every frame in the page delays some);
+ *  - lip sync, on the first call's first turn: every presented frame from half a second before
+ *    the first sound to two seconds after is kept whole (a 256 px JPEG); after the call the face is
+ *    found and tracked on each (test/helpers/mouth-opening.ts MouthTracker: FaceRegistry landmarks,
+ *    the last frame's where one misses) and its mouth opening measured (cavity between the lips
+ *    over the mouth width squared, less its lowest decile in the window: the closed level), against
+ *    the received speech's RMS around each frame (the played-out samples within ±20 ms): Pearson r at
+ *    the best lag within ±40 ms (10 ms steps; positive: the mouth trails the sound), the shares of
+ *    silent frames closed and loud frames open (thresholds in mouth-opening.ts), r against the
+ *    audio shifted by 400 ms (a control: low), and the best r within ±300 ms with its lag (where a
+ *    picture out of sync finds its sound).
+ *    With no face found the trace's mouth is the mouth box's darkening from its resting level (only
+ *    where ENDPOINT_MOUTH_BOX gives a box), said in its `method`, and no r is given;
+ *  - the lip-sync trace of that turn for the report: mouth opening and speech power (that RMS
+ *    squared, every 10 ms) over the same window, each scaled to 0..1, with a strip of the frames
+ *    around the mouth every 120 ms.
  *
- * A target whose answer has no video (port 0 or no m=video) has no WebRTC first frame or A/V
- * offset: reported as unsupported by the caller, like a missing Chromium or a refused call.
+ * A target whose answer has no video (port 0 or no m=video) has no WebRTC first frame, A/V offset
+ * or lip sync: reported as unsupported by the caller, like a missing Chromium or a refused call.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { Page } from 'playwright-core';
+import sharp from 'sharp';
+import { FaceRegistry } from '../../../src/media/face-registration.js';
 import { callIn, chromiumAvailable, eventsIn, launchBrowser, type PageSamples } from '../../../test/helpers/browser.js';
+import { bestLagMs, closedOpenShares, median, MouthTracker, mouthBoxOf, type MouthReading } from '../../../test/helpers/mouth-opening.js';
 import { audioOnset, mouthOnset, sleep, startAvatarCall, until, waitForEvent } from '../call-measures.js';
 import { INSTRUCTIONS, SERVER_VAD, TEXT_QUESTIONS } from './websocket-measures.js';
 
@@ -33,10 +52,14 @@ export interface WebRtcResult {
   firstFrameMs: number[];
   firstAudioPlayedMs: number[];
   avOffsetMs: number[];
-  /** Time between consecutive presented frames, over every sampled stretch of every call. */
+  /** Time between consecutive presented frames, over every sampled stretch of every call but the lip-sync turn. */
   frameIntervalsMs: number[];
   lipSyncTrace: LipSyncTrace | null;
-  /** Why a measure has no samples though calls were made (no video in the answer, mouth box unknown). */
+  /** The lip-sync figures of the trace turn; null where not measured (see `missing`). */
+  lipSync: LipSyncFigures | null;
+  /** The mouth box the A/V offset used, [x, y, w, h] in the 512x512 frame, and where it came from. */
+  mouthBox: { box: number[]; from: 'ENDPOINT_MOUTH_BOX' | 'found on the decoded frames' } | null;
+  /** Why a measure has no samples though calls were made (no video in the answer, no face found). */
   missing: Record<string, string>;
   notes: string[];
 }
@@ -47,7 +70,44 @@ export interface LipSyncTrace {
   speech: Array<[number, number]>;
   /** JPEG data URLs of the region around the mouth. */
   frames: Array<{ t: number; url: string }>;
+  /** How `mouth` was measured. */
+  method: string;
 }
+
+/** The lip-sync figures of one turn at the receiver (see the header). */
+export interface LipSyncFigures {
+  /** Pearson r of mouth opening against speech RMS at the best lag within ±MAX_LAG_MS. */
+  r: number;
+  lag_ms: number;
+  /** Silent frames (and SILENT_SPAN_FRAMES either side) with the mouth closed; loud frames with it open. */
+  closed_share: number | null;
+  open_share: number | null;
+  silent_frames: number;
+  loud_frames: number;
+  /** r at the best lag against the audio 400 ms later than heard: a control, should be low. */
+  r_audio_shifted_400ms: number;
+  /** The best r within ±WIDE_LAG_MS (20 ms steps), and its lag: where the mouth follows the sound when out of sync. */
+  wide: { r: number; lag_ms: number };
+  frames_measured: number;
+  /** Share of the frames measured in which the face was found (the rest used the last landmarks). */
+  face_found_share: number;
+  method: string;
+}
+
+export const LIP_SYNC_METHOD = 'face landmarks on decoded frames (FaceRegistry), mouth cavity';
+/** Lags tried for r, ms. */
+const MAX_LAG_MS = 40;
+const LAG_STEP_MS = 10;
+const WIDE_LAG_MS = 300;
+/** Speech RMS around a frame: the samples played within ±RMS_HALF_WINDOW_MS of it, in blocks of 256 at 48 kHz. */
+const RMS_HALF_WINDOW_MS = 20;
+const PLAYOUT_BLOCK_MS = (256 / 48_000) * 1000;
+/** Frames kept whole for the lip-sync measure: JPEGs of this side (px) of the 512x512 frame. */
+const FULL_FRAME_SIDE_PX = 256;
+const FULL_FRAMES = { everyMs: 0, box: [0, 0, 512, 512], side: FULL_FRAME_SIDE_PX, quality: 0.9 };
+/** The snapshot the A/V offset's mouth box is found on, px; tries 400 ms apart. */
+const SNAPSHOT_SIDE_PX = 512;
+const SNAPSHOT_TRIES = 5;
 
 /** The trace's window around the first sound, and the strip's spacing. */
 const TRACE_FROM_MS = -500;
@@ -61,7 +121,7 @@ export interface WebRtcOptions {
   key: string;
   calls: number;
   textTurns: number;
-  /** The face's mouth in the 512x512 frame, [x, y, w, h]; null: no A/V offset. */
+  /** The face's mouth in the 512x512 frame, [x, y, w, h]; null: found on the decoded frames. */
   mouthBox: readonly number[] | null;
   log: (line: string) => void;
 }
@@ -69,16 +129,25 @@ export interface WebRtcOptions {
 /** A grey-level box somewhere in the frame: sampling needs one even where no mouth is known. */
 const ANY_BOX = [0, 0, 16, 16];
 
+/** What the calls of one run share: the face models, and the mouth box found last. */
+interface Faces {
+  registry: FaceRegistry;
+  found: number[] | null;
+}
+
 export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
-  const out: WebRtcResult = { unsupported: null, firstFrameMs: [], firstAudioPlayedMs: [], avOffsetMs: [], frameIntervalsMs: [], lipSyncTrace: null, missing: {}, notes: [] };
+  const out: WebRtcResult = { unsupported: null, firstFrameMs: [], firstAudioPlayedMs: [], avOffsetMs: [], frameIntervalsMs: [], lipSyncTrace: null, lipSync: null, mouthBox: null, missing: {}, notes: [] };
   if (!chromiumAvailable()) return { ...out, unsupported: 'Chromium is missing (/usr/bin/chromium; bash src/cli/setup.sh installs it)' };
-  if (o.mouthBox === null) out.missing['webrtc · A/V offset'] = "the face's mouth position in the frame is not known for this target (ENDPOINT_MOUTH_BOX=x,y,w,h in a 512x512 frame)";
+  if (o.mouthBox) out.mouthBox = { box: [...o.mouthBox], from: 'ENDPOINT_MOUTH_BOX' };
+  // The face models' per-image cache goes to a folder of this run's own.
+  const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'endpoint-faces-'));
+  const faces: Faces = { registry: new FaceRegistry(cacheDir), found: null };
   const browser = await launchBrowser({ microphone: 'silence' });
   try {
     for (let call = 0; call < o.calls; call++) {
       const page = await browser.newPage();
       try {
-        const refused = await oneCall(page, o, out, call === 0 && o.mouthBox !== null);
+        const refused = await oneCall(page, o, out, faces, call === 0);
         if (refused) return { ...out, unsupported: refused };
       } catch (err) {
         // A call that went wrong part way (no session.created on its channel, a page error): the
@@ -92,12 +161,16 @@ export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
     }
   } finally {
     await browser.close();
+    await faces.registry.close();
+    // A face found on a later call than one that found none: the A/V offset was measured.
+    if (out.avOffsetMs.length > 0 && out.missing['webrtc · A/V offset']?.startsWith('no face')) delete out.missing['webrtc · A/V offset'];
+    await rm(cacheDir, { recursive: true, force: true });
   }
   return out;
 }
 
 /** One call: its first frame and text turns; returns why the target refused the call, or null. */
-async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, trace: boolean): Promise<string | null> {
+async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: Faces, trace: boolean): Promise<string | null> {
   const session = { type: 'realtime', instructions: INSTRUCTIONS, audio: { input: { turn_detection: SERVER_VAD } } };
   let started;
   try {
@@ -107,13 +180,22 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, trace: b
   }
   const video = /^m=video (\d+)/m.exec(started.answer);
   const hasVideo = video !== null && video[1] !== '0';
-  if (!hasVideo) out.missing['webrtc · first frame'] = out.missing['webrtc · A/V offset'] = 'the SDP answer has no video';
+  if (!hasVideo) out.missing['webrtc · first frame'] = out.missing['webrtc · A/V offset'] = out.missing['webrtc · lip sync r'] = 'the SDP answer has no video';
   await waitForEvent(page, 'session.created', 0);
-  await callIn(page, 'startSampling', o.mouthBox ?? ANY_BOX, trace ? { everyMs: STRIP_EVERY_MS, box: aroundMouth(o.mouthBox!), side: STRIP_SIDE_PX } : undefined);
+  await callIn(page, 'startSampling', o.mouthBox ?? faces.found ?? ANY_BOX);
+  let box: readonly number[] | null = o.mouthBox;
   if (hasVideo) {
     const first = await until(() => callIn<PageSamples>(page, 'takeSamples'), (s) => s.firstFrameAt > 0, 'the first frame', 30_000).catch(() => null);
     if (first) out.firstFrameMs.push(Math.round(started.postMs + (first.firstFrameAt - first.answeredAt)));
     else out.notes.push('webrtc: a call presented no frame within 30 s');
+    if (!box && first) {
+      box = await findMouthBox(page, faces);
+      if (box) out.mouthBox = { box: [...box], from: 'found on the decoded frames' };
+      else out.notes.push('webrtc: no face found in snapshots of the decoded frames (A/V offset not measured on this call)');
+    }
+    if (!box) out.missing['webrtc · A/V offset'] ??= 'no face found in the decoded frames (ENDPOINT_MOUTH_BOX=x,y,w,h in a 512x512 frame gives the mouth box)';
+    // Sampling again with the mouth box (and, for the trace turn, every frame kept whole).
+    await callIn(page, 'startSampling', box ?? ANY_BOX, trace ? FULL_FRAMES : undefined);
     await sleep(1500); // idle frames before the first turn: the mouth's resting range
   }
   for (let i = 0; i < o.textTurns; i++) {
@@ -127,15 +209,28 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, trace: b
     await callIn(page, 'send', { type: 'response.cancel' });
     await waitForEvent(page, 'response.done', from, 30_000).catch(() => null);
     const s = await callIn<PageSamples>(page, 'takeSamples');
-    out.frameIntervalsMs.push(...frameIntervals(s));
+    // The whole frames are kept for the trace turn only; encoding each one in the page delays some
+    // frames, so that turn's frame intervals are left out of the pacing.
+    const keptWhole = trace && i === 0 && hasVideo;
+    if (keptWhole) await callIn(page, 'startSampling', box ?? ANY_BOX);
+    else out.frameIntervalsMs.push(...frameIntervals(s));
     const heardAt = audioOnset(s, t0);
-    if (heardAt === null) out.notes.push(`webrtc: no audio heard within 2 s of the reply's start (turn ${i + 1})`);
-    else {
+    if (heardAt === null) {
+      out.notes.push(`webrtc: no audio heard within 2 s of the reply's start (turn ${i + 1})`);
+      if (keptWhole) out.missing['webrtc · lip sync r'] = 'no audio heard in the first turn of the first call';
+    } else {
       out.firstAudioPlayedMs.push(Math.round(heardAt - t0));
-      if (trace && i === 0 && hasVideo) out.lipSyncTrace = lipSyncTrace(s, heardAt);
-      const mouthAt = hasVideo && o.mouthBox ? mouthOnset(s, heardAt) : null;
+      if (keptWhole) {
+        const measured = await lipSync(s, heardAt, faces.registry, o.mouthBox);
+        if (measured) {
+          out.lipSyncTrace = measured.trace;
+          out.lipSync = measured.figures;
+          if (!measured.figures) out.missing['webrtc · lip sync r'] = measured.trace.method;
+        } else out.missing['webrtc · lip sync r'] = 'fewer than 10 frames presented around the first sound';
+      }
+      const mouthAt = hasVideo && box ? mouthOnset(s, heardAt) : null;
       if (mouthAt !== null) out.avOffsetMs.push(Math.round(mouthAt - heardAt));
-      else if (hasVideo && o.mouthBox) out.notes.push(`webrtc: no mouth motion onset found around the audio onset (turn ${i + 1})`);
+      else if (hasVideo && box) out.notes.push(`webrtc: no mouth motion onset found around the audio onset (turn ${i + 1})`);
     }
     o.log(`  webrtc turn ${i + 1}: first audio played ${heardAt === null ? '-' : Math.round(heardAt - t0)} ms`);
     await sleep(1500); // back to idle before the next turn, whose baseline comes from these frames
@@ -151,38 +246,167 @@ function frameIntervals(s: PageSamples): number[] {
   return out;
 }
 
-/** A square around the mouth box (three mouths wide), inside the 512x512 frame. */
-function aroundMouth(box: readonly number[]): number[] {
+/** A square around the mouth box (twice its larger side), inside a frame of `frameSide` pixels. */
+function aroundMouth(box: readonly number[], frameSide: number): number[] {
   const [x, y, w, h] = box as [number, number, number, number];
-  const side = Math.min(512, Math.round(Math.max(w, h) * 3));
+  const side = Math.min(frameSide, Math.round(Math.max(w, h) * 2));
   const cx = x + w / 2;
   const cy = y + h / 2;
-  const left = Math.max(0, Math.min(512 - side, Math.round(cx - side / 2)));
-  const top = Math.max(0, Math.min(512 - side, Math.round(cy - side / 2)));
+  const left = Math.max(0, Math.min(frameSide - side, Math.round(cx - side / 2)));
+  const top = Math.max(0, Math.min(frameSide - side, Math.round(cy - side / 2)));
   return [left, top, side, side];
 }
 
-/** The turn's trace around `heardAt` (see the header), or null without frames in that window. */
-function lipSyncTrace(s: PageSamples, heardAt: number): LipSyncTrace | null {
+/**
+ * The mouth box in a snapshot of the frame shown now (SNAPSHOT_SIDE_PX, the 512x512 frame's
+ * pixels), tried SNAPSHOT_TRIES times 400 ms apart; the last one found (an earlier call's) where
+ * none is; null where no face was ever found.
+ */
+async function findMouthBox(page: Page, faces: Faces): Promise<number[] | null> {
+  const scale = 512 / SNAPSHOT_SIDE_PX;
+  for (let i = 0; i < SNAPSHOT_TRIES; i++) {
+    const url = await callIn<string | null>(page, 'snapshot', SNAPSHOT_SIDE_PX);
+    if (url) {
+      try {
+        const face = await faces.registry.register(fromDataUrl(url));
+        faces.found = mouthBoxOf(face.landmarks, SNAPSHOT_SIDE_PX, SNAPSHOT_SIDE_PX).map((v) => Math.round(v * scale));
+        return faces.found;
+      } catch {
+        // No usable face in this frame (not yet drawn, a blur): the next snapshot.
+      }
+    }
+    await sleep(400);
+  }
+  return faces.found;
+}
+
+function fromDataUrl(url: string): Buffer {
+  return Buffer.from(url.slice(url.indexOf(',') + 1), 'base64');
+}
+
+/**
+ * The received speech's RMS (full scale 1) within ±RMS_HALF_WINDOW_MS of a time, from the blocks of
+ * 256 samples the page played out (PageSamples.loud: those louder than silence, the rest counted
+ * as silent). These are the played-out samples themselves, on the clock of the audio onset; the
+ * getStats totalAudioEnergy sampled every 10 ms moves in uneven steps (a 10 ms sample may show
+ * no energy in the middle of a word) and is left for the trace's plot.
+ */
+function speechRms(loud: PageSamples['loud']): (t: number) => number {
+  const ts = loud.map((b) => b.t);
+  const firstAtOrAfter = (t: number) => {
+    let lo = 0;
+    let hi = ts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (ts[mid]! < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const blocksPerWindow = (2 * RMS_HALF_WINDOW_MS) / PLAYOUT_BLOCK_MS;
+  return (t) => {
+    let sum = 0;
+    for (let i = firstAtOrAfter(t - RMS_HALF_WINDOW_MS); i < loud.length && loud[i]!.t < t + RMS_HALF_WINDOW_MS; i++) sum += loud[i]!.rms ** 2;
+    return Math.sqrt(sum / blocksPerWindow);
+  };
+}
+
+const round3 = (v: number) => Math.round(v * 1000) / 1000;
+
+/**
+ * The trace turn's lip sync around `heardAt` (see the header): the figures and the trace with its
+ * strip; null without 10 frames in the window. Without a face in any frame, the trace's mouth is
+ * the box's greyness (where a box was given) and the figures null.
+ */
+async function lipSync(s: PageSamples, heardAt: number, registry: FaceRegistry, givenBox: readonly number[] | null): Promise<{ trace: LipSyncTrace; figures: LipSyncFigures | null } | null> {
   const inWindow = (t: number) => t - heardAt >= TRACE_FROM_MS && t - heardAt <= TRACE_TO_MS;
+  const thumbs = (s.thumbs ?? []).filter((f) => inWindow(f.t));
+  const rmsAt = speechRms(s.loud);
+  // The speech's power every 10 ms over the window (as far as the samples go).
+  const power: Array<[number, number]> = [];
+  for (let t = heardAt + TRACE_FROM_MS; t <= Math.min(heardAt + TRACE_TO_MS, s.now - RMS_HALF_WINDOW_MS); t += 10) power.push([t, rmsAt(t) ** 2]);
+  const powerMax = Math.max(...power.map(([, p]) => p), 1e-12);
+  const speech = power.map(([t, p]): [number, number] => [Math.round(t - heardAt), round3(p / powerMax)]);
+
+  // Every kept frame of the window, in order (the first, before the sound, sets the cavity threshold).
+  const tracker = new MouthTracker(registry);
+  const readings: Array<{ t: number; m: MouthReading; jpeg: Buffer }> = [];
+  for (const f of thumbs) {
+    const jpeg = fromDataUrl(f.url);
+    const m = await tracker.measure(jpeg);
+    if (m) readings.push({ t: f.t, m, jpeg });
+  }
+  if (tracker.detected > 0 && readings.length >= 10) {
+    // The closed level: the lowest decile of the window (the frames before the sound need not show a
+    // closed mouth: a picture ahead of its sound opens it early).
+    const sorted = readings.map((x) => x.m.opening).sort((a, b) => a - b);
+    const rest = sorted[Math.floor(sorted.length / 10)]!;
+    const times = readings.map((x) => x.t);
+    const opening = readings.map((x) => x.m.opening - rest);
+    const best = bestLagMs(times, opening, rmsAt, MAX_LAG_MS, LAG_STEP_MS);
+    const shifted = bestLagMs(times, opening, (t) => rmsAt(t + 400), MAX_LAG_MS, LAG_STEP_MS);
+    const wide = bestLagMs(times, opening, rmsAt, WIDE_LAG_MS, 20);
+    const shares = closedOpenShares(opening, times.map(rmsAt));
+    const figures: LipSyncFigures = {
+      r: round3(best.r),
+      lag_ms: best.lagMs,
+      closed_share: shares.silent > 0 ? round3(shares.closed / shares.silent) : null,
+      open_share: shares.loud > 0 ? round3(shares.open / shares.loud) : null,
+      silent_frames: shares.silent,
+      loud_frames: shares.loud,
+      r_audio_shifted_400ms: round3(shifted.r),
+      wide: { r: round3(wide.r), lag_ms: wide.lagMs },
+      frames_measured: tracker.frames,
+      face_found_share: round3(tracker.detected / tracker.frames),
+      method: LIP_SYNC_METHOD,
+    };
+    const openMax = Math.max(...opening, 1e-9);
+    // The strip is cropped around the median mouth box found (the thumbnails' pixels).
+    const mouthBox = [0, 1, 2, 3].map((k) => median(readings.filter((x) => x.m.detected).map((x) => x.m.mouthBox[k]!)));
+    return {
+      trace: {
+        mouth: readings.map((x, k) => [Math.round(x.t - heardAt), round3(Math.max(0, opening[k]!) / openMax)]),
+        speech,
+        frames: await strip(readings, heardAt, aroundMouth(mouthBox, FULL_FRAME_SIDE_PX)),
+        method: LIP_SYNC_METHOD,
+      },
+      figures,
+    };
+  }
+
+  // No face found: the mouth box's greyness, where a box was given.
+  const why = thumbs.length === 0 ? 'no frames were kept' : `no face found in the ${thumbs.length} decoded frames around the first sound`;
   const frames = s.frames.filter((f) => inWindow(f.t));
   if (frames.length < 10) return null;
+  const wholeFrames = thumbs.map((f) => ({ t: f.t, jpeg: fromDataUrl(f.url) }));
+  const stripBox = givenBox ? aroundMouth(givenBox.map((v) => (v * FULL_FRAME_SIDE_PX) / 512), FULL_FRAME_SIDE_PX) : [0, 0, FULL_FRAME_SIDE_PX, FULL_FRAME_SIDE_PX];
+  if (!givenBox) return { trace: { mouth: [], speech, frames: await strip(wholeFrames, heardAt, stripBox), method: `none: ${why}` }, figures: null };
   // Resting level: the brightest quarter of the frames before the first sound (a closed mouth is lighter).
   const before = frames.filter((f) => f.t < heardAt).map((f) => f.grey).sort((a, b) => b - a);
   const rest = before.length > 0 ? before[Math.floor(before.length / 4)]! : Math.max(...frames.map((f) => f.grey));
   const opening = frames.map((f) => Math.max(0, rest - f.grey));
   const mouthMax = Math.max(...opening, 1e-9);
-  const power: Array<[number, number]> = [];
-  for (let k = 1; k < s.samples.length; k++) {
-    const a = s.samples[k - 1]!;
-    const b = s.samples[k]!;
-    if (inWindow(b.t) && b.t > a.t) power.push([b.t, Math.max(0, b.energy - a.energy) / (b.t - a.t)]);
-  }
-  const powerMax = Math.max(...power.map(([, p]) => p), 1e-12);
-  const round = (v: number) => Math.round(v * 1000) / 1000;
   return {
-    mouth: frames.map((f, k) => [Math.round(f.t - heardAt), round(opening[k]! / mouthMax)]),
-    speech: power.map(([t, p]) => [Math.round(t - heardAt), round(p / powerMax)]),
-    frames: (s.thumbs ?? []).filter((f) => inWindow(f.t)).map((f) => ({ t: Math.round(f.t - heardAt), url: f.url })),
+    trace: {
+      mouth: frames.map((f, k) => [Math.round(f.t - heardAt), round3(opening[k]! / mouthMax)]),
+      speech,
+      frames: await strip(wholeFrames, heardAt, stripBox),
+      method: `mouth box (ENDPOINT_MOUTH_BOX) darkening from its resting level: ${why}`,
+    },
+    figures: null,
   };
+}
+
+/** A strip for the report: a frame every STRIP_EVERY_MS, `box` of it (the kept frames' pixels) as a STRIP_SIDE_PX JPEG. */
+async function strip(frames: Array<{ t: number; jpeg: Buffer }>, heardAt: number, box: number[]): Promise<LipSyncTrace['frames']> {
+  const out: LipSyncTrace['frames'] = [];
+  let last = -Infinity;
+  for (const f of frames) {
+    if (f.t - last < STRIP_EVERY_MS) continue;
+    last = f.t;
+    const [left, top, width, height] = box.map(Math.round) as [number, number, number, number];
+    const jpeg = await sharp(f.jpeg).extract({ left, top, width, height }).resize(STRIP_SIDE_PX, STRIP_SIDE_PX).jpeg({ quality: 80 }).toBuffer();
+    out.push({ t: Math.round(f.t - heardAt), url: `data:image/jpeg;base64,${jpeg.toString('base64')}` });
+  }
+  return out;
 }

@@ -10,7 +10,7 @@
  * draw says so on the console (console.error) without stopping the others; a section with nothing
  * to draw says why in words, not with an empty canvas.
  */
-import type { HistoryRow, PlotSpec, ReportData } from './data.js';
+import type { HistoryRow, LipSyncFigures, PlotSpec, ReportData } from './data.js';
 import { fmt, historyName } from './data.js';
 
 export function escapeHtml(s: string): string {
@@ -42,7 +42,7 @@ ${section('cdf', 'Latency distributions', d.cdfs.length ? `<p>Empirical CDFs of 
 ${section('breakdown', 'Per-step breakdown', d.breakdowns.length ? d.breakdowns.map((b) => plotBox(b.plot) + breakdownTable(b.table)).join('\n') : none('No result names the steps of a turn yet (metrics named “group › step”).'))}
 ${section('histograms', 'A/V offset and frame pacing', d.histograms.length ? `<p>Share of samples per bin, newest result of each benchmark and target.</p>${d.histograms.map(plotBox).join('\n')}` : none('No result has the samples of an A/V offset or of frame intervals yet.'))}
 ${section('capacity', 'Capacity', d.capacity.length ? `<p>Each step adds sessions at once and holds them for the benchmark’s window; a step keeps time when no frame is late.</p>${d.capacity.map(plotBox).join('\n')}` : none('No capacity steps are recorded yet: the capacity runs of the avatar and webrtc benchmarks record them (params.capacity_steps) from 2026-11-27 on.'))}
-${section('lipsync', 'Lip sync', d.lipSync.length ? d.lipSync.map((l) => plotBox(l.plot) + frameStrip(l.frames)).join('\n') : none('No lip-sync trace is recorded yet: the endpoint benchmark records one when it makes a WebRTC call to a face whose mouth position it knows.'))}
+${section('lipsync', 'Lip sync', d.lipSync.length ? d.lipSync.map((l) => plotBox(l.plot) + lipSyncFigures(l.figures) + frameStrip(l.frames)).join('\n') : none('No lip-sync trace is recorded yet: the endpoint benchmark records one when it makes a WebRTC call (ENDPOINT_WEBRTC not 0) to a target that sends video.'))}
 ${section('history', 'History', historySection(d))}
 <footer>Generated ${escapeHtml(d.generated)} from ${d.results.length} result file(s). Plots drawn with uPlot (MIT), inlined: the page needs no network.</footer>
 </main>
@@ -52,6 +52,20 @@ ${section('history', 'History', historySection(d))}
 </body>
 </html>
 `;
+}
+
+/** The trace's figures in a line: r at its lag, the closed and open shares, the control and the face tracking. */
+function lipSyncFigures(f: LipSyncFigures | null): string {
+  if (!f) return '';
+  const pct = (x: number | null) => (x === null ? '–' : `${Math.round(100 * x)} %`);
+  const parts = [
+    `<strong>r ${fmt(f.r)}</strong> at a lag of <strong>${f.lag_ms > 0 ? '+' : ''}${Math.round(f.lag_ms)} ms</strong> (best within ±40 ms; positive: the mouth trails the sound)`,
+    `closed in ${pct(f.closed_share)} of ${f.silent_frames ?? '–'} silent frames, open in ${pct(f.open_share)} of ${f.loud_frames ?? '–'} loud frames`,
+    ...(f.wide === null ? [] : [`best within ±300 ms: r ${fmt(f.wide.r)} at ${f.wide.lag_ms > 0 ? '+' : ''}${Math.round(f.wide.lag_ms)} ms`]),
+    ...(f.r_audio_shifted_400ms === null ? [] : [`r ${fmt(f.r_audio_shifted_400ms)} against the audio shifted by 400 ms (a control: should be low)`]),
+    ...(f.face_found_share === null ? [] : [`face found in ${pct(f.face_found_share)} of ${f.frames_measured ?? '–'} frames`]),
+  ];
+  return `<p class="lipsync-figures">${parts.join('; ')}.</p>`;
 }
 
 /** The decoded frames around the mouth, each with its time from the first sound. */
