@@ -5,7 +5,12 @@
  *  - websocket · connect → session.created, text turn → first text / first audio / response.done,
  *    first frame, voice turn → first audio (with its breakdown: `voice turn › end-of-turn
  *    decision`, `› transcription tail`, `› reply to first audio`), barge-in → silent;
- *  - webrtc · first frame, text turn → first audio played, A/V offset (headless Chromium);
+ *  - webrtc · first frame, text turn → first audio played, A/V offset, lip sync r and lag (the face
+ *    found and tracked on the decoded frames; params.lip_sync) (headless Chromium);
+ *  - capacity · sessions in real time, CPU per session, memory per session, idle memory
+ *    (lib/endpoint/capacity.ts), only on a server the bench started (it reads the server's CPU and
+ *    memory from /proc): full-agent calls all talking, sessions 1, 2, 4, 6 … until a step is not
+ *    in real time, after the other measures; on a --target, reported under params.unsupported;
  *  - params.capabilities (image frames out, input images, semantic_vad, transcription events) and
  *    params.unsupported: what the target does not do is reported, never a failure.
  *
@@ -21,17 +26,19 @@
  * FRAMES first frames, every recorded sample once as a voice turn, BARGE_INS barge-ins, WEBRTC_CALLS
  * calls of WEBRTC_TURNS text turns. Environment: ENDPOINT_MODEL (the ?model= asked for, default
  * gpt-realtime), ENDPOINT_WEBRTC=0 (no WebRTC), ENDPOINT_MOUTH_BOX=x,y,w,h (the target's mouth in
- * its 512x512 frame, for the A/V offset; known for this server's default face),
- * ENDPOINT_TRANSCRIPTION_MODEL (default whisper-1).
+ * its 512x512 frame for the A/V offset, in place of the box found on the decoded frames),
+ * ENDPOINT_TRANSCRIPTION_MODEL (default whisper-1), ENDPOINT_CAPACITY=0 (no capacity run: quick
+ * runs, tests), ENDPOINT_CAPACITY_WINDOW_S (seconds measured per capacity step, default 10).
  */
 import path from 'node:path';
 import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
 import { tempDir } from '../test/helpers/server.js';
-import { DEFAULT_FACE_MOUTH_BOX } from '../test/helpers/browser.js';
 import type { Benchmark, BenchContext, BenchOutput } from './lib/harness.js';
 import { waitWarm } from './lib/realtime-session.js';
 import { measureEndpoint, type MeasureEndpointOptions } from './lib/endpoint/measure.js';
 import { baseOf } from './lib/endpoint/session.js';
+import { addCapacity, capacityNotMeasured, capacityUnsupported, measureCapacity } from './lib/endpoint/capacity.js';
+import { CAPACITY_SERVER_ENV } from './lib/call-measures.js';
 
 export { measureEndpoint, METRIC, type MeasureEndpointOptions } from './lib/endpoint/measure.js';
 
@@ -47,27 +54,31 @@ export const SPEECH_DIR = process.env.ENDPOINT_SPEECH_DIR || path.join(import.me
 
 const bench: Benchmark = {
   name: 'endpoint',
-  description: 'any OpenAI Realtime endpoint from the client side: connect, text and voice turns to first audio (with a breakdown), first frame, barge-in, WebRTC first frame and first audio played, and what the target supports',
+  description: 'any OpenAI Realtime endpoint from the client side: connect, text and voice turns to first audio (with a breakdown), first frame, barge-in, WebRTC first frame and first audio played, what the target supports, and (on a server it started) capacity with CPU and memory per session',
   measuresTargets: true,
   async run(ctx) {
     if (ctx.target) {
-      return measureEndpoint({ ...options(ctx), url: ctx.target.url, key: ctx.target.key, label: hostOf(ctx.target.url), startedByBench: false, mouthBox: mouthBox() });
+      return capacityUnsupported(await measureEndpoint({ ...options(ctx), url: ctx.target.url, key: ctx.target.key, label: hostOf(ctx.target.url), startedByBench: false, mouthBox: mouthBox() }));
     }
+    const capacityWindowS = capacityWindow();
     const offline = process.env.ENDPOINT_LLM === 'offline';
     if (process.env.ENDPOINT_LLM && !offline && process.env.ENDPOINT_LLM !== 'default') throw new Error(`ENDPOINT_LLM: '${process.env.ENDPOINT_LLM}' is not 'default' or 'offline'`);
     ctx.log(`starting this server (${offline ? 'offline responder in place of the language model' : 'embedded default models'}), warming up its models`);
-    const server = await spawnServer({ DATA_DIR: tempDir('avatar-bench-'), PRELOAD_MODELS: 'true', LOG_LEVEL: 'info', ...(offline ? { LLM_PROVIDER: 'offline' } : {}) });
+    // A capacity run needs sessions limited by CPU only (WORKER_CAPACITY), and the log lines it reads.
+    const server = await spawnServer({ DATA_DIR: tempDir('avatar-bench-'), PRELOAD_MODELS: 'true', LOG_LEVEL: 'info', ...(capacityWindowS === null ? {} : CAPACITY_SERVER_ENV), ...(offline ? { LLM_PROVIDER: 'offline' } : {}) });
     try {
       await waitWarm(server);
-      return await measureEndpoint({
+      const out = await measureEndpoint({
         ...options(ctx),
         url: server.url,
         key: server.bootstrapKey as string,
         label: offline ? 'this server (offline responder)' : 'this server (embedded models)',
         startedByBench: true,
-        mouthBox: mouthBox() ?? DEFAULT_FACE_MOUTH_BOX,
-        params: { llm: offline ? 'offline responder (LLM_PROVIDER=offline)' : 'embedded defaults (npm start)', models: selectedModels(server) },
+        mouthBox: mouthBox(),
+        params: { llm: offline ? 'offline responder (LLM_PROVIDER=offline)' : 'embedded defaults (npm start)', models: selectedModels(server), ...(capacityWindowS === null ? {} : { server_env: CAPACITY_SERVER_ENV }) },
       });
+      if (capacityWindowS === null) return capacityNotMeasured(out);
+      return addCapacity(out, await measureCapacity(server, { windowS: capacityWindowS, log: ctx.log }));
     } catch (err) {
       throw new Error(`${(err as Error).message.slice(0, 500)}\nserver output (tail):\n${server.stdout().slice(-3000)}`);
     } finally {
@@ -90,6 +101,16 @@ function options(ctx: BenchContext): Omit<MeasureEndpointOptions, 'url' | 'key' 
     speechDir: SPEECH_DIR,
     log: ctx.log,
   };
+}
+
+/** ENDPOINT_CAPACITY=0: null (no capacity run); else ENDPOINT_CAPACITY_WINDOW_S, seconds a capacity step is measured (default 10). */
+function capacityWindow(): number | null {
+  if (process.env.ENDPOINT_CAPACITY === '0') return null;
+  const value = process.env.ENDPOINT_CAPACITY_WINDOW_S;
+  if (!value) return 10;
+  const s = Number(value);
+  if (!Number.isFinite(s) || s < 1 || s > 600) throw new Error(`ENDPOINT_CAPACITY_WINDOW_S: '${value}' is not a number of seconds from 1 to 600`);
+  return s;
 }
 
 /** A target's label: its host (a URL that does not parse: its base as given). */

@@ -1,9 +1,15 @@
 /**
- * What the call benchmarks (webrtc, avatar) share: a server of their own, waiting on a page's
- * events, the onsets of the avatar's audio and mouth in a browser's samples, the server's CPU, and
- * capacity steps of light WebRTC callers (rtc-caller.ts) under a given load.
+ * What the call benchmarks (webrtc, avatar, endpoint) share: a server of their own, waiting on a
+ * page's events, the onsets of the avatar's audio and mouth in a browser's samples, the server's CPU
+ * and resident memory, and capacity steps of light WebRTC callers (rtc-caller.ts) under a given load.
+ *
+ * CPU and memory are the server's whole process tree as /proc shows it (the process the bench
+ * started and every process under it; `npm start` runs one node process whose model workers are
+ * threads, but a model run as a child process would count too): a figure for a process the bench
+ * did not start cannot be read.
  */
 import fs from 'node:fs';
+import ndc from 'node-datachannel';
 import type { Page } from 'playwright-core';
 import { spawnServer, type ServerProcess } from '../../test/helpers/process.js';
 import { tempDir } from '../../test/helpers/server.js';
@@ -135,6 +141,90 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 Hz)
 }
 
+/** `pid` and every live process under it (children, grandchildren …), from the parent pids in /proc/<pid>/stat. */
+export function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // it exited while we looked
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  const out: number[] = [];
+  for (const queue = [pid]; queue.length > 0; ) {
+    const p = queue.shift()!;
+    out.push(p);
+    queue.push(...(children.get(p) ?? []));
+  }
+  return out;
+}
+
+/** Resident memory (VmRSS) of `pid` and every process under it, MB (pages shared between them count once per process). */
+export function residentMb(pid: number): number {
+  let kb = 0;
+  for (const p of processTree(pid)) {
+    try {
+      kb += Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      // it exited while we looked
+    }
+  }
+  return kb / 1024;
+}
+
+/** CPU seconds used so far by `pid` and every live process under it, per pid. */
+function treeCpu(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const p of processTree(pid)) {
+    try {
+      out.set(p, cpuSeconds(p));
+    } catch {
+      // it exited while we looked
+    }
+  }
+  return out;
+}
+
+/** CPU seconds the tree used between `before` (treeCpu) and now: a process started since counts whole, one gone since is lost. */
+function treeCpuSince(pid: number, before: Map<number, number>): number {
+  let s = 0;
+  for (const [p, now] of treeCpu(pid)) s += now - (before.get(p) ?? 0);
+  return s;
+}
+
+/** The server's process tree with no session: its CPU (% of one core) over `seconds`, and its mean resident memory (MB, sampled each second). */
+export async function idleUse(server: ServerProcess, seconds: number): Promise<{ cpuPct: number; rssMb: number }> {
+  const pid = server.child.pid!;
+  const cpu0 = treeCpu(pid);
+  const t0 = performance.now();
+  const rss: number[] = [];
+  for (let i = 0; i < seconds; i++) {
+    await sleep(1000);
+    rss.push(residentMb(pid));
+  }
+  return { cpuPct: (treeCpuSince(pid, cpu0) / ((performance.now() - t0) / 1000)) * 100, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length };
+}
+
+/**
+ * Memory per session: the least-squares slope of resident memory over sessions, over the steps
+ * that kept real time (two or more); with one such step, the line from the idle baseline (0
+ * sessions) to it; null with none. MB per session.
+ */
+export function memoryPerSession(points: Array<Pick<CapacityPoint, 'sessions' | 'rss_mb'>>, idleMb: number | null): number | null {
+  const pts = points.length === 1 && idleMb !== null ? [{ sessions: 0, rss_mb: idleMb }, points[0]!] : points;
+  if (pts.length < 2) return null;
+  const mx = pts.reduce((a, p) => a + p.sessions, 0) / pts.length;
+  const my = pts.reduce((a, p) => a + p.rss_mb, 0) / pts.length;
+  const sxx = pts.reduce((a, p) => a + (p.sessions - mx) ** 2, 0);
+  if (sxx === 0) return null;
+  return pts.reduce((a, p) => a + (p.sessions - mx) * (p.rss_mb - my), 0) / sxx;
+}
+
 
 /**
  * What the calls of a capacity step do: the session they open, and the load started on them once
@@ -151,6 +241,8 @@ export interface CapacityStep {
   receiverLate: number;
   worstMs: number;
   cpuPct: number;
+  /** The server's resident memory (process tree), mean of a sample each second of the window, MB. */
+  rssMb: number;
   /** Spoken replies or segments that began in the window (output_audio_buffer.started). */
   replies: number;
   /** Calls whose avatar was speaking at the end of the window. */
@@ -160,7 +252,8 @@ export interface CapacityStep {
 /**
  * `n` light callers (RtcCaller) at once under `load`: over `windowS` seconds after a 3 s settle,
  * the slowest call's frame rate, late frames by the server's render loop (its per-session
- * `media session closed` line) and at the receivers, and the server's CPU (% of one core).
+ * `media session closed` line) and at the receivers, the server's CPU (% of one core) and its
+ * resident memory (MB), both of its whole process tree.
  */
 export async function capacityStep(server: ServerProcess, n: number, load: CapacityLoad, windowS: number): Promise<CapacityStep> {
   const before = closedSummary(server);
@@ -169,12 +262,18 @@ export async function capacityStep(server: ServerProcess, n: number, load: Capac
     for (let i = 0; i < n; i++) callers.push(await RtcCaller.call(server.url, server.bootstrapKey!, load.session));
     const stop = load.start(callers);
     await sleep(3000); // settle: first keyframes, first replies under way
-    const cpu0 = cpuSeconds(server.child.pid!);
+    const pid = server.child.pid!;
+    const cpu0 = treeCpu(pid);
     const replies0 = callers.reduce((a, c) => a + c.events.filter((e) => e.type === 'output_audio_buffer.started').length, 0);
     const t0 = performance.now();
-    await sleep(windowS * 1000);
+    const rss: number[] = [];
+    for (let s = 0; s < windowS; s++) {
+      await sleep(Math.min(1, windowS - s) * 1000);
+      rss.push(residentMb(pid));
+    }
     const t1 = performance.now();
-    const cpuPct = ((cpuSeconds(server.child.pid!) - cpu0) / ((t1 - t0) / 1000)) * 100;
+    const cpuPct = (treeCpuSince(pid, cpu0) / ((t1 - t0) / 1000)) * 100;
+    const rssMb = rss.reduce((a, b) => a + b, 0) / rss.length;
     stop();
     const replies = callers.reduce((a, c) => a + c.events.filter((e) => e.type === 'output_audio_buffer.started').length, 0) - replies0;
     const speaking = callers.filter((c) => {
@@ -198,6 +297,7 @@ export async function capacityStep(server: ServerProcess, n: number, load: Capac
       receiverLate: timing.reduce((a, t) => a + t.late, 0),
       worstMs: Math.max(...timing.map((t) => t.worstMs)),
       cpuPct,
+      rssMb,
       replies,
       speaking,
     };
@@ -255,6 +355,13 @@ export interface CapacityPoint {
   server_late_frames: number;
   receiver_late_frames: number;
   fps: number;
+  /** Server resident memory (process tree) over the window, mean of a sample a second, MB. */
+  rss_mb: number;
+}
+
+/** Whether a step kept real time: no late frame at the server or a receiver, and at least 24.5 fps on every call. */
+export function inRealTime(p: Pick<CapacityPoint, 'late_frames' | 'fps'>): boolean {
+  return p.late_frames === 0 && p.fps >= 24.5;
 }
 
 /**
@@ -262,26 +369,31 @@ export interface CapacityPoint {
  * the loads are compared under the same conditions, the machine's speed drifting as it may), each
  * load until one of its steps does not keep time (a late frame at the server or a receiver, or
  * under 24.5 fps): per load, the most calls that did, the server CPU per call there, and a line
- * per step.
+ * per step. At the end no caller is open, and node-datachannel's cleanup() frees what closed peer
+ * connections still hold: without it the bench's process never exits.
  */
 export async function mostCallsEach(server: ServerProcess, loads: Record<string, CapacityLoad>, ns: number[], windowS: number, log: (line: string) => void): Promise<Record<string, MostCalls>> {
   const out: Record<string, MostCalls & { stopped: boolean }> = {};
   for (const name of Object.keys(loads)) out[name] = { most: 0, cpuPerCall: null, steps: [], points: [], stopped: false };
-  for (const n of ns) {
-    for (const [name, load] of Object.entries(loads)) {
-      const result = out[name]!;
-      if (result.stopped) continue;
-      const step = await capacityStep(server, n, load, windowS);
-      result.steps.push(`${n}: ${step.fps.toFixed(1)} fps, ${step.serverLate} late (server), ${step.receiverLate} late (receiver, worst ${step.worstMs.toFixed(0)} ms), ${step.cpuPct.toFixed(0)} % CPU, ${step.speaking} speaking at the end, ${step.replies} began speaking in the window`);
-      log(`${name} ${result.steps.at(-1)!}`);
-      result.points.push({ load: name, sessions: n, cpu_percent: Math.round(step.cpuPct * 10) / 10, late_frames: step.serverLate + step.receiverLate, server_late_frames: step.serverLate, receiver_late_frames: step.receiverLate, fps: Math.round(step.fps * 10) / 10 });
-      if (step.serverLate > 0 || step.receiverLate > 0 || step.fps < 24.5) result.stopped = true;
-      else {
-        result.most = n;
-        result.cpuPerCall = step.cpuPct / n;
+  try {
+    for (const n of ns) {
+      for (const [name, load] of Object.entries(loads)) {
+        const result = out[name]!;
+        if (result.stopped) continue;
+        const step = await capacityStep(server, n, load, windowS);
+        result.steps.push(`${n}: ${step.fps.toFixed(1)} fps, ${step.serverLate} late (server), ${step.receiverLate} late (receiver, worst ${step.worstMs.toFixed(0)} ms), ${step.cpuPct.toFixed(0)} % CPU, ${step.rssMb.toFixed(0)} MB resident, ${step.speaking} speaking at the end, ${step.replies} began speaking in the window`);
+        log(`${name} ${result.steps.at(-1)!}`);
+        result.points.push({ load: name, sessions: n, cpu_percent: Math.round(step.cpuPct * 10) / 10, late_frames: step.serverLate + step.receiverLate, server_late_frames: step.serverLate, receiver_late_frames: step.receiverLate, fps: Math.round(step.fps * 10) / 10, rss_mb: Math.round(step.rssMb * 10) / 10 });
+        if (!inRealTime({ late_frames: step.serverLate + step.receiverLate, fps: step.fps })) result.stopped = true;
+        else {
+          result.most = n;
+          result.cpuPerCall = step.cpuPct / n;
+        }
       }
+      if (Object.values(out).every((r) => r.stopped)) break;
     }
-    if (Object.values(out).every((r) => r.stopped)) break;
+  } finally {
+    ndc.cleanup(); // every caller is closed (capacityStep)
   }
   return out;
 }

@@ -6,8 +6,10 @@
  * late against the stream's own clock, at the receiver, for many calls at once without a
  * browser's decoding cost on the same two cores as the server.
  *
- * Every track and the channel get an onClosed handler: node-datachannel keeps the process alive
- * otherwise (README, facts learned).
+ * The channel gets an onClosed handler, the tracks do not: on this offerer, a track's native close
+ * event never comes after pc.close() (node-datachannel 0.33.4), so a track onClosed handler held
+ * the bench's process open for good, even after cleanup(); without it the process exits once the
+ * calls are closed and node-datachannel's cleanup() has run (call-measures.ts mostCallsEach does).
  */
 import ndc from 'node-datachannel';
 import { parseRtp } from '../../src/transport/rtp.js';
@@ -42,7 +44,6 @@ export class RtcCaller {
     });
     dc.onClosed(() => {});
     for (const track of tracks) {
-      track.onClosed(() => {});
       track.onMessage((packet) => this.onPacket(track.type(), packet));
     }
   }
@@ -76,7 +77,8 @@ export class RtcCaller {
       if (res.status !== 201) throw new Error(`call refused: ${res.status} ${answer.slice(0, 300)}`);
       caller.sessionId = res.headers.get('x-session-id') ?? '';
       pc.setRemoteDescription(answer, 'answer');
-      await Promise.race([caller.opened, new Promise((_, reject) => setTimeout(() => reject(new Error('the data channel did not open in 20 s')), 20_000))]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([caller.opened, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the data channel did not open in 20 s')), 20_000)))]).finally(() => clearTimeout(timer));
       return caller;
     } catch (err) {
       caller.close();

@@ -10,7 +10,8 @@
  *    metrics named `[variant] measure` share a plot per measure, a line per variant.
  *  - a metric named `group › step` is a step of a breakdown (p50 per step, stacked per target).
  *  - metrics naming an A/V offset or frame interval / pacing get a histogram.
- *  - `params.capacity_steps` ({load, sessions, cpu_percent, late_frames}[]) gives capacity curves.
+ *  - `params.capacity_steps` ({load, sessions, cpu_percent, late_frames, rss_mb?}[]) gives capacity
+ *    curves; with rss_mb, a memory curve too (starting at params.capacity_idle.rss_mb, 0 sessions).
  *  - history: a metric (benchmark, target, name) recorded by two results or more.
  * A metric without samples (its p50 null) is left out; a result without metrics still counts.
  *
@@ -95,7 +96,7 @@ export interface ReportData {
   histograms: PlotSpec[];
   capacity: PlotSpec[];
   /** A turn's mouth opening against its speech power at a receiver, with a strip of frames (endpoint results' params.lip_sync_trace). */
-  lipSync: Array<{ plot: PlotSpec; frames: Array<{ t: number; url: string }> }>;
+  lipSync: Array<{ plot: PlotSpec; frames: Array<{ t: number; url: string }>; figures: LipSyncFigures | null }>;
   historyPlots: PlotSpec[];
   history: HistoryRow[];
 }
@@ -302,6 +303,8 @@ export interface CapacityPoint {
   sessions: number;
   cpu_percent: number;
   late_frames: number;
+  /** Server resident memory, MB (results from 2026-11-27 on). */
+  rss_mb?: number;
 }
 
 function capacitySteps(r: BenchResult): CapacityPoint[] {
@@ -313,7 +316,7 @@ function capacitySteps(r: BenchResult): CapacityPoint[] {
   );
 }
 
-/** Sessions vs server CPU and vs late frames, a line per load, for the newest capacity run of each benchmark. */
+/** Sessions vs server CPU, vs late frames and (where recorded) vs resident memory, a line per load, for the newest capacity run of each benchmark. */
 function capacityPlots(latest: LoadedResult[]): PlotSpec[] {
   const plots: PlotSpec[] = [];
   let n = 0;
@@ -322,7 +325,7 @@ function capacityPlots(latest: LoadedResult[]): PlotSpec[] {
     if (steps.length === 0) continue;
     const loads = [...new Set(steps.map((s) => s.load))];
     const xs = [...new Set(steps.map((s) => s.sessions))].sort((a, b) => a - b);
-    const column = (field: 'cpu_percent' | 'late_frames') =>
+    const column = (field: 'cpu_percent' | 'late_frames' | 'rss_mb') =>
       loads.map((load) => xs.map((x) => steps.find((s) => s.load === load && s.sessions === x)?.[field] ?? null));
     const who = `${r.result.benchmark}${r.target ? ` (${r.target})` : ''}, ${r.result.date.slice(0, 10)}`;
     const series = loads.map((load, i) => ({ label: load, color: color(i), points: true }));
@@ -330,6 +333,13 @@ function capacityPlots(latest: LoadedResult[]): PlotSpec[] {
       { id: `plot-capacity-${++n}`, kind: 'lines', title: `Capacity, ${who}: server CPU as sessions are added`, xLabel: 'sessions at once', yLabel: 'server CPU (% of one core)', series, data: [xs, ...column('cpu_percent')] },
       { id: `plot-capacity-${++n}`, kind: 'lines', title: `Capacity, ${who}: late frames as sessions are added`, xLabel: 'sessions at once', yLabel: 'late frames in the window (count)', series, data: [xs, ...column('late_frames')] },
     );
+    if (steps.some((s) => Number.isFinite(s.rss_mb))) {
+      // The idle baseline (params.capacity_idle.rss_mb), where recorded, at 0 sessions on every line.
+      const idle = (r.result.params?.['capacity_idle'] as { rss_mb?: unknown } | undefined)?.rss_mb;
+      const at0 = typeof idle === 'number' && Number.isFinite(idle) && !xs.includes(0);
+      const rss = column('rss_mb').map((ys) => (at0 ? [idle, ...ys] : ys));
+      plots.push({ id: `plot-capacity-${++n}`, kind: 'lines', title: `Capacity, ${who}: server resident memory as sessions are added`, xLabel: 'sessions at once', yLabel: 'server resident memory (MB)', series, data: [at0 ? [0, ...xs] : xs, ...rss] });
+    }
   }
   return plots;
 }
@@ -338,6 +348,46 @@ interface LipSyncTraceParam {
   mouth: Array<[number, number]>;
   speech: Array<[number, number]>;
   frames: Array<{ t: number; url: string }>;
+  /** How the mouth was measured (results from 2026-11-27 on). */
+  method?: string;
+}
+
+/** The lip-sync figures beside a trace (endpoint results' params.lip_sync; numbers only, the rest dropped). */
+export interface LipSyncFigures {
+  r: number;
+  lag_ms: number;
+  closed_share: number | null;
+  open_share: number | null;
+  silent_frames: number | null;
+  loud_frames: number | null;
+  r_audio_shifted_400ms: number | null;
+  frames_measured: number | null;
+  face_found_share: number | null;
+  /** The best r within ±300 ms and its lag (where a picture out of sync finds its sound). */
+  wide: { r: number; lag_ms: number } | null;
+}
+
+function lipSyncFigures(x: unknown): LipSyncFigures | null {
+  const f = x as Record<string, unknown> | null;
+  if (f === null || typeof f !== 'object' || typeof f.r !== 'number' || typeof f.lag_ms !== 'number') return null;
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  return {
+    r: f.r,
+    lag_ms: f.lag_ms,
+    closed_share: num(f.closed_share),
+    open_share: num(f.open_share),
+    silent_frames: num(f.silent_frames),
+    loud_frames: num(f.loud_frames),
+    r_audio_shifted_400ms: num(f.r_audio_shifted_400ms),
+    frames_measured: num(f.frames_measured),
+    face_found_share: num(f.face_found_share),
+    wide: (() => {
+      const w = f.wide as Record<string, unknown> | null | undefined;
+      const r = num(w?.r);
+      const lag = num(w?.lag_ms);
+      return r === null || lag === null ? null : { r, lag_ms: lag };
+    })(),
+  };
 }
 
 function isLipSyncTrace(x: unknown): x is LipSyncTraceParam {
@@ -346,14 +396,15 @@ function isLipSyncTrace(x: unknown): x is LipSyncTraceParam {
 }
 
 /**
- * The newest trace of each target: mouth opening and speech power (each scaled to 0..1) over ms
+ * The newest trace of each target, with its figures (params.lip_sync) where recorded: mouth opening and speech power (each scaled to 0..1) over ms
  * from the first sound, on one time axis (the union of both series' times, the other null), and
  * the frames of its strip (only JPEG data URLs are kept: the page loads nothing from outside).
  */
 function lipSyncPlots(latest: LoadedResult[]): ReportData['lipSync'] {
   const out: ReportData['lipSync'] = [];
   for (const r of latest) {
-    const trace = (r.result.params as Record<string, unknown> | undefined)?.lip_sync_trace;
+    const params = r.result.params as Record<string, unknown> | undefined;
+    const trace = params?.lip_sync_trace;
     if (!isLipSyncTrace(trace) || trace.mouth.length < 2) continue;
     const xs = [...new Set([...trace.mouth.map(([t]) => t), ...trace.speech.map(([t]) => t)])].sort((a, b) => a - b);
     const at = (series: Array<[number, number]>) => {
@@ -373,9 +424,13 @@ function lipSyncPlots(latest: LoadedResult[]): ReportData['lipSync'] {
           { label: 'speech power (played audio)', color: color(1) },
         ],
         data: [xs, at(trace.mouth), at(trace.speech)],
-        caption: 'The mouth box’s darkening from its resting level in each presented frame, and the received audio’s power per 10 ms; the mouth should rise with the sound.',
+        caption:
+          typeof trace.method === 'string' && trace.method.startsWith('face landmarks')
+            ? 'The mouth’s opening in each presented frame (the face found and tracked on the decoded frames: dark area between the lips over the mouth’s width squared, less its closed level: the lowest tenth of the window), and the received audio’s power per 10 ms; the mouth should rise with the sound.'
+            : `The mouth box’s darkening from its resting level in each presented frame, and the received audio’s power per 10 ms; the mouth should rise with the sound.${typeof trace.method === 'string' ? ` (${shorten(trace.method, 200)})` : ''}`,
       },
       frames: trace.frames.filter((f) => typeof f.url === 'string' && f.url.startsWith('data:image/jpeg;base64,') && Number.isFinite(f.t)),
+      figures: lipSyncFigures(params?.lip_sync),
     });
   }
   return out;
