@@ -369,12 +369,14 @@ export function inRealTime(p: Pick<CapacityPoint, 'late_frames' | 'fps'>): boole
  * the loads are compared under the same conditions, the machine's speed drifting as it may), each
  * load until one of its steps does not keep time (a late frame at the server or a receiver, or
  * under 24.5 fps): per load, the most calls that did, the server CPU per call there, and a line
- * per step. At the end no caller is open, and node-datachannel's cleanup() frees what closed peer
+ * per step. `beyond` more steps are taken after the first that did not keep time (they change
+ * neither figure), so a capacity curve shows the load past its knee, unless the frame rate has
+ * already fallen under 20 fps (clearly overloaded). At the end no caller is open, and node-datachannel's cleanup() frees what closed peer
  * connections still hold: without it the bench's process never exits.
  */
-export async function mostCallsEach(server: ServerProcess, loads: Record<string, CapacityLoad>, ns: number[], windowS: number, log: (line: string) => void): Promise<Record<string, MostCalls>> {
-  const out: Record<string, MostCalls & { stopped: boolean }> = {};
-  for (const name of Object.keys(loads)) out[name] = { most: 0, cpuPerCall: null, steps: [], points: [], stopped: false };
+export async function mostCallsEach(server: ServerProcess, loads: Record<string, CapacityLoad>, ns: number[], windowS: number, log: (line: string) => void, beyond = 0): Promise<Record<string, MostCalls>> {
+  const out: Record<string, MostCalls & { stopped: boolean; failed: number }> = {};
+  for (const name of Object.keys(loads)) out[name] = { most: 0, cpuPerCall: null, steps: [], points: [], stopped: false, failed: 0 };
   try {
     for (const n of ns) {
       for (const [name, load] of Object.entries(loads)) {
@@ -384,8 +386,10 @@ export async function mostCallsEach(server: ServerProcess, loads: Record<string,
         result.steps.push(`${n}: ${step.fps.toFixed(1)} fps, ${step.serverLate} late (server), ${step.receiverLate} late (receiver, worst ${step.worstMs.toFixed(0)} ms), ${step.cpuPct.toFixed(0)} % CPU, ${step.rssMb.toFixed(0)} MB resident, ${step.speaking} speaking at the end, ${step.replies} began speaking in the window`);
         log(`${name} ${result.steps.at(-1)!}`);
         result.points.push({ load: name, sessions: n, cpu_percent: Math.round(step.cpuPct * 10) / 10, late_frames: step.serverLate + step.receiverLate, server_late_frames: step.serverLate, receiver_late_frames: step.receiverLate, fps: Math.round(step.fps * 10) / 10, rss_mb: Math.round(step.rssMb * 10) / 10 });
-        if (!inRealTime({ late_frames: step.serverLate + step.receiverLate, fps: step.fps })) result.stopped = true;
-        else {
+        if (!inRealTime({ late_frames: step.serverLate + step.receiverLate, fps: step.fps })) {
+          result.failed++;
+          result.stopped = result.failed > beyond || step.fps < 20;
+        } else if (result.failed === 0) {
           result.most = n;
           result.cpuPerCall = step.cpuPct / n;
         }
@@ -399,8 +403,8 @@ export async function mostCallsEach(server: ServerProcess, loads: Record<string,
 }
 
 /** mostCallsEach for one load. */
-export async function mostCalls(server: ServerProcess, load: CapacityLoad, ns: number[], windowS: number, log: (line: string) => void): Promise<MostCalls> {
-  return (await mostCallsEach(server, { calls: load }, ns, windowS, (line) => log(line.replace(/^calls /, ''))))['calls']!;
+export async function mostCalls(server: ServerProcess, load: CapacityLoad, ns: number[], windowS: number, log: (line: string) => void, beyond = 0): Promise<MostCalls> {
+  return (await mostCallsEach(server, { calls: load }, ns, windowS, (line) => log(line.replace(/^calls /, '')), beyond))['calls']!;
 }
 
 /** Sessions that logged `media session closed` so far (stdout, or stderr with losses), and their late frames. */

@@ -21,7 +21,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnServer, type ServerProcess } from '../helpers/process.js';
 import { REPO_ROOT, tempDir } from '../helpers/server.js';
-import { chromiumAvailable, DEFAULT_FACE_MOUTH_BOX } from '../helpers/browser.js';
+import { chromiumAvailable } from '../helpers/browser.js';
 import { needs } from '../helpers/skip.js';
 import { startAudioOnlyTarget } from '../helpers/audio-only-target.js';
 import { whisperModelPath } from '../../src/providers/asr/index.js';
@@ -134,8 +134,8 @@ voiceTest('every WebSocket measure comes back, and the capabilities are this ser
   assert.not.ok(JSON.stringify(out).includes(ctx.server!.bootstrapKey!), 'the key is in the results');
 });
 
-webrtcTest('the WebRTC measures come back from Chromium', async (ctx) => {
-  const out = await run(ctx, { connects: 1, webrtcCalls: 1, webrtcTurns: 2, mouthBox: DEFAULT_FACE_MOUTH_BOX });
+webrtcTest('the WebRTC measures come back from Chromium, lip sync with the face found on the decoded frames (no mouth box given)', async (ctx) => {
+  const out = await run(ctx, { connects: 1, webrtcCalls: 1, webrtcTurns: 2 });
   for (const name of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcPacing]) assert.ok(valuesOf(out, name).length >= 1, `${name}: no sample; notes: ${(out.notes ?? []).join(' | ')}; unsupported: ${unsupportedOf(out).join(' | ')}`);
   assert.equal(
     unsupportedOf(out).filter((u) => u.startsWith('webrtc')),
@@ -148,6 +148,17 @@ webrtcTest('the WebRTC measures come back from Chromium', async (ctx) => {
   assert.ok(trace.mouth.every(([t, v]) => t >= -500 && t <= 2000 && v >= 0 && v <= 1), 'mouth points inside the window, scaled');
   assert.ok(trace.speech.some(([t, v]) => t >= 0 && v > 0.1), 'speech heard after the first sound');
   assert.ok(trace.frames.length >= 5 && trace.frames.every((f) => f.url.startsWith('data:image/jpeg;base64,')), `${trace.frames.length} frames in the strip`);
+  // The face is found on what Chromium decoded, and the mouth measured in it: figures, not a verdict
+  // (how well this server's lips follow its voice is issue 28's, and depends on the machine's load).
+  const lipSync = out.params.lip_sync as { r: number; lag_ms: number; frames_measured: number; face_found_share: number; method: string } | null;
+  assert.ok(lipSync, `lip-sync figures; notes: ${(out.notes ?? []).join(' | ')}`);
+  assert.ok(lipSync.frames_measured >= 20, `${lipSync.frames_measured} frames measured`);
+  assert.ok(lipSync.face_found_share >= 0.9, `the face found in ${lipSync.face_found_share} of them`);
+  assert.ok(lipSync.r >= -1 && lipSync.r <= 1 && Math.abs(lipSync.lag_ms) <= 40, JSON.stringify(lipSync));
+  assert.match(lipSync.method, /face landmarks on decoded frames/);
+  assert.is(valuesOf(out, METRIC.rtcLipR).length, 1);
+  const box = (out.params.settings as { webrtc?: { mouth_box?: number[] } }).webrtc?.mouth_box;
+  assert.ok(box && box.length === 4 && box.every((v) => Number.isFinite(v)), `the mouth box found: ${JSON.stringify(box)}`);
 });
 
 voiceTest('an audio-only target (no image frames, no input images, no semantic_vad, no WebRTC): what it cannot do is reported unsupported with the reason, and the rest is measured', async (ctx) => {

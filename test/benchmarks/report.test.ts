@@ -57,6 +57,7 @@ function endpointResult(label: string, date: string, commit: string, scale: numb
       models: { llm: 'Qwen2.5 0.5B GGUF', tts: 'Piper joe', asr: 'Whisper base' },
       seed: 7,
       lip_sync_trace: lipSyncTrace(),
+      lip_sync: { r: 0.78 - 0.1 * (scale - 1), lag_ms: 40, closed_share: 0.96, open_share: 0.91, silent_frames: 12, loud_frames: 30, r_audio_shifted_400ms: 0.12, frames_measured: 60, face_found_share: 1, wide: { r: 0.8, lag_ms: 40 }, method: 'face landmarks on decoded frames' },
     },
     metrics: [
       m('websocket · text turn → first audio', 240, 1),
@@ -257,6 +258,15 @@ Rendered('renders offline with no error, every plot a drawn uPlot canvas; a full
     // The lip-sync strips (one per target): the inline frames decoded, the one that is not a data URL left out.
     const strips = (await page.evaluate('[...document.querySelectorAll("#lipsync .strip")].map((s) => [...s.querySelectorAll("img")].map((i) => i.complete && i.naturalWidth))')) as number[][];
     assert.equal(strips, [[16, 16, 16, 16, 16], [16, 16, 16, 16, 16]], 'five frames a target, each decoded');
+    // Beside each trace, its figures in words: r at its lag, the shares, the control, the tracking.
+    const figures = (await page.evaluate('[...document.querySelectorAll("#lipsync .lipsync-figures")].map((p) => p.innerText)')) as string[];
+    assert.is(figures.length, 2, 'one line of figures a target');
+    for (const line of figures) {
+      assert.match(line, /r 0\.7\d* at a lag of \+40 ms/);
+      assert.match(line, /closed in 96 % of 12 silent frames, open in 91 % of 30 loud frames/);
+      assert.match(line, /r 0\.12 against the audio shifted by 400 ms/);
+      assert.match(line, /face found in 100 % of 60 frames/);
+    }
     const shot = path.join(ctx.dir, 'report.png');
     await page.screenshot({ path: shot, fullPage: true });
     const png = fs.readFileSync(shot);

@@ -3,7 +3,9 @@
  * light WebRTC callers (call-measures.ts capacityStep, rtc-caller.ts) under the full-agent talking
  * load (AGENT_TALKING: every avatar answers again as soon as its reply is done), stepping the
  * sessions 1, 2, 4, 6, 8 … until the first step that is not in real time (a late frame at the
- * server or a receiver, or a call under 24.5 fps). It records:
+ * server or a receiver, or a call under 24.5 fps), and BEYOND steps more for the curves (on the
+ * 2-core machine with the embedded language model, one talking session already has a late frame
+ * now and then: without them the curve was one point). It records:
  *  - `capacity · sessions in real time`: the most sessions of a step that kept real time (0: not
  *    even one);
  *  - `capacity · CPU per session`: the server's CPU at that step over its sessions, % of one core;
@@ -34,6 +36,8 @@ export const CAPACITY_UNSUPPORTED_REASON = 'the bench did not start this target:
 
 /** The load's name in params.capacity_steps (a line of the report's capacity curves). */
 const LOAD = 'full agent talking';
+/** Steps taken after the first that is not in real time, for the curves (mostCallsEach). */
+const BEYOND = 2;
 /** Seconds of the idle baseline. */
 const IDLE_S = 3;
 
@@ -61,12 +65,12 @@ export interface CapacityResult {
 /** The capacity run on `server` (started by the bench with CAPACITY_SERVER_ENV, warmed up, no session open). */
 export async function measureCapacity(server: ServerProcess, o: CapacityOptions): Promise<CapacityResult> {
   const counts = o.counts ?? capacityCounts();
-  o.log(`capacity: full-agent calls all talking, ${o.windowS} s a step, sessions ${counts.slice(0, 5).join(', ')} … until a step is not in real time`);
+  o.log(`capacity: full-agent calls all talking, ${o.windowS} s a step, sessions ${counts.slice(0, 5).join(', ')} … until a step is not in real time, and ${BEYOND} more for the curves`);
   // Sessions of the other measures may still be closing: let them go before the baseline.
   await new Promise((r) => setTimeout(r, 2000));
   const idle = await idleUse(server, IDLE_S);
   o.log(`capacity idle: ${idle.rssMb.toFixed(0)} MB resident, ${idle.cpuPct.toFixed(0)} % CPU`);
-  const run = await mostCalls(server, AGENT_TALKING, counts, o.windowS, (line) => o.log(`capacity ${line}`));
+  const run = await mostCalls(server, AGENT_TALKING, counts, o.windowS, (line) => o.log(`capacity ${line}`), BEYOND);
   const points: CapacityPoint[] = run.points.map((p) => ({ ...p, load: LOAD }));
   const kept = points.filter((p) => p.sessions <= run.most);
   const perSession = memoryPerSession(kept, idle.rssMb);

@@ -176,7 +176,8 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: F
   try {
     started = await startAvatarCall(page, { url: o.url, bootstrapKey: o.key }, session, { microphone: 'synth' });
   } catch (err) {
-    return `POST /v1/realtime/calls did not make a call: ${(err as Error).message.slice(0, 200)}`;
+    // The first line only: a browser's fetch error carries the page's stack after it.
+    return `POST /v1/realtime/calls did not make a call: ${(err as Error).message.split('\n')[0]!.slice(0, 200)}`;
   }
   const video = /^m=video (\d+)/m.exec(started.answer);
   const hasVideo = video !== null && video[1] !== '0';
