@@ -17,6 +17,7 @@
  * triangle touches only its own bins).
  */
 
+/** Whisper's only input rate (its front end here, and the native recogniser's). */
 export const WHISPER_SAMPLE_RATE_HZ = 16000;
 export const WHISPER_N_FFT = 400;
 export const WHISPER_HOP = 160;

@@ -7,15 +7,13 @@
  * model_not_found, model_load_failed, invalid_argument, aborted, transcription_failed,
  * native_unavailable (addon not built, or built before it had these functions).
  *
- * Audio is mono float32 (-1..1) at 16 kHz; resampling is the caller's (see WHISPER_SAMPLE_RATE_HZ).
+ * Audio is mono float32 (-1..1) at 16 kHz; resampling is the caller's (audio/whisper-mel.ts WHISPER_SAMPLE_RATE_HZ).
  */
 import { NativeError } from '../core/errors.js';
 import { awaitNative, loadBinding, type NativeWhisperModel, type WhisperTranscribeOptions, type WhisperTranscript } from './native.js';
 
 export type { WhisperSegment, WhisperTranscribeOptions, WhisperTranscript } from './native.js';
 
-/** Whisper's only input rate. */
-export const WHISPER_SAMPLE_RATE_HZ = 16000;
 
 /** Whether the loaded addon has the Whisper functions (false when it is missing or predates them). */
 export function speechRecognitionAvailable(): boolean {

@@ -20,7 +20,8 @@
 import type { Logger } from '../../core/log.js';
 import { idleCores, threadsForIdleCores } from '../../core/idle-cores.js';
 import { takeNext } from '../../core/confirmed-first.js';
-import { WHISPER_SAMPLE_RATE_HZ, WhisperRecognizer } from '../../media/speech-recognition.js';
+import { WhisperRecognizer } from '../../media/speech-recognition.js';
+import { WHISPER_SAMPLE_RATE_HZ } from '../../audio/whisper-mel.js';
 import { Resampler } from '../../audio/resample.js';
 import { PCM_RATE_HZ } from '../../audio/pcm.js';
 import {
