@@ -157,8 +157,9 @@ webrtcTest('the WebRTC measures come back from Chromium, lip sync with the face 
   assert.ok(lipSync.r >= -1 && lipSync.r <= 1 && Math.abs(lipSync.lag_ms) <= 40, JSON.stringify(lipSync));
   assert.match(lipSync.method, /face landmarks on decoded frames/);
   assert.is(valuesOf(out, METRIC.rtcLipR).length, 1);
-  const box = (out.params.settings as { webrtc?: { mouth_box?: number[] } }).webrtc?.mouth_box;
-  assert.ok(box && box.length === 4 && box.every((v) => Number.isFinite(v)), `the mouth box found: ${JSON.stringify(box)}`);
+  const found = (out.params.settings as { webrtc?: { mouth_box?: { box: number[]; from: string } } }).webrtc?.mouth_box;
+  assert.ok(found && found.box.length === 4 && found.box.every((v) => Number.isFinite(v)), `the mouth box: ${JSON.stringify(found)}`);
+  assert.is(found.from, 'found on the decoded frames');
 });
 
 voiceTest('an audio-only target (no image frames, no input images, no semantic_vad, no WebRTC): what it cannot do is reported unsupported with the reason, and the rest is measured', async (ctx) => {

@@ -10,8 +10,8 @@
  *    even one);
  *  - `capacity · CPU per session`: the server's CPU at that step over its sessions, % of one core;
  *  - `capacity · memory per session`: the slope of the server's resident memory over sessions
- *    (least squares over the steps that kept real time; with only one, the line from the idle
- *    baseline to it), MB;
+ *    (least squares over every step measured, in real time or not: memory follows the sessions
+ *    held; with only one step, the line from the idle baseline to it), MB;
  *  - `capacity · idle memory`: the server's resident memory with no session, just before the
  *    first step (after the other measures: a server that has served), MB;
  *  - params.capacity_steps (every step tried, CPU, late frames and resident memory, which the
@@ -72,8 +72,8 @@ export async function measureCapacity(server: ServerProcess, o: CapacityOptions)
   o.log(`capacity idle: ${idle.rssMb.toFixed(0)} MB resident, ${idle.cpuPct.toFixed(0)} % CPU`);
   const run = await mostCalls(server, AGENT_TALKING, counts, o.windowS, (line) => o.log(`capacity ${line}`), BEYOND);
   const points: CapacityPoint[] = run.points.map((p) => ({ ...p, load: LOAD }));
-  const kept = points.filter((p) => p.sessions <= run.most);
-  const perSession = memoryPerSession(kept, idle.rssMb);
+  // Memory grows with the sessions held whether or not they keep time: every step measured counts.
+  const perSession = memoryPerSession(points, idle.rssMb);
   const metrics = [
     summarise(CAPACITY_METRIC.sessions, 'sessions', [run.most]),
     summarise(CAPACITY_METRIC.idleMemory, 'MB', [idle.rssMb]),
@@ -81,8 +81,8 @@ export async function measureCapacity(server: ServerProcess, o: CapacityOptions)
     ...(perSession === null ? [] : [summarise(CAPACITY_METRIC.memory, 'MB', [perSession])]),
   ];
   const notes = [`Capacity, full-agent calls all talking (back-to-back replies), ${o.windowS} s a step: ${run.steps.join('; ')}.`];
-  if (run.most === 0) notes.push('capacity: not even one session kept real time, so there is no CPU or memory per session');
-  else if (kept.length === 1) notes.push('capacity: memory per session from the idle baseline to the one step that kept real time (least squares needs two)');
+  if (run.most === 0) notes.push('capacity: not even one session kept real time, so there is no CPU per session');
+  if (points.length === 1) notes.push('capacity: memory per session from the idle baseline to the one step measured (least squares needs two)');
   return {
     metrics,
     params: {
@@ -95,7 +95,7 @@ export async function measureCapacity(server: ServerProcess, o: CapacityOptions)
     definitions: {
       [CAPACITY_METRIC.sessions]: `the most sessions at once, all talking, of a step that kept real time (no late frame at the server or a receiver, every call ≥ 24.5 fps over ${o.windowS} s); steps ${counts.slice(0, 5).join(', ')} … until the first that did not`,
       [CAPACITY_METRIC.cpu]: "the server process tree's CPU over that step's window, divided by its sessions (% of one core)",
-      [CAPACITY_METRIC.memory]: "slope of the server process tree's resident memory (VmRSS, mean over each step's window) over sessions: least squares over the steps that kept real time; with only one such step, from the idle baseline to it",
+      [CAPACITY_METRIC.memory]: "slope of the server process tree's resident memory (VmRSS, mean over each step's window) over sessions: least squares over every step measured; with only one step, from the idle baseline to it",
       [CAPACITY_METRIC.idleMemory]: "the server process tree's resident memory (VmRSS) with no session open, just before the first step (after the other measures)",
     },
   };
