@@ -197,23 +197,30 @@ function treeCpuSince(pid: number, before: Map<number, number>): number {
   return s;
 }
 
-/** The server's process tree with no session: its CPU (% of one core) over `seconds`, and its mean resident memory (MB, sampled each second). */
-export async function idleUse(server: ServerProcess, seconds: number): Promise<{ cpuPct: number; rssMb: number }> {
-  const pid = server.child.pid!;
+/**
+ * The process tree of `pid` over the next `seconds`: its CPU (% of one core) and its mean resident
+ * memory (MB, a sample each second, the last one at the end).
+ */
+async function treeUseOver(pid: number, seconds: number): Promise<{ cpuPct: number; rssMb: number }> {
   const cpu0 = treeCpu(pid);
   const t0 = performance.now();
   const rss: number[] = [];
-  for (let i = 0; i < seconds; i++) {
-    await sleep(1000);
+  for (let s = 0; s < seconds; s++) {
+    await sleep(Math.min(1, seconds - s) * 1000);
     rss.push(residentMb(pid));
   }
   return { cpuPct: (treeCpuSince(pid, cpu0) / ((performance.now() - t0) / 1000)) * 100, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length };
 }
 
+/** The server's process tree with no session: its CPU (% of one core) over `seconds`, and its mean resident memory (MB, sampled each second). */
+export function idleUse(server: ServerProcess, seconds: number): Promise<{ cpuPct: number; rssMb: number }> {
+  return treeUseOver(server.child.pid!, seconds);
+}
+
 /**
- * Memory per session: the least-squares slope of resident memory over sessions, over the steps
- * that kept real time (two or more); with one such step, the line from the idle baseline (0
- * sessions) to it; null with none. MB per session.
+ * Memory per session: the least-squares slope of resident memory over sessions, over `points`
+ * (two or more); with one, the line from the idle baseline (0 sessions) to it; null with none.
+ * MB per session.
  */
 export function memoryPerSession(points: Array<Pick<CapacityPoint, 'sessions' | 'rss_mb'>>, idleMb: number | null): number | null {
   const pts = points.length === 1 && idleMb !== null ? [{ sessions: 0, rss_mb: idleMb }, points[0]!] : points;
@@ -262,18 +269,10 @@ export async function capacityStep(server: ServerProcess, n: number, load: Capac
     for (let i = 0; i < n; i++) callers.push(await RtcCaller.call(server.url, server.bootstrapKey!, load.session));
     const stop = load.start(callers);
     await sleep(3000); // settle: first keyframes, first replies under way
-    const pid = server.child.pid!;
-    const cpu0 = treeCpu(pid);
     const replies0 = callers.reduce((a, c) => a + c.events.filter((e) => e.type === 'output_audio_buffer.started').length, 0);
     const t0 = performance.now();
-    const rss: number[] = [];
-    for (let s = 0; s < windowS; s++) {
-      await sleep(Math.min(1, windowS - s) * 1000);
-      rss.push(residentMb(pid));
-    }
+    const { cpuPct, rssMb } = await treeUseOver(server.child.pid!, windowS);
     const t1 = performance.now();
-    const cpuPct = (treeCpuSince(pid, cpu0) / ((t1 - t0) / 1000)) * 100;
-    const rssMb = rss.reduce((a, b) => a + b, 0) / rss.length;
     stop();
     const replies = callers.reduce((a, c) => a + c.events.filter((e) => e.type === 'output_audio_buffer.started').length, 0) - replies0;
     const speaking = callers.filter((c) => {
@@ -371,8 +370,9 @@ export function inRealTime(p: Pick<CapacityPoint, 'late_frames' | 'fps'>): boole
  * under 24.5 fps): per load, the most calls that did, the server CPU per call there, and a line
  * per step. `beyond` more steps are taken after the first that did not keep time (they change
  * neither figure), so a capacity curve shows the load past its knee, unless the frame rate has
- * already fallen under 20 fps (clearly overloaded). At the end no caller is open, and node-datachannel's cleanup() frees what closed peer
- * connections still hold: without it the bench's process never exits.
+ * already fallen under 20 fps (clearly overloaded). At the end no caller is open, and
+ * node-datachannel's cleanup() frees what closed peer connections still hold: without it the
+ * bench's process never exits.
  */
 export async function mostCallsEach(server: ServerProcess, loads: Record<string, CapacityLoad>, ns: number[], windowS: number, log: (line: string) => void, beyond = 0): Promise<Record<string, MostCalls>> {
   const out: Record<string, MostCalls & { stopped: boolean; failed: number }> = {};
