@@ -18,7 +18,6 @@ export interface AppErrorOptions {
   status?: number;
   type?: ErrorType;
   param?: string | null;
-  retryable?: boolean;
   cause?: unknown;
   /** Extra HTTP response headers (e.g. Retry-After). */
   headers?: Record<string, string>;
@@ -29,7 +28,6 @@ export class AppError extends Error {
   readonly status: number;
   readonly type: ErrorType;
   readonly param: string | null;
-  readonly retryable: boolean;
   readonly headers: Record<string, string>;
 
   constructor(code: string, message: string, options: AppErrorOptions = {}) {
@@ -39,7 +37,6 @@ export class AppError extends Error {
     this.status = options.status ?? 400;
     this.type = options.type ?? typeForStatus(this.status);
     this.param = options.param ?? null;
-    this.retryable = options.retryable ?? (this.status === 429 || this.status >= 500);
     this.headers = options.headers ?? {};
   }
 

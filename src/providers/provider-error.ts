@@ -1,7 +1,7 @@
 /**
  * The one error type of every provider kind (language models, voices, recognisers, VAD): what
- * failed upstream of this server, whether retrying may help, and the upstream's status and request
- * id when there was one. Each kind's seam (`<kind>/base.ts`) re-exports it with its own
+ * failed upstream of this server, and the upstream's status and request id when there was one
+ * (what a caller decides a retry on: 408, 429 and 5xx are worth one). Each kind's seam (`<kind>/base.ts`) re-exports it with its own
  * constructors (llmUnavailable, ttsFailed, asrFailed, ...), so no kind imports another.
  */
 import { AppError, type AppErrorOptions } from '../core/errors.js';
@@ -15,9 +15,8 @@ export interface ProviderErrorOptions extends AppErrorOptions {
 
 /**
  * A model, voice or recognizer failed (unreachable, refused, broke mid-stream, not installed).
- * `retryable` says whether the same request may succeed later (timeouts, 429, 5xx); it is derived
- * from the upstream status when one is known. HTTP status defaults to 502 (bad gateway): the
- * failure is upstream of this server, not the client's request.
+ * HTTP status defaults to 502 (bad gateway): the failure is upstream of this server, not the
+ * client's request.
  */
 export class ProviderError extends AppError {
   readonly statusCode: number | null;
@@ -25,9 +24,7 @@ export class ProviderError extends AppError {
 
   constructor(code: string, message: string, options: ProviderErrorOptions = {}) {
     const statusCode = options.statusCode ?? null;
-    const retryable =
-      options.retryable ?? (statusCode === null ? true : statusCode === 408 || statusCode === 429 || statusCode >= 500);
-    super(code, message, { status: 502, type: 'server_error', ...options, retryable });
+    super(code, message, { status: 502, type: 'server_error', ...options });
     this.name = 'ProviderError';
     this.statusCode = statusCode;
     this.requestId = options.requestId ?? null;

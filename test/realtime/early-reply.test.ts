@@ -99,7 +99,7 @@ test('aborting the taken stream aborts the generation, which ends as aborted', a
 });
 
 test('a model failure reaches the taken stream as the same error', async () => {
-  const failure = new ProviderError('llm_request_failed', 'model crashed', { retryable: false });
+  const failure = new ProviderError('llm_request_failed', 'model crashed');
   const model = new FakeLlm({ chunks: ['It ', 'is'], error: failure, failAfterChunks: 1 });
   const early = new EarlyReply(model, REQUEST);
   const seen: string[] = [];

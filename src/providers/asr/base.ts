@@ -9,8 +9,8 @@
  *
  * Contract of `transcribe`: `onDelta` receives the text in final pieces, in order, whose
  * concatenation is the result's text, all before the promise resolves; failures reject with a
- * ProviderError (`asr_unavailable`: nothing can transcribe, not retryable; `asr_failed`: this
- * request failed, retryable when the upstream says so). Aborting the signal rejects with the
+ * ProviderError (`asr_unavailable`: nothing can transcribe; `asr_failed`: this request failed,
+ * with the upstream's status when it answered). Aborting the signal rejects with the
  * signal's reason (an `AbortError` DOMException by default), like fetch: an abort is the
  * caller's decision, not a failure, and no delta follows it.
  */
@@ -55,13 +55,13 @@ export function audioSeconds(pcm: Int16Array): number {
   return pcm.length / PCM_RATE_HZ;
 }
 
-/** Nothing can transcribe (no model, nothing configured, closed): not retryable. */
+/** Nothing can transcribe (no model, nothing configured, closed). */
 export function asrUnavailable(message: string, cause?: unknown): ProviderError {
-  return new ProviderError('asr_unavailable', message, { status: 503, retryable: false, cause });
+  return new ProviderError('asr_unavailable', message, { status: 503, cause });
 }
 
 /** This transcription failed; `statusCode` (an upstream HTTP status) decides whether a retry may help. */
-export function asrFailed(message: string, options: { cause?: unknown; statusCode?: number | null; requestId?: string | null; retryable?: boolean } = {}): ProviderError {
+export function asrFailed(message: string, options: { cause?: unknown; statusCode?: number | null; requestId?: string | null } = {}): ProviderError {
   return new ProviderError('asr_failed', message, options);
 }
 

@@ -115,5 +115,5 @@ export function splitDeltas(text: string, n: number): string[] {
 
 /** A ProviderError for `fail`, as a real provider would throw. */
 export function fakeAsrFailure(message = 'fake transcription failure'): ProviderError {
-  return asrFailed(message, { retryable: false });
+  return asrFailed(message, {});
 }

@@ -5,8 +5,8 @@
  * whole text, when the answer arrives (the non-streaming form works with every server and model,
  * whisper-1 included).
  *
- * Failures are `asr_failed` ProviderErrors carrying the upstream status and request id; retryable
- * for timeouts, network errors, 408, 429 and 5xx. Aborting the signal cancels the request and
+ * Failures are `asr_failed` ProviderErrors carrying the upstream status and request id (none for
+ * a timeout or a network error). Aborting the signal cancels the request and
  * rejects with the abort reason.
  */
 import { PCM_RATE_HZ } from '../../audio/pcm.js';
@@ -59,8 +59,8 @@ export class OpenAiTranscriber implements Transcriber {
       body = await response.text();
     } catch (err) {
       if (signal?.aborted) throw abortReason(signal);
-      if (timeout.aborted) throw asrFailed(`The transcription server did not answer within ${this.config.timeoutMs} ms (${url}).`, { cause: err, retryable: true });
-      throw asrFailed(`The transcription server could not be reached (${url}): ${(err as Error).message}`, { cause: err, retryable: true });
+      if (timeout.aborted) throw asrFailed(`The transcription server did not answer within ${this.config.timeoutMs} ms (${url}).`, { cause: err });
+      throw asrFailed(`The transcription server could not be reached (${url}): ${(err as Error).message}`, { cause: err });
     }
     const requestId = response.headers.get('x-request-id');
     if (!response.ok) {
@@ -79,9 +79,9 @@ export class OpenAiTranscriber implements Transcriber {
     try {
       text = (JSON.parse(body) as { text?: unknown }).text;
     } catch (err) {
-      throw asrFailed(`The transcription server's answer is not JSON: ${body.slice(0, MAX_ERROR_TEXT_CHARS)}`, { cause: err, requestId, retryable: false });
+      throw asrFailed(`The transcription server's answer is not JSON: ${body.slice(0, MAX_ERROR_TEXT_CHARS)}`, { cause: err, requestId });
     }
-    if (typeof text !== 'string') throw asrFailed('The transcription server answered without a text field.', { requestId, retryable: false });
+    if (typeof text !== 'string') throw asrFailed('The transcription server answered without a text field.', { requestId });
     throwIfAborted(signal);
     const trimmed = text.trim();
     if (trimmed && onDelta) onDelta(trimmed);

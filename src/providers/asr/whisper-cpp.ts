@@ -161,11 +161,7 @@ export class WhisperCppTranscriber implements Transcriber {
         );
       } catch (err) {
         if (signal?.aborted) throw abortReason(signal);
-        const code = (err as { code?: string }).code;
-        throw asrFailed(`Whisper could not transcribe the audio: ${(err as Error).message}`, {
-          cause: err,
-          retryable: code === 'transcription_failed',
-        });
+        throw asrFailed(`Whisper could not transcribe the audio: ${(err as Error).message}`, { cause: err });
       }
     });
     throwIfAborted(signal);

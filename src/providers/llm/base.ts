@@ -164,6 +164,6 @@ export interface LanguageModels {
 
 /** A provider that was closed or never configured; thrown by generate(). */
 export function llmUnavailable(message: string, cause?: unknown): ProviderError {
-  return new ProviderError('llm_unavailable', message, { status: 503, retryable: false, cause });
+  return new ProviderError('llm_unavailable', message, { status: 503, cause });
 }
 

@@ -124,7 +124,7 @@ export function functionsFor(request: Pick<GenerateRequest, 'tools' | 'toolChoic
   if (typeof choice === 'object') {
     tools = tools.filter((t) => t.name === choice.name);
     if (tools.length === 0) {
-      throw new ProviderError('llm_request_failed', `${modelId}: tool_choice names '${choice.name}', which is not among the tools`, { status: 400, retryable: false });
+      throw new ProviderError('llm_request_failed', `${modelId}: tool_choice names '${choice.name}', which is not among the tools`, { status: 400 });
     }
   }
   const functions: Record<string, ChatModelFunctions[string]> = {};

@@ -284,7 +284,7 @@ export class LlamaCppModel implements LanguageModel {
       }
     } catch (err) {
       if (err instanceof ProviderError) throw err;
-      throw new ProviderError('llm_request_failed', `${this.id}: generation failed: ${(err as Error).message}`, { retryable: false, cause: err });
+      throw new ProviderError('llm_request_failed', `${this.id}: generation failed: ${(err as Error).message}`, { cause: err });
     } finally {
       slot.template.forceCall = false;
       slot.template.documented = undefined;
@@ -474,7 +474,6 @@ export class LlamaCppModel implements LanguageModel {
       if (err instanceof ProviderError) throw err;
       throw new ProviderError('llm_unavailable', `${this.id}: cannot load ${o.modelFile}: ${(err as Error).message}`, {
         status: 503,
-        retryable: false,
         cause: err,
       });
     }

@@ -24,8 +24,8 @@
  *
  * The output limit is sent as `max_completion_tokens` to the OpenAI API (its newer models refuse
  * `max_tokens`) and as `max_tokens` to other servers (the field they all accept). Failures become
- * ProviderError: 'llm_request_failed' with the upstream status and request id for HTTP errors
- * (retryable for 408, 429 and 5xx), the same code for connection loss before or during the stream.
+ * ProviderError: 'llm_request_failed' with the upstream status and request id for HTTP errors,
+ * the same code (without a status) for connection loss before or during the stream.
  * The SDK's own retries (before any byte is streamed) are limited to one, so a dead server costs
  * little time. Aborting ends the stream with finishReason 'aborted'.
  *
@@ -156,7 +156,6 @@ export class OpenAiModel implements LanguageModel {
     }
     const what = err instanceof OpenAI.APIConnectionTimeoutError ? 'timed out' : 'failed';
     return new ProviderError('llm_request_failed', `${this.id}: the request ${what}: ${(err as Error).message}`, {
-      retryable: true,
       cause: err,
     });
   }
@@ -267,7 +266,6 @@ class ToolCallAssembler {
     for (const slot of [...this.retired, ...this.slots.values()]) {
       if (slot.index === null) {
         throw new ProviderError('llm_request_failed', `${this.modelId}: the server streamed a tool call without a function name (id ${slot.id ?? 'none'}).`, {
-          retryable: true,
         });
       }
     }

@@ -47,19 +47,19 @@ export function checkSpeed(speed: number): number {
   return speed;
 }
 
-/** A voice that could not be found for this user (404-like, not retryable). */
+/** A voice that could not be found for this user (404-like). */
 export function voiceNotFound(message: string, cause?: unknown): ProviderError {
-  return new ProviderError('voice_not_found', message, { status: 404, type: 'not_found_error', retryable: false, cause });
+  return new ProviderError('voice_not_found', message, { status: 404, type: 'not_found_error', cause });
 }
 
 /** The engine asked for is not installed or not configured here. */
 export function ttsUnavailable(message: string, cause?: unknown): ProviderError {
-  return new ProviderError('tts_unavailable', message, { status: 503, retryable: false, cause });
+  return new ProviderError('tts_unavailable', message, { status: 503, cause });
 }
 
 /** The engine failed while speaking. */
-export function ttsFailed(message: string, cause?: unknown, retryable = false): ProviderError {
-  return new ProviderError('tts_failed', message, { retryable, cause });
+export function ttsFailed(message: string, cause?: unknown): ProviderError {
+  return new ProviderError('tts_failed', message, { cause });
 }
 
 /** Whether an error is the rejection of an aborted native task or fetch (not a failure). */

@@ -5,9 +5,9 @@
  * The API gives no phoneme timings: chunks carry none, and the media session shapes the lips from
  * the audio itself. Used only when TTS_OPENAI_BASE_URL and TTS_OPENAI_API_KEY are configured.
  *
- * Failures: an HTTP error answer → ProviderError `tts_request_failed` with the upstream status
- * (retryable for 408/429/5xx); no answer within the timeout → `tts_timeout`; a network error →
- * `tts_request_failed` (retryable). Aborting the signal ends the stream quietly.
+ * Failures: an HTTP error answer → ProviderError `tts_request_failed` with the upstream status;
+ * no answer within the timeout → `tts_timeout`; a network error → `tts_request_failed` without a
+ * status. Aborting the signal ends the stream quietly.
  */
 import { checkSpeed, isAbort, ProviderError, type SpeakOptions, type SpeechChunk, type Voice } from './base.js';
 import type { OpenAiTtsConfig } from './config.js';
@@ -53,7 +53,7 @@ export class OpenAiVoice implements Voice {
       clearTimeout(timer);
       if (signal?.aborted) return;
       if (timeout.signal.aborted) {
-        throw new ProviderError('tts_timeout', `OpenAI TTS did not answer within ${this.config.timeoutMs} ms`, { retryable: true, cause: err });
+        throw new ProviderError('tts_timeout', `OpenAI TTS did not answer within ${this.config.timeoutMs} ms`, { cause: err });
       }
       throw new ProviderError('tts_request_failed', `OpenAI TTS request failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }

@@ -28,5 +28,5 @@ export interface EndOfTurnModel {
 export const END_OF_TURN_THRESHOLD = 0.5;
 
 export function turnModelFailed(message: string, cause?: unknown): ProviderError {
-  return new ProviderError('turn_model_failed', message, { cause, retryable: false });
+  return new ProviderError('turn_model_failed', message, { cause });
 }

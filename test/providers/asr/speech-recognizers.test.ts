@@ -29,7 +29,7 @@ Routing('forModel() without a model or a server gives a transcriber that fails w
     const err = await rejection(t.transcribe({ pcm: PCM, language: null, prompt: null }));
     assert.instance(err, ProviderError);
     assert.is((err as ProviderError).code, 'asr_unavailable');
-    assert.is((err as ProviderError).retryable, false);
+    assert.is((err as ProviderError).status, 503);
     assert.ok((err as Error).message.includes(HOW_TO_GET_ASR));
   }
   assert.ok(records.some((r) => r.level === 'warn' && /no speech recognition/.test(String(r.msg))), 'one warning says so');

@@ -158,7 +158,7 @@ modelTest('transcribe() turns a bad language code into asr_failed', async ({ asr
   const err = await rejection(asr.transcribe({ pcm: new Int16Array(24000), language: 'xx', prompt: null }));
   assert.instance(err, ProviderError);
   assert.is((err as ProviderError).code, 'asr_failed');
-  assert.is((err as ProviderError).retryable, false);
+  assert.is((err as ProviderError).statusCode, null);
 });
 
 Whisper('transcribe() with a model file that cannot be loaded fails with asr_unavailable', async () => {

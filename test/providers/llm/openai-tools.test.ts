@@ -353,7 +353,7 @@ test('the scripted server answers a non-stream request with one chat.completion,
     assert.unreachable('should have thrown');
   } catch (err) {
     assert.instance(err, ProviderError);
-    assert.is((err as ProviderError).retryable, true);
+    assert.is((err as ProviderError).code, 'llm_request_failed');
     assert.equal(seen.map((c) => c.type), ['text', 'text']);
   }
   try {

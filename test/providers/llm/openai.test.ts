@@ -170,12 +170,11 @@ test("generate() throws ProviderError 'llm_request_failed' with the status for a
     assert.is(e.code, 'llm_request_failed');
     assert.is(e.statusCode, 401);
     assert.is(e.requestId, 'req_123');
-    assert.is(e.retryable, false);
     assert.match(e.message, /401/);
   }
 });
 
-test('generate() marks a 503 answer retryable (after the one SDK retry)', async (ctx) => {
+test('generate() fails on a 503 answer with its status (after the one SDK retry)', async (ctx) => {
   ctx.handler = (_req, _body, res) => {
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after-ms': '1' });
     res.end(JSON.stringify({ error: { message: 'overloaded' } }));
@@ -186,12 +185,11 @@ test('generate() marks a 503 answer retryable (after the one SDK retry)', async 
   } catch (err) {
     assert.instance(err, ProviderError);
     assert.is((err as ProviderError).statusCode, 503);
-    assert.is((err as ProviderError).retryable, true);
     assert.is(ctx.requests.length, 2);
   }
 });
 
-test('generate() throws a retryable ProviderError when the connection is cut mid-stream', async (ctx) => {
+test('generate() throws llm_request_failed without a status when the connection is cut mid-stream', async (ctx) => {
   ctx.handler = (_req, _body, res) => {
     const send = sse(res);
     send(delta('Partial'));
@@ -204,7 +202,7 @@ test('generate() throws a retryable ProviderError when the connection is cut mid
   } catch (err) {
     assert.instance(err, ProviderError);
     assert.is((err as ProviderError).code, 'llm_request_failed');
-    assert.is((err as ProviderError).retryable, true);
+    assert.is((err as ProviderError).statusCode, null);
     assert.equal(seen, [{ type: 'text', text: 'Partial' }]);
   }
 });
