@@ -13,8 +13,8 @@
 //!                                                             └─▶ Pcm events (no GStreamer)
 //! ```
 //!
-//! Modules: `session` (the public `MediaSession`), `render_loop` (its thread), `opus_decode` (a
-//! caller's microphone, Opus to 24 kHz PCM), `playout`
+//! Modules: `session` (the public `MediaSession`, with its thread as the child module
+//! `session::render_loop`), `opus_decode` (a caller's microphone, Opus to 24 kHz PCM), `playout`
 //! (speech queue and timing), `resample` (any rate to 24 kHz), `pipeline` (pipeline files and
 //! launched pipelines), `encoders` (what is installed), `events` (what comes out), `stats`.
 //! Pipelines are data: `pipelines/*.pipeline`, loaded by name from `SessionConfig::pipelines_dir`.
@@ -31,8 +31,6 @@ pub mod playout;
 pub mod resample;
 pub mod session;
 pub mod stats;
-
-mod render_loop;
 
 use std::sync::OnceLock;
 

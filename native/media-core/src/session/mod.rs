@@ -37,7 +37,9 @@ use crate::error::MediaError;
 use crate::events::{in_sink, Emitter, EventSink, MediaEvent};
 use crate::pipeline::{EncoderPipeline, LaunchSpec, OutputKind, PipelineVars};
 use crate::playout::{InterruptResult, Playout, PushResult, SESSION_RATE_HZ};
-use crate::render_loop::{self, Command, RenderSetup};
+mod render_loop;
+
+use render_loop::{Command, RenderSetup};
 use crate::stats::{Counters, SessionStats};
 
 /// How long `close` waits for one pipeline to drain: 5 s. Draining takes a few ms (the encoders

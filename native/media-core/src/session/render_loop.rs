@@ -39,7 +39,7 @@ use crate::error::MediaError;
 use crate::events::MediaEvent;
 use crate::pipeline::{EncoderPipeline, OutputKind};
 use crate::playout::SESSION_RATE_HZ;
-use crate::session::{Pacing, Shared};
+use super::{Pacing, Shared};
 
 /// BT.601 limited range (Y 16..=235, Cb/Cr 16..=240) to full range (0..=255), as JFIF wants.
 const fn range_luts() -> ([u8; 256], [u8; 256]) {
