@@ -1,5 +1,5 @@
 /**
- * The module rules as a test (the README's "Module rules" section points here). Every import in
+ * The module rules as a test (docs/development.md's "Module rules" section points here). Every import in
  * src/ (static, type-only, dynamic, and worker files named by `new URL('./x.ts', import.meta.url)`)
  * is an edge from one part of the tree to another; a part is a folder of src/ (`providers/<kind>`
  * for each provider kind, `providers` for the files shared by the kinds) or one of the top files
@@ -205,11 +205,11 @@ test('the checker catches deliberate forbidden imports', () => {
   for (const [file, source] of allowed) assert.equal(report(importsOf(file, source)), [], `${file}: ${source}`);
 });
 
-test('the README names every part of src/ in its layout table', () => {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+test('docs/development.md names every part of src/ in its layout table', () => {
+  const page = fs.readFileSync(path.join(ROOT, 'docs/development.md'), 'utf8');
   for (const part of Object.keys(MAY_IMPORT)) {
     const shown = part === 'main' || part === 'config' ? `src/${part}.ts` : `src/${part}/`;
-    assert.ok(readme.includes(`| \`${shown}\``), `README's layout table lacks ${shown}`);
+    assert.ok(page.includes(`| \`${shown}\``), `docs/development.md's layout table ("Where things live") lacks ${shown}`);
   }
 });
 

@@ -98,11 +98,11 @@ test('fleet mode: REDIS_URL with the PostgreSQL store and a token; each node get
   assert.is(loadConfig({ ...env, NODE_ID: 'gpu-7' }, '/tmp').fleet!.nodeId, 'gpu-7');
 });
 
-test('the README configuration table lists every variable of CONFIG_VARS with its default', () => {
-  const readme = fs.readFileSync(path.join(import.meta.dirname, '../../README.md'), 'utf8');
+test('docs/configuration.md lists every variable of CONFIG_VARS with its default', () => {
+  const page = fs.readFileSync(path.join(import.meta.dirname, '../../docs/configuration.md'), 'utf8');
   for (const v of CONFIG_VARS) {
     const shown = v.default === '' ? '(unset)' : `\`${v.default}\``;
-    assert.ok(readme.includes(`| \`${v.name}\` | ${shown} |`), `README lacks the row of ${v.name}`);
+    assert.ok(page.includes(`| \`${v.name}\` | ${shown} |`), `docs/configuration.md lacks the row of ${v.name}`);
   }
 });
 
