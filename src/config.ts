@@ -1,7 +1,7 @@
 /**
  * Configuration from the environment, validated once at start-up. Every variable is a row (name,
  * default, description, parser; src/core/env.ts reads them); CONFIG_VARS lists the server's rows and
- * the providers', and the README table mirrors it. A bad value stops the process with a message
+ * the providers', and the table in docs/configuration.md mirrors it (test/core/config.test.ts). A bad value stops the process with a message
  * naming the variable; nothing is silently clamped.
  */
 import os from 'node:os';
@@ -114,7 +114,7 @@ const userId: Parser<string> = (t, name) => {
   return t;
 };
 
-/** The server's own variables, in README order (the providers' follow in CONFIG_VARS). */
+/** The server's own variables, in docs/configuration.md's order (the providers' follow in CONFIG_VARS). */
 /** RTC_NATIVE_LOG: how much of the WebRTC stack's own log reaches the server's (transport/call-peer.ts logNativeRtc). */
 export const RTC_NATIVE_LOG_LEVELS = ['off', 'error', 'warning', 'info', 'debug', 'verbose'] as const;
 export type RtcNativeLogLevel = (typeof RTC_NATIVE_LOG_LEVELS)[number];
@@ -157,7 +157,7 @@ const VARS = {
   fleetWorkerTtlMs: envVar('FLEET_WORKER_TTL_MS', '5000', 'Fleet mode: a worker that has not heartbeaten for this long is dropped and its sessions end as failed (end_reason worker_lost), 500..600000. It heartbeats every third of it.', integer(500, 600_000)),
 };
 
-/** Every documented variable, in README order: the server's, then the providers'. */
+/** Every documented variable, in docs/configuration.md's order: the server's, then the providers'. */
 export const CONFIG_VARS: EnvVar[] = [...Object.values(VARS), ...LLM_CONFIG_VARS, ...TTS_CONFIG_VARS, ...ASR_CONFIG_VARS];
 
 export { ConfigError };

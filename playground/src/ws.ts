@@ -15,7 +15,7 @@ const AUDIO_LEAD_S = 0.06;
 /** Microphone blocks: 4096 samples at 24 kHz, about 170 ms. */
 const MIC_BLOCK = 4096;
 
-/** Close codes and what they mean for the person (README: realtime over WebSocket). */
+/** Close codes and what they mean for the person (docs/realtime.md, Close codes). */
 const CLOSE_REASONS: Record<number, [string, 'busy' | 'key' | 'network' | 'ended']> = {
   1001: ['The server is shutting down. Try again when it is back.', 'network'],
   1011: ['The avatar could not start on the server. Try again; if it keeps failing, the server log says why.', 'network'],

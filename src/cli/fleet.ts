@@ -4,7 +4,7 @@
  *   api | worker | all   start this process as a fleet node in that role (the server of
  *                        `npm start`, with NODE_ROLE set); the environment gives the rest:
  *                        DATABASE_URL=postgres://…, REDIS_URL=redis://…, FLEET_TOKEN, and for a
- *                        worker on another machine WORKER_URL (README, Fleet mode)
+ *                        worker on another machine WORKER_URL (docs/fleet.md)
  *   status [--json]      the fleet as the registry in REDIS_URL sees it: each worker, live or not,
  *                        with its address and slots, and the totals
  */
@@ -24,7 +24,7 @@ async function main(): Promise<number> {
   if (command === 'api' || command === 'worker' || command === 'all') {
     process.env.NODE_ROLE = command;
     if (!process.env.REDIS_URL) {
-      process.stderr.write('fleet: set REDIS_URL, DATABASE_URL (postgres://…) and FLEET_TOKEN first (README, Fleet mode)\n');
+      process.stderr.write('fleet: set REDIS_URL, DATABASE_URL (postgres://…) and FLEET_TOKEN first (docs/fleet.md)\n');
       return 2;
     }
     await import('../main.js'); // runs until SIGINT/SIGTERM

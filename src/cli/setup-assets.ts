@@ -2,7 +2,7 @@
  * Makes the standard asset files the catalog lists but git does not carry: voice samples (spoken by
  * the offline engine each voice names, flite or espeak-ng) and driving motions (LivePortrait-layout
  * .pkl files from the motion generator). Idempotent: existing files are kept. Run by
- * `npm run setup:assets`, which the README's start and test commands call.
+ * `npm run setup:assets`, which `npm start` and `npm test` call (the README's Quick start).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

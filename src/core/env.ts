@@ -1,8 +1,8 @@
 /**
  * The one reader of environment variables. A variable is a row (`EnvVar`): its name, its default
- * as the README shows it, its description, and the parser that turns its text into a value.
+ * as docs/configuration.md shows it, its description, and the parser that turns its text into a value.
  * src/config.ts and the provider config modules declare their rows with envVar() and read them
- * with readVars(); CONFIG_VARS (the README table) is the list of those rows, so a default is
+ * with readVars(); CONFIG_VARS (the table in docs/configuration.md) is the list of those rows, so a default is
  * written once and every integer, boolean or choice is parsed and refused the same way: unset or
  * blank means the default text, surrounding spaces are ignored, and a bad value throws ConfigError
  * naming the variable.
@@ -13,7 +13,7 @@ export type Env = Record<string, string | undefined>;
 
 export interface EnvVar<T = unknown> {
   name: string;
-  /** The text used when the variable is unset or blank ('' shows as "(unset)" in the README). */
+  /** The text used when the variable is unset or blank ('' shows as "(unset)" in docs/configuration.md). */
   default: string;
   description: string;
   /** Turns the (trimmed) text into the value; throws ConfigError naming `name` when it cannot. */

@@ -1,8 +1,8 @@
 /**
  * How many of the machine's cores are idle now, for work that chooses its thread count per call
  * (Whisper: ggml's worker threads spin while they wait for each other, so two threads on a 2-core
- * machine whose other core is busy take 2-10x longer than one thread; measured in the README's
- * development notes). The reading is system-wide (os.cpus() idle time, so another process's load
+ * machine whose other core is busy take 2-10x longer than one thread; measured in docs/development.md,
+ * facts learned the hard way). The reading is system-wide (os.cpus() idle time, so another process's load
  * counts too), averaged over the last SAMPLE_MS: a background sample every SAMPLE_MS (unref'd,
  * ~50 µs each) keeps it fresh, and it stops when nobody holds it.
  */

@@ -8,7 +8,7 @@
  * conversation ("auto" | "none"), input (items for an out-of-band context, parsed by the engine
  * since they may reference conversation items and hold images), tools, tool_choice,
  * parallel_tool_calls. `prompt` and `reasoning` (OpenAI-hosted features) are accepted and not
- * used (README: what is accepted and ignored).
+ * used (docs/realtime.md#accepted-and-not-used).
  */
 import type { ToolChoice, ToolDefinition } from '../providers/llm/base.js';
 import { MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';

@@ -5,7 +5,7 @@
  *    whether a sentence can end there. The local language model reads them best: the
  *    probability it gives to the message ending after the last word (a full stop, a question
  *    mark, the end of the user's turn) is ~0.5 after "Where are you from", ~0.0001 after "What
- *    time zone" or "a table for" (measured on Qwen2.5 0.5B, README); it costs the evaluation of
+ *    time zone" or "a table for" (measured on Qwen2.5 0.5B, docs/realtime.md, Turns); it costs the evaluation of
  *    the user's words, which the early reply then reuses. Without a local model, the words are
  *    judged by rule (soundsUnfinished / soundsFinished below).
  * The two are added as log-odds (`combine`): each can overrule a weak verdict of the other, and

@@ -1,6 +1,6 @@
 /**
  * What every `/v1/realtime` WebSocket shares, whoever handles it (realtime-ws.ts for sessions,
- * realtime-sideband.ts for a call's sidebands): the close codes (also in the README), the close
+ * realtime-sideband.ts for a call's sidebands): the close codes (also in docs/realtime.md), the close
  * code of each way a connection is ended, an event sent outside a connection, and a close that
  * does not wait for a peer that never answers it.
  */

@@ -26,7 +26,7 @@
  * (the key's request bucket) are throttled: an `error` event, then close 4029. Messages that arrive
  * before the engine is ready wait, bounded (PendingEvents in realtime-connection.ts).
  *
- * Close codes (also in the README):
+ * Close codes (also in docs/realtime.md, Close codes):
  *   1000 normal · 1001 server shutting down · 1011 internal error · 1013 no worker free (try again
  *   later) · 4001 authentication failed · 4003 the key was revoked · 4004 session (or call) not
  *   found · 4008 no authentication in time · 4009 session not usable (ended, or attached

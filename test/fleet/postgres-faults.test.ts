@@ -9,7 +9,7 @@
  * restarts (fast, and immediate: a crash) under load, a server that hangs (every process stopped:
  * answered within the connect and query timeouts), and the store's own line between an outage and
  * a query the server refuses (that stays a 500).
- * POSTGRES_FAULTS_REPORT=1 prints the measured times (the README's fault table).
+ * POSTGRES_FAULTS_REPORT=1 prints the measured times (the fault table in docs/fleet.md).
  */
 import fs from 'node:fs';
 import { suite } from 'uvu';

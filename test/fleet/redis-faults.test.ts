@@ -25,7 +25,7 @@
  * Every node's output is then read: no unhandled Redis client error, and the outage logged a few
  * times per node (down, back), never once per retry. Durations are asserted only against the hang
  * they replace (seconds, against outages of several); the measured ones are printed
- * (REDIS_FAULTS_VERBOSE=1) for the README's table.
+ * (REDIS_FAULTS_VERBOSE=1) for the fault table in docs/fleet.md.
  */
 import fs from 'node:fs';
 import { suite } from 'uvu';

@@ -1,5 +1,5 @@
 /**
- * `npm run screenshots`: pictures of the playground for the README and for reviewing the page,
+ * `npm run screenshots`: pictures of the playground for the README, docs/playground.md and reviewing the page,
  * taken in headless Chromium against the real server with the fake providers (known replies):
  * before connecting, mid-reply, after a demo tool call (the model makes the page teal), and after
  * an error (a wrong key). Written to docs/screenshots/.

@@ -92,7 +92,7 @@ interface Ctx {
   proc: ServerProcess;
   dataDir: string;
   key: string;
-  /** Printed at the end, for the README. */
+  /** Printed at the end, for docs/webrtc.md (Under attack). */
   figures: string[];
 }
 

@@ -2,7 +2,7 @@
  * Language-model configuration from the environment: which provider answers (a local GGUF through
  * llama.cpp, any OpenAI-compatible server, or the rule-based offline responder), how session
  * `model` names are routed to providers, and the local model's threads and context. Its rows are
- * read by src/core/env.ts and merged by src/config.ts into CONFIG_VARS (the README table); a bad
+ * read by src/core/env.ts and merged by src/config.ts into CONFIG_VARS (the table in docs/configuration.md); a bad
  * value throws ConfigError naming the variable.
  *
  * Routing (LLM_MODEL_ROUTES): comma-separated `pattern=provider` rules, tried in order, first
@@ -63,7 +63,7 @@ const VARS = {
   requestTimeoutMs: envVar('LLM_TIMEOUT_MS', '30000', 'How long the OpenAI-compatible server may take to start answering, 1000..600000.', integer(1000, 600_000)),
 };
 
-/** The documented variables, in README order (merged into CONFIG_VARS by src/config.ts). */
+/** The documented variables, in docs/configuration.md's order (merged into CONFIG_VARS by src/config.ts). */
 export const LLM_CONFIG_VARS: EnvVar[] = Object.values(VARS);
 
 export function loadLlmConfig(env: Env = process.env, cwd: string = process.cwd()): LlmConfig {

@@ -1,6 +1,6 @@
 /**
  * Text-to-speech settings from the environment: rows read by src/core/env.ts, merged by
- * src/config.ts into CONFIG_VARS (the README table); `loadTtsConfig` reads and cross-checks them,
+ * src/config.ts into CONFIG_VARS (the table in docs/configuration.md); `loadTtsConfig` reads and cross-checks them,
  * throwing ConfigError naming the variable. OpenAI TTS is enabled only when both its base URL and key are
  * set; everything else works offline.
  */
@@ -34,7 +34,7 @@ const VARS = {
   piperThreads: envVar('TTS_PIPER_THREADS', String(DEFAULT_PIPER_THREADS), 'CPU threads one Piper inference may use, 1..64 (default: 2, or 1 on a single core).', integer(1, 64)),
 };
 
-/** The documented variables, in README order (merged into CONFIG_VARS by src/config.ts). */
+/** The documented variables, in docs/configuration.md's order (merged into CONFIG_VARS by src/config.ts). */
 export const TTS_CONFIG_VARS: EnvVar[] = Object.values(VARS);
 
 export function loadTtsConfig(env: Env = process.env): TtsConfig {

@@ -10,7 +10,7 @@ Both run off the event loop (the service calls them in a worker thread). On fram
 server (512x512, the face at rest), timed interleaved on the 2-core test machine: a JPEG (39 KB)
 parsed, base64-decoded and decoded with Pillow in 1.4 ms median, an I420 frame converted below in
 2.9 ms; the whole plugin process (receiving, converting, pushing frames through pipecat) spends
-2.7-3.3 ms of CPU a frame with JPEG and 5.0-5.9 ms with I420 (benchmarks/decode_cost.py, README).
+2.7-3.3 ms of CPU a frame with JPEG and 5.0-5.9 ms with I420 (benchmarks/decode_cost.py, this package's README).
 """
 
 from __future__ import annotations

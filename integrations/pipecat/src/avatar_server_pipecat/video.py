@@ -45,7 +45,7 @@ for 10 s before the commit) is reopened under the same name by the next append, 
 segment here: started once, finished once, when the server has answered the commit.
 
 Frames are pushed for every rendered frame, idle or speaking, so a transport should show them as
-they come: ``video_out_is_live=True`` with the server's frame rate and size (README). The session
+they come: ``video_out_is_live=True`` with the server's frame rate and size (this package's README). The session
 object gives both when the session opens (``frame_size``, ``frame_rate``), before any frame.
 
 When the server cannot be reached, or the connection drops, an ErrorFrame goes upstream and the
