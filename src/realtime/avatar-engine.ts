@@ -34,6 +34,7 @@ import type { AvatarOutput, AvatarRawFrame } from './avatar-output.js';
 import { type AvatarFrameShape, type AvatarSessionSettings, applyAvatarSessionUpdate, avatarSessionObject } from './avatar-session-update.js';
 import { type SegmentChange, SegmentTimeline } from './avatar-segments.js';
 import type { AssetChecker, EngineTransport, SessionRecorder } from './session-engine.js';
+import { type AvatarClientEventOf, typedAvatarClientEvent } from './client-events.js';
 import {
   ALL_CLIENT_EVENT_TYPES,
   type ClientEvent,
@@ -43,15 +44,13 @@ import {
   decodeBase64,
   errorEvent,
   readClientEvent,
-  requireObject,
 } from './protocol.js';
 
 /** Speech that may wait ahead of the playout: two minutes (5.8 MB at 24 kHz). */
 export const MAX_QUEUED_AHEAD_NS = 120_000_000_000;
 /** Frames are skipped while the client's socket has more than this unsent. */
 export const MAX_FRAME_BACKLOG_BYTES = 4 * 1024 * 1024;
-/** A client's segment name: at most this long. */
-export const MAX_SEGMENT_ID_CHARS = 128;
+export { MAX_SEGMENT_ID_CHARS } from './client-events.js';
 /** The binary header of a raw frame (docs/avatar-mode.md "Raw frames"). */
 export const RAW_FRAME_HEADER_BYTES = 24;
 const RAW_FRAME_MAGIC = 'I420';
@@ -193,17 +192,18 @@ export class AvatarSessionEngine {
   private async handle(event: ClientEvent<string>): Promise<void> {
     if (this.closed) return;
     try {
-      switch (event.type) {
+      const typed = typedAvatarClientEvent(event);
+      switch (typed?.type) {
         case 'session.update':
-          return await this.onSessionUpdate(requireObject(event.body, 'session', 'session'));
+          return await this.onSessionUpdate(typed.session);
         case 'output_audio_buffer.append':
-          return this.onAppend(event.body);
+          return this.onAppend(typed);
         case 'output_audio_buffer.commit':
           return this.onCommit();
         case 'output_audio_buffer.clear':
           return this.onClear();
         case 'avatar.listen':
-          return this.onListen(event.body);
+          return this.deps.avatar.listen(typed.listening);
         default:
           throw new RealtimeError(
             'unsupported_in_avatar_session',
@@ -238,10 +238,9 @@ export class AvatarSessionEngine {
     this.emit({ type: 'session.updated', session: this.sessionObject() });
   }
 
-  private onAppend(body: Json): void {
-    if (typeof body.audio !== 'string') throw new RealtimeError('invalid_type', "Invalid type for 'audio': expected a base64 string.", 'audio');
-    const segmentId = this.segmentIdOf(body);
-    const bytes = decodeBase64(body.audio, 'audio');
+  private onAppend(event: AvatarClientEventOf<'output_audio_buffer.append'>): void {
+    const segmentId = this.segmentIdOf(event.segment_id);
+    const bytes = decodeBase64(event.audio, 'audio');
     if (bytes.length === 0) return;
     const format = this.settings.inputFormat;
     let pcm: Int16Array;
@@ -268,16 +267,12 @@ export class AvatarSessionEngine {
   }
 
   /**
-   * The client's name for the segment an append opens (`segment_id`, optional): a string of at
-   * most MAX_SEGMENT_ID_CHARS, not the id of a segment still unfinished. Ignored on appends that
+   * The client's name for the segment an append opens (`segment_id`, optional; its form is checked
+   * by typedAvatarClientEvent): not the id of a segment still unfinished. Ignored on appends that
    * join the open segment, which keeps its name.
    */
-  private segmentIdOf(body: Json): string | null {
-    const id = body.segment_id;
-    if (id === undefined || id === null) return null;
-    if (typeof id !== 'string' || id === '' || id.length > MAX_SEGMENT_ID_CHARS) {
-      throw new RealtimeError('invalid_value', `Invalid value for 'segment_id': expected a string of 1 to ${MAX_SEGMENT_ID_CHARS} characters.`, 'segment_id');
-    }
+  private segmentIdOf(id: string | null): string | null {
+    if (id === null) return null;
     if (this.timeline.open === null && this.timeline.unfinished.some((s) => s.id === id)) {
       throw new RealtimeError('duplicate_segment_id', `Segment '${id}' has not finished yet; name a new segment differently.`, 'segment_id');
     }
@@ -303,11 +298,6 @@ export class AvatarSessionEngine {
     }
     this.decoder?.reset();
     this.emit({ type: 'output_audio_buffer.cleared', played_ms: playedMs });
-  }
-
-  private onListen(body: Json): void {
-    if (typeof body.listening !== 'boolean') throw new RealtimeError('invalid_type', "Invalid type for 'listening': expected a boolean.", 'listening');
-    this.deps.avatar.listen(body.listening);
   }
 
   // ---- the avatar's clock ----
