@@ -27,12 +27,23 @@ const MAX_INPUT_BUFFER_SAMPLES = PCM_RATE_HZ * 60 * 5;
 
 export interface InputAudioEvents {
   speech_started: [{ audioStartMs: number; itemId: string }];
-  /** A pause in the turn: `audio` is the turn so far; the turn may end in this pause (see `pause`). */
-  speech_paused: [{ itemId: string; pause: number; audio: Int16Array }];
+  /** A pause in the turn: `audio` is the turn so far (`audio16k` the same at 16 kHz, or null); the turn may end in this pause (see `pause`). */
+  speech_paused: [{ itemId: string; pause: number; audio: Int16Array; audio16k: Float32Array | null }];
   /** Speech broke that pause: work started on it is stale. */
   speech_resumed: [{ pause: number }];
-  /** The turn ended; `audio` is the turn's speech (with its prefix padding), `pause` the speech_paused it ended in. */
-  speech_stopped: [{ audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model'; endOfTurnProbability: number | null }];
+  /** The turn ended; `audio` is the turn's speech (with its prefix padding; `audio16k` the same at 16 kHz, or null), `pause` the speech_paused it ended in. */
+  speech_stopped: [SpeechStopped];
+}
+
+/** A VAD turn that ended, as the engine gets it. */
+export interface SpeechStopped {
+  audioEndMs: number;
+  itemId: string;
+  audio: Int16Array;
+  audio16k: Float32Array | null;
+  pause: number | null;
+  endedBy: 'silence' | 'model';
+  endOfTurnProbability: number | null;
 }
 
 export class InputAudio extends EventEmitter<InputAudioEvents> {
@@ -88,14 +99,15 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
     });
     segmenter.on('speech_paused', (e) => {
       this.speechItemId ??= newItemId();
-      this.emit('speech_paused', { itemId: this.speechItemId, pause: e.pause, audio: e.audio });
+      this.emit('speech_paused', { itemId: this.speechItemId, pause: e.pause, audio: e.audio, audio16k: e.audio16k });
     });
     segmenter.on('speech_resumed', (e) => this.emit('speech_resumed', e));
     segmenter.on('speech_stopped', (e) => {
       const itemId = this.speechItemId ?? newItemId();
       this.speechItemId = null;
       this.resetBuffer();
-      this.emit('speech_stopped', { audioEndMs: e.audioEndMs, itemId, audio: e.audio, pause: e.pause, endedBy: e.endedBy, endOfTurnProbability: e.endOfTurnProbability });
+      const { audioEndMs, audio, audio16k, pause, endedBy, endOfTurnProbability } = e;
+      this.emit('speech_stopped', { audioEndMs, itemId, audio, audio16k, pause, endedBy, endOfTurnProbability });
     });
     segmenter.on('error', (err) => this.log.warn('turn detection failed on a frame or a judgement (the turn goes on)', { err }));
     this.segmenter = segmenter;

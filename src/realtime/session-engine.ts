@@ -39,7 +39,7 @@ import type { EndOfTurnModel } from '../providers/turn/base.js';
 import { judgedWithWords } from './turn-judge.js';
 import { AppError } from '../core/errors.js';
 import type { AvatarOutput } from './avatar-output.js';
-import { InputAudio } from './input-audio.js';
+import { InputAudio, type SpeechStopped } from './input-audio.js';
 import { Conversation } from './conversation.js';
 import { type Item, type MessageItem, type ParsedItem, itemText, parseItem, toMessages } from './items.js';
 import type { InputImages } from './input-images.js';
@@ -459,7 +459,7 @@ export class RealtimeSessionEngine {
     const previousItemId = this.conversation.insert(item, previous);
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
     if (pcm && item.type === 'message') {
-      this.voice.transcribe(item, pcm, null, (transcript) => this.onTranscribed(item, previousItemId, transcript, false));
+      this.voice.transcribe(item, pcm, null, null, (transcript) => this.onTranscribed(item, previousItemId, transcript, false));
       this.enforceConversationBound();
       return;
     }
@@ -608,7 +608,7 @@ export class RealtimeSessionEngine {
     if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
   }
 
-  private onSpeechStopped(e: { audioEndMs: number; itemId: string; audio: Int16Array; pause: number | null; endedBy: 'silence' | 'model'; endOfTurnProbability: number | null }): void {
+  private onSpeechStopped(e: SpeechStopped): void {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: e.itemId });
     this.deps.avatar.listen(false);
@@ -623,11 +623,11 @@ export class RealtimeSessionEngine {
       wordsReadMs: speculation?.wordsRead?.ms ?? null,
       earlyReply: speculation?.reply != null,
     });
-    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, speculation);
+    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, speculation, e.audio16k);
   }
 
   /** input_audio_buffer.committed, the user item, its transcription, and (VAD) the response. */
-  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean, speculation: Speculation | null = null): void {
+  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean, speculation: Speculation | null = null, pcm16k: Float32Array | null = null): void {
     const item: MessageItem = {
       id: itemId,
       object: 'realtime.item',
@@ -639,7 +639,7 @@ export class RealtimeSessionEngine {
     const previousItemId = this.conversation.insert(item, null);
     this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
-    this.voice.transcribe(item, pcm, speculation, (transcript) => this.onTranscribed(item, previousItemId, transcript, respond));
+    this.voice.transcribe(item, pcm, pcm16k, speculation, (transcript) => this.onTranscribed(item, previousItemId, transcript, respond));
     this.enforceConversationBound();
   }
 

@@ -34,15 +34,22 @@
  *    silence that ends the turn;
  *  - at the end, `speech_stopped.audioEndMs` is the end of the frame that ended the turn, and the
  *    event carries the committed audio [audioStartMs, audioEndMs) as 24 kHz PCM16.
+ * A turn's audio at the detector's rate is made once: the resampler's output for the VAD is kept
+ * beside the 24 kHz input (same retention, same clear()), and the end-of-turn model (at the
+ * detector's rate), speech_paused and speech_stopped (`audio16k`, for Whisper, when that rate is
+ * 16 kHz) read spans of it instead of resampling the turn again each time.
  * All times are integer ms of the input stream derived from sample counts, never the wall clock
  * (the model's answer arrives in wall-clock time; the turn then ends at the last frame scored).
- * The resampler's ~1 ms group delay is below the 32 ms frame resolution and not compensated.
+ * The resampler's ~1 ms group delay is below the 32 ms frame resolution and not compensated for
+ * the frames; the kept spans are read that much later, so they line up with the 24 kHz spans
+ * (their last ~1 ms, not resampled yet, is zeros: the end of a turn or a pause is silence).
  */
 import { EventEmitter } from 'node:events';
 import { VadError, type VoiceActivityDetector } from '../providers/vad/base.js';
 import { END_OF_TURN_THRESHOLD, type EndOfTurnModel } from '../providers/turn/base.js';
 import { Resampler } from '../audio/resample.js';
 import { PCM_RATE_HZ, PCM_SAMPLES_PER_MS } from '../audio/pcm.js';
+import { WHISPER_SAMPLE_RATE_HZ } from '../audio/whisper-mel.js';
 
 /** Hysteresis: once speaking, a frame counts as silence only below threshold − this. (Silero's
  * own VADIterator uses the same 0.15 margin.) */
@@ -99,6 +106,8 @@ export interface SpeechPausedEvent {
   pause: number;
   /** [audioStartMs, pausedAtMs) as PCM16 mono 24 kHz. */
   audio: Int16Array;
+  /** The same span at 16 kHz (float, as Whisper takes it), or null when the detector's rate is not 16 kHz. */
+  audio16k: Float32Array | null;
 }
 
 export interface SpeechStoppedEvent {
@@ -108,6 +117,8 @@ export interface SpeechStoppedEvent {
   lastSpeechEndMs: number;
   /** The committed span [audioStartMs, audioEndMs) as PCM16 mono 24 kHz. */
   audio: Int16Array;
+  /** The same span at 16 kHz (float, as Whisper takes it), or null when the detector's rate is not 16 kHz. */
+  audio16k: Float32Array | null;
   /** The speech_paused whose silence this turn ended in (no speech since), or null. */
   pause: number | null;
   /** What ended the turn: the silence window, or the end-of-turn model. */
@@ -148,9 +159,16 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   private partialFill = 0;
 
   // Retained input audio: samples from absolute input index `audioStart` on.
-  private audio = new Int16Array(PCM_RATE_HZ);
+  private audio: Int16Array = new Int16Array(PCM_RATE_HZ);
   private audioStart = 0;
   private audioFill = 0;
+  // The same audio at the detector's rate, as the resampler made it: samples from index
+  // `detectorAudioStart` (counted from the origin, like `detectorSamples`) on.
+  private detectorAudio: Float32Array;
+  private detectorAudioStart = 0;
+  private detectorAudioFill = 0;
+  /** The resampler's group delay in detector-rate samples: kept spans are read this much later. */
+  private readonly delaySamples: number;
 
   // Frame queue; `generation` invalidates in-flight work on clear()/close().
   private readonly queue: QueuedFrame[] = [];
@@ -205,6 +223,8 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.detectorRateHz = detector.sampleRateHz;
     this.frameSamples = detector.frameSamples;
     this.resampler = new Resampler(PCM_RATE_HZ, this.detectorRateHz);
+    this.delaySamples = Math.round((this.resampler.delayMs * this.detectorRateHz) / 1000);
+    this.detectorAudio = new Float32Array(this.detectorRateHz);
     this.partial = new Float32Array(this.frameSamples);
   }
 
@@ -240,6 +260,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     const floats = new Float32Array(pcm24k.length);
     for (let i = 0; i < pcm24k.length; i++) floats[i] = (pcm24k[i] ?? 0) / 32768;
     const resampled = this.resampler.push(floats);
+    this.storeDetectorAudio(resampled);
     let at = 0;
     while (at < resampled.length) {
       const n = Math.min(this.frameSamples - this.partialFill, resampled.length - at);
@@ -288,6 +309,8 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.wakeScored(true);
     this.audioStart = this.inputSamples;
     this.audioFill = 0;
+    this.detectorAudioStart = 0;
+    this.detectorAudioFill = 0;
   }
 
   /** Stops scoring, waits for an in-flight frame, and closes the detector (the segmenter owns it). */
@@ -391,7 +414,8 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     if (this.pausedRun !== this.silenceRun && silentMs >= pauseMs) {
       this.pausedRun = this.silenceRun;
       this.pauses++;
-      this.emit('speech_paused', { audioStartMs: this.startMs, pausedAtMs: endMs, pause: this.pauses, audio: this.audioSpan(this.startMs, endMs) });
+      const audio = this.audioSpan(this.startMs, endMs);
+      this.emit('speech_paused', { audioStartMs: this.startMs, pausedAtMs: endMs, pause: this.pauses, audio, audio16k: this.whisperSpan(this.startMs, audio.length) });
     }
     if (endOfTurn && this.turnModel) {
       if (this.judgedRun !== this.silenceRun) {
@@ -413,6 +437,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   private endTurn(endMs: number, endedBy: SpeechStoppedEvent['endedBy']): void {
     const audioStartMs = this.startMs;
     const audio = this.audioSpan(audioStartMs, endMs);
+    const audio16k = this.whisperSpan(audioStartMs, audio.length);
     const pause = this.pausedRun === this.silenceRun ? this.pauses : null;
     const endOfTurnProbability = this.judgedRun === this.silenceRun ? this.endOfTurnProbability : null;
     this.speaking = false;
@@ -420,7 +445,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.endOfTurnProbability = null;
     this.floorMs = endMs;
     this.trimAudio(Math.max(this.floorMs, endMs - this.config.prefixPaddingMs));
-    this.emit('speech_stopped', { audioStartMs, audioEndMs: endMs, lastSpeechEndMs: this.lastSpeechEndMs, audio, pause, endedBy, endOfTurnProbability });
+    this.emit('speech_stopped', { audioStartMs, audioEndMs: endMs, lastSpeechEndMs: this.lastSpeechEndMs, audio, audio16k, pause, endedBy, endOfTurnProbability });
   }
 
   /**
@@ -460,30 +485,64 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     void judgement.finally(() => this.judgements.delete(judgement));
   }
 
-  /** The model's probability that the turn [startMs, atMs) is complete (the audio is taken now). */
+  /**
+   * The model's probability that the turn [startMs, atMs) is complete (the audio is taken now: the
+   * span kept at the detector's rate when the model hears at that rate, else resampled).
+   */
   private async ask(model: EndOfTurnModel, atMs: number): Promise<number> {
     const fromMs = Math.max(this.startMs, atMs - model.windowMs);
-    const audio = toModelRate(this.audioSpan(fromMs, atMs), model.sampleRateHz);
+    const span = this.audioSpan(fromMs, atMs);
+    const audio = model.sampleRateHz === this.detectorRateHz ? this.detectorSpan(fromMs, span.length) : toModelRate(span, model.sampleRateHz);
     return model.completeProbability(audio);
   }
 
+  /** The kept detector-rate span for Whisper (16 kHz), or null when the detector hears at another rate. */
+  private whisperSpan(startMs: number, samples24k: number): Float32Array | null {
+    return this.detectorRateHz === WHISPER_SAMPLE_RATE_HZ ? this.detectorSpan(startMs, samples24k) : null;
+  }
+
+  /**
+   * The kept detector-rate audio of the 24 kHz span of `samples24k` samples from `startMs`: as many
+   * samples as resampling that span gives, read `delaySamples` later so they line up with it.
+   */
+  private detectorSpan(startMs: number, samples24k: number): Float32Array {
+    const from = this.detectorIndex(startMs) + this.delaySamples - this.detectorAudioStart;
+    if (from < 0) throw new VadError(`SpeechSegmenter: the detector-rate audio from ${startMs} ms is not retained`);
+    const out = new Float32Array(Math.floor((samples24k * this.detectorRateHz) / PCM_RATE_HZ));
+    out.set(this.detectorAudio.subarray(Math.min(from, this.detectorAudioFill), Math.min(from + out.length, this.detectorAudioFill)));
+    return out;
+  }
+
+  /** The detector-rate sample index (from the origin) of input ms `ms`. */
+  private detectorIndex(ms: number): number {
+    return Math.round(((ms - this.originMs) * this.detectorRateHz) / 1000);
+  }
+
+  private storeDetectorAudio(samples: Float32Array): void {
+    this.detectorAudio = appendTo(this.detectorAudio, this.detectorAudioFill, samples, (n) => new Float32Array(n));
+    this.detectorAudioFill += samples.length;
+  }
+
   private storeAudio(pcm: Int16Array): void {
-    if (this.audioFill + pcm.length > this.audio.length) {
-      const grown = new Int16Array(Math.max(this.audio.length * 2, this.audioFill + pcm.length));
-      grown.set(this.audio.subarray(0, this.audioFill));
-      this.audio = grown;
-    }
-    this.audio.set(pcm, this.audioFill);
+    this.audio = appendTo(this.audio, this.audioFill, pcm, (n) => new Int16Array(n));
     this.audioFill += pcm.length;
   }
 
   /** Drops retained audio before `ms` (prefix padding for the next turn is kept by the caller's choice of ms). */
   private trimAudio(ms: number): void {
     const drop = Math.min(ms * PCM_SAMPLES_PER_MS - this.audioStart, this.audioFill);
-    if (drop <= 0) return;
-    this.audio.copyWithin(0, drop, this.audioFill);
-    this.audioFill -= drop;
-    this.audioStart += drop;
+    if (drop > 0) {
+      this.audio.copyWithin(0, drop, this.audioFill);
+      this.audioFill -= drop;
+      this.audioStart += drop;
+    }
+    // Both buffers keep the same span: a later turn starts at or after `ms` in either.
+    const dropDetector = Math.min(this.detectorIndex(ms) - this.detectorAudioStart, this.detectorAudioFill);
+    if (dropDetector > 0) {
+      this.detectorAudio.copyWithin(0, dropDetector, this.detectorAudioFill);
+      this.detectorAudioFill -= dropDetector;
+      this.detectorAudioStart += dropDetector;
+    }
   }
 
   private audioSpan(startMs: number, endMs: number): Int16Array {
@@ -497,6 +556,17 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     }
     return this.audio.slice(from, to);
   }
+}
+
+/** `buffer` with `samples` written at `fill`, grown first (at least doubled) when they do not fit. */
+function appendTo<A extends Int16Array | Float32Array>(buffer: A, fill: number, samples: A, make: (length: number) => A): A {
+  let out = buffer;
+  if (fill + samples.length > buffer.length) {
+    out = make(Math.max(buffer.length * 2, fill + samples.length));
+    out.set(buffer.subarray(0, fill));
+  }
+  out.set(samples, fill);
+  return out;
 }
 
 /** PCM16 at 24 kHz → float at the model's rate. */

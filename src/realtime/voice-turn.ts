@@ -96,7 +96,7 @@ export class VoiceTurns {
   }
 
   /** A pause in the turn: starts transcribing the turn so far, in case the turn ends in it. */
-  paused(e: { itemId: string; pause: number; audio: Int16Array }): void {
+  paused(e: { itemId: string; pause: number; audio: Int16Array; audio16k: Float32Array | null }): void {
     this.dropSpeculation();
     if (this.host.closed()) return;
     const { model, language, prompt } = this.host.settings().transcription;
@@ -106,7 +106,10 @@ export class VoiceTurns {
     const abort = new AbortController();
     // Speculative until the turn ends in this pause (stopped() takes it): confirmed turns of other sessions go first.
     const speculative = (): boolean => this.speculation === speculation;
-    const result = transcriber.transcribe({ pcm: e.audio, language: language ?? 'en', prompt, signal: abort.signal, speculative }, (delta) => deltas.push(delta));
+    const result = transcriber.transcribe(
+      { pcm: e.audio, ...(e.audio16k ? { pcm16k: e.audio16k } : {}), language: language ?? 'en', prompt, signal: abort.signal, speculative },
+      (delta) => deltas.push(delta),
+    );
     const speculation: Speculation = { itemId: e.itemId, pause: e.pause, transcriber, language, prompt, deltas, abort, result, reply: null, words: Promise.resolve(null), wordsRead: null };
     this.speculation = speculation;
     // The language model reads the words first (semantic_vad), then starts the reply on the
@@ -179,8 +182,9 @@ export class VoiceTurns {
   /**
    * Transcribes a user audio item (or takes the speculation's result for it, falling back to a
    * fresh transcription if that failed), then calls `done` with the transcript (null: it failed).
+   * `pcm16k`: the same audio at 16 kHz when the segmenter made it (a VAD turn), else null.
    */
-  transcribe(item: MessageItem, pcm: Int16Array, speculation: Speculation | null, done: (transcript: string | null) => void): void {
+  transcribe(item: MessageItem, pcm: Int16Array, pcm16k: Float32Array | null, speculation: Speculation | null, done: (transcript: string | null) => void): void {
     const host = this.host;
     const { transcription } = host.settings();
     const recognizer = host.asr.forModel(transcription.model);
@@ -196,7 +200,7 @@ export class VoiceTurns {
             result = { ...result, audioSeconds: audioSeconds(pcm) };
           }
         }
-        result ??= await recognizer.transcribe({ pcm, language: transcription.language ?? 'en', prompt: transcription.prompt }, sendDelta);
+        result ??= await recognizer.transcribe({ pcm, ...(pcm16k ? { pcm16k } : {}), language: transcription.language ?? 'en', prompt: transcription.prompt }, sendDelta);
         transcript = result.text.trim();
         item.content = [{ type: 'input_audio', transcript }];
         host.emit({

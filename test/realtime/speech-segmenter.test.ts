@@ -11,10 +11,13 @@ import { FakeVad } from '../../src/providers/vad/fake-vad.js';
 import {
   SpeechSegmenter,
   type SegmenterConfig,
+  type SpeechPausedEvent,
   type SpeechStartedEvent,
   type SpeechStoppedEvent,
 } from '../../src/realtime/speech-segmenter.js';
 import { SileroVad } from '../../src/providers/vad/silero.js';
+import { FakeTurnModel } from '../../src/providers/turn/fake-turn.js';
+import { toWhisperInput } from '../../src/providers/asr/whisper-cpp.js';
 import { concatSamples as concat, silence, speak, speechEdges, toPcm16, tone } from '../helpers/speech.js';
 
 const IN_HZ = 24000;
@@ -302,6 +305,86 @@ test('SpeechSegmenter.close() closes the detector and refuses more audio', async
   await seg.close();
   assert.is(fake.closed, true);
   assert.throws(() => seg.push(new Int16Array(480)), /after close/);
+});
+
+// ---- a turn's 16 kHz audio, made once (the VAD's resampled stream, kept) ----
+
+/** Normalised correlation of two signals over their common length. */
+function correlation(a: Float32Array, b: Float32Array): number {
+  let ab = 0, aa = 0, bb = 0;
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    ab += a[i]! * b[i]!;
+    aa += a[i]! * a[i]!;
+    bb += b[i]! * b[i]!;
+  }
+  return ab / Math.sqrt(aa * bb);
+}
+
+/** The 16 kHz audio of an event against what resampling its 24 kHz audio once more gives (toWhisperInput, delay-compensated). */
+function assertSame16k(e: { audio: Int16Array; audio16k: Float32Array | null }, what: string): void {
+  assert.ok(e.audio16k, `${what} carries audio16k`);
+  assert.is(e.audio16k.length, Math.floor((e.audio.length * 2) / 3), `${what}: ⅔ of the 24 kHz samples`);
+  const c = correlation(e.audio16k, toWhisperInput(e.audio));
+  // A 1 ms misalignment of the 300 Hz tone alone would give cos(2π·0.3) ≈ 0.81.
+  assert.ok(c > 0.99, `${what}: correlation with toWhisperInput ${c.toFixed(4)}`);
+}
+
+/** Tone bursts (300 Hz, loud for the energy VAD) and silences, in ms. */
+const bursts = (...ms: number[]) => concat(ms.map((d, i) => (i % 2 === 0 ? silence(d, IN_HZ) : tone(300, d, IN_HZ, 0.3))));
+
+test('SpeechSegmenter (fake, energy): speech_paused and speech_stopped carry the span at 16 kHz, the same signal as toWhisperInput of their audio', async () => {
+  const seg = new SpeechSegmenter(new FakeVad());
+  const paused: SpeechPausedEvent[] = [];
+  seg.on('speech_paused', (e) => paused.push(e));
+  const events = record(seg);
+  await feed(seg, bursts(1000, 600, 300, 600, 1000), 7);
+  await seg.close();
+  assert.is(paused.length, 2);
+  const stopped = events.find((e) => e.type === 'stopped') as Extract<Event, { type: 'stopped' }>;
+  assert.is(stopped.pause, 2);
+  paused.forEach((e, i) => assertSame16k(e, `pause ${i + 1}`));
+  assertSame16k(stopped, 'speech_stopped');
+});
+
+test('SpeechSegmenter (fake, energy): the 16 kHz spans stay aligned after clear() and over a second turn', async () => {
+  const seg = new SpeechSegmenter(new FakeVad());
+  const events = record(seg);
+  await feed(seg, bursts(500, 400));
+  seg.clear();
+  await feed(seg, bursts(333, 700, 900, 500, 1000));
+  await seg.close();
+  const stops = events.filter((e) => e.type === 'stopped') as Array<Extract<Event, { type: 'stopped' }>>;
+  assert.is(stops.length, 2, brief(events));
+  stops.forEach((e, i) => assertSame16k(e, `turn ${i + 1}`));
+});
+
+test('SpeechSegmenter: no 16 kHz audio when the detector hears at another rate (8 kHz)', async () => {
+  const seg = new SpeechSegmenter(new FakeVad({ sampleRateHz: 8000, frameSamples: 256 }));
+  const events = record(seg);
+  await feed(seg, bursts(1000, 600, 1000));
+  await seg.close();
+  const stop = events.find((e) => e.type === 'stopped') as Extract<Event, { type: 'stopped' }>;
+  assert.ok(stop.audio.length > 0);
+  assert.is(stop.audio16k, null);
+});
+
+test('SpeechSegmenter (semantic_vad): the end-of-turn model hears the kept 16 kHz stream, the start of the committed turn', async () => {
+  const heard: Float32Array[] = [];
+  const model = new FakeTurnModel({ script: (audio) => (heard.push(audio), 0.9) });
+  const seg = new SpeechSegmenter(new FakeVad(), { silenceDurationMs: 2000, endOfTurn: { candidateSilenceMs: 200, fallbackSilenceMs: 2000 } }, model);
+  const events = record(seg);
+  await feed(seg, bursts(1000, 800, 1500));
+  await new Promise((r) => setTimeout(r, 20));
+  await seg.close();
+  const stop = events.find((e) => e.type === 'stopped') as Extract<Event, { type: 'stopped' }>;
+  assert.is(stop.endedBy, 'model');
+  assert.is(heard.length, 1);
+  const judged = heard[0]!;
+  assert.ok(judged.length > 16_000 * 0.8, `the model heard ${judged.length} samples`);
+  // The same samples as the turn's audio16k (the last ~1 ms, not resampled yet when asked, is zeros).
+  const tail = 32;
+  assert.equal(Array.from(judged.subarray(0, judged.length - tail)), Array.from(stop.audio16k!.subarray(0, judged.length - tail)));
+  assertSame16k(stop, 'the judged turn');
 });
 
 test.run();

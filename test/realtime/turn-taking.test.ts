@@ -384,6 +384,38 @@ Engine('server_vad: the transcript is the one started in the pause; its deltas c
   }
 });
 
+Engine('a voice turn is resampled to 16 kHz once: the pause\'s and the turn\'s transcriptions get the VAD\'s 16 kHz audio; a manual commit\'s does not', async () => {
+  let calls = 0;
+  // The pause's transcription fails, so the turn is transcribed afresh at its end.
+  const asr = new FakeSpeechRecognizers({
+    transcript: () => {
+      if (calls++ === 0) throw new Error('speculation failed');
+      return 'What time is it?';
+    },
+  });
+  const h = await engineHarness({ deps: { asr } });
+  try {
+    h.send(VAD_UPDATE({ type: 'server_vad', silence_duration_ms: 500, create_response: false }));
+    await speak(h, [silence(200, IN_HZ), loud(1200), silence(900, IN_HZ)]);
+    await h.waitFor((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    assert.is(asr.requests.length, 2, 'the pause, then the turn');
+    for (const r of asr.requests) {
+      assert.instance(r.pcm16k, Float32Array);
+      assert.is(r.pcm16k!.length, Math.floor((r.pcm.length * 2) / 3));
+    }
+    assert.ok(asr.requests[1]!.pcm.length > asr.requests[0]!.pcm.length, 'the turn is longer than the pause');
+    const from = h.events.length;
+    h.send(VAD_UPDATE(null));
+    await speak(h, [loud(500)]);
+    h.send({ type: 'input_audio_buffer.commit' });
+    await h.waitFor((e) => e.type === 'conversation.item.input_audio_transcription.completed', { from });
+    assert.is(asr.requests.length, 3);
+    assert.is(asr.requests[2]!.pcm16k, undefined, 'a commit has no VAD stream: the recogniser resamples it');
+  } finally {
+    await h.close();
+  }
+});
+
 Engine('server_vad: a pause the user speaks on after is thrown away: aborted, and not one event of it is sent', async () => {
   const asr = new FakeSpeechRecognizers({ transcript: (r) => `heard ${Math.round(r.pcm.length / SAMPLES_PER_MS)} ms` });
   const h = await engineHarness({ deps: { asr } });

@@ -16,12 +16,19 @@
  */
 import { ProviderError } from '../provider-error.js';
 import { PCM_RATE_HZ } from '../../audio/pcm.js';
+import { WHISPER_SAMPLE_RATE_HZ } from '../../audio/whisper-mel.js';
 
 export { ProviderError, type ProviderErrorOptions } from '../provider-error.js';
 
 export interface TranscriptionRequest {
   /** The committed user audio: mono PCM16 at 24 kHz (the realtime input format). */
   pcm: Int16Array;
+  /**
+   * The same audio at 16 kHz as floats (-1..1), when the caller has it already (the VAD's
+   * resampled stream, speech-segmenter.ts): exactly floor(pcm.length × 2/3) samples. A recogniser
+   * that hears 16 kHz uses it instead of resampling `pcm`; others ignore it.
+   */
+  pcm16k?: Float32Array;
   /** ISO-639-1 language, null = detect. */
   language: string | null;
   /** Optional prompt (vocabulary hints) from the session's transcription config. */
@@ -78,6 +85,10 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 /** Checks a request's audio: an Int16Array (the realtime format). A caller bug otherwise. */
 export function checkRequest(request: TranscriptionRequest): void {
   if (!(request.pcm instanceof Int16Array)) throw new TypeError('TranscriptionRequest.pcm must be an Int16Array of 24 kHz PCM16');
+  const { pcm16k } = request;
+  if (pcm16k !== undefined && (!(pcm16k instanceof Float32Array) || pcm16k.length !== Math.floor((request.pcm.length * WHISPER_SAMPLE_RATE_HZ) / PCM_RATE_HZ))) {
+    throw new TypeError('TranscriptionRequest.pcm16k must be a Float32Array of the same audio at 16 kHz (floor(pcm.length × 2/3) samples)');
+  }
 }
 
 /** Mono PCM16 as a WAV file (RIFF, 44-byte header). */

@@ -2,7 +2,8 @@
  * Offline speech recognition with Whisper (whisper.cpp in the native addon, through
  * src/media/speech-recognition.ts). The model (Whisper base, ~150 MB of float16 weights) is loaded
  * on the first transcription and then shared by every session in the process: loads of the same
- * file share one promise. Each call resamples the 24 kHz input to Whisper's 16 kHz (the VAD's
+ * file share one promise. Each call takes the request's 16 kHz audio (`pcm16k`: a voice turn's,
+ * which the VAD's stream already made) or resamples the 24 kHz input to Whisper's 16 kHz (the VAD's
  * polyphase Resampler), then transcribes it with settings for short turns (greedy, no timestamps,
  * one segment per 30 s window, encoder context cut to the utterance; see native/asr).
  *
@@ -150,7 +151,8 @@ export class WhisperCppTranscriber implements Transcriber {
     } catch (err) {
       throw asrUnavailable(`The Whisper model ${this.options.modelPath} could not be loaded: ${(err as Error).message}`, err);
     }
-    const pcm = toWhisperInput(request.pcm);
+    // The VAD's 16 kHz stream when the caller has it (a voice turn); else resampled here, once.
+    const pcm = request.pcm16k ?? toWhisperInput(request.pcm);
     const transcript = await this.gate.run(signal, request.speculative ?? (() => false), async () => {
       throwIfAborted(signal);
       try {

@@ -81,6 +81,25 @@ Whisper('toWhisperInput() resamples 24 kHz PCM16 to 16 kHz floats, aligned and a
   }
 });
 
+Whisper('transcribe() refuses a pcm16k that is not the same audio at 16 kHz (⅔ of the samples, floats)', async ({ asr }) => {
+  const pcm = new Int16Array(2400);
+  for (const pcm16k of [new Float32Array(1599), new Float32Array(2400), new Int16Array(1600) as unknown as Float32Array]) {
+    const err = await rejection(asr.transcribe({ pcm, pcm16k, language: 'en', prompt: null }));
+    assert.instance(err, TypeError);
+  }
+});
+
+modelTest('transcribe() hears pcm16k when given (the VAD stream of a voice turn) instead of resampling pcm', async ({ asr }) => {
+  const pcm = speech24k('What time is it in London?');
+  const plain = await asr.transcribe({ pcm, language: 'en', prompt: null });
+  const given = await asr.transcribe({ pcm, pcm16k: toWhisperInput(pcm), language: 'en', prompt: null });
+  assert.is(given.text, plain.text);
+  assert.ok(/london/i.test(given.text), given.text);
+  // Silence as pcm16k: what is transcribed is pcm16k, not pcm.
+  const silent = await asr.transcribe({ pcm, pcm16k: new Float32Array(toWhisperInput(pcm).length), language: 'en', prompt: null });
+  assert.not.ok(/london/i.test(silent.text), silent.text);
+});
+
 modelTest('transcribe() recognises espeak-ng sentences with a low word error rate', async ({ asr }) => {
   const sentences = [
     'Please open the window.',
