@@ -44,4 +44,44 @@ test('every event type of the unions is described, once, in both documents', () 
   assert.equal(Object.keys(asyncapi.components.messages).sort(), [...docs.serverTypes, ...docs.clientTypes].sort());
 });
 
+/** Every `$ref` string in a JSON document. */
+function refsOf(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) for (const v of node) refsOf(v, out);
+  else if (node !== null && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && typeof v === 'string') out.push(v);
+      else refsOf(v, out);
+    }
+  }
+  return out;
+}
+
+/** The value at a JSON pointer (`/a/b`), or undefined. */
+function at(doc: unknown, pointer: string): unknown {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .reduce<unknown>((node, key) => (node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined), doc);
+}
+
+test('every $ref of both documents resolves (the AsyncAPI payloads into the schema file beside it)', () => {
+  const schema = JSON.parse(docs.schema) as unknown;
+  const asyncapi = JSON.parse(docs.asyncapi) as unknown;
+  const files: Record<string, unknown> = { [path.basename(SCHEMA_FILE)]: schema };
+  const unresolved: string[] = [];
+  for (const [doc, name] of [[schema, 'schema'], [asyncapi, 'asyncapi']] as const) {
+    const refs = refsOf(doc);
+    assert.ok(refs.length > 50, `${name} has $refs`);
+    for (const ref of refs) {
+      const [file, pointer = ''] = ref.split('#');
+      const target = file ? files[file] : doc;
+      if (target === undefined || at(target, pointer) === undefined) unresolved.push(`${name}: ${ref}`);
+    }
+  }
+  assert.equal(unresolved, []);
+  // The check itself finds a dangling reference.
+  assert.is(at(schema, '/$defs/no.such.event'), undefined);
+});
+
 test.run();
