@@ -95,8 +95,9 @@ const NARROWINGS: Narrowing[] = [
   },
 ];
 
-/** Packages only one part may import: the transports, the HTTP framework, the database driver. */
+/** Packages only one part may import: the transports, the HTTP framework, the database driver, the validator. */
 const PACKAGE_OWNERS: Record<string, string> = {
+  ajv: 'core',
   ws: 'signaling',
   'node-datachannel': 'transport',
   koa: 'server',
