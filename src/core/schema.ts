@@ -35,8 +35,11 @@ type JsonSchema = Record<string, unknown>;
 // ── Schema helpers with today's rules ────────────────────────────────────────
 
 /** A number (or an integer) in [min, max]; its decimal string is accepted too. */
-export function numericField(range: { min: number; max: number }, options: { integer?: boolean; description?: string; errorCode?: string } = {}) {
-  const schema = { minimum: range.min, maximum: range.max, 'x-numeric-string': true, ...describe(options) };
+export function numericField(
+  range: { min: number; max: number },
+  options: { integer?: boolean; description?: string; errorCode?: string; default?: number } = {},
+) {
+  const schema = { minimum: range.min, maximum: range.max, 'x-numeric-string': true, ...describe(options), ...(options.default === undefined ? {} : { default: options.default }) };
   return options.integer ? Type.Integer(schema) : Type.Number(schema);
 }
 

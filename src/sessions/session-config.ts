@@ -10,9 +10,12 @@
  *   video_codec      h264 | vp8 (case-insensitive); null = h264
  *   output_size      512x512 | 720x720 | 1280x720; null = the server's AVATAR_OUTPUT_SIZE
  *
- * Unknown fields are ignored, so clients that send more than we know keep working.
+ * Unknown fields are ignored, so clients that send more than we know keep working; null is absent.
+ * Each request is described once, as a TypeBox schema: core/schema.ts compiles it into the parser
+ * below, and server/openapi.ts publishes the same schema in the OpenAPI document.
  */
-import { AppError, invalidParam } from '../core/errors.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { anyCaseEnum, compileRequest, lenientBoolean, nonBlankString, numericField } from '../core/schema.js';
 import { OUTPUT_SIZES } from '../core/video-size.js';
 import { TTS_SOURCES } from '../providers/tts/base.js';
 import type { SessionRecord, VideoCodec } from '../store/store.js';
@@ -33,98 +36,91 @@ export type SessionConfig = Pick<
 
 type Body = Record<string, unknown>;
 
-export function requireObject(body: unknown): Body {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new AppError('invalid_request_body', 'The request body must be a JSON object.', { status: 400 });
-  }
-  return body as Body;
-}
+const assetId = (what: string) => nonBlankString(MAX_MODEL_CHARS, { description: `Standard ${what} id or the UUID of an uploaded ${what}` });
+const instructions = Type.String({ maxLength: MAX_INSTRUCTIONS_CHARS, default: DEFAULT_INSTRUCTIONS });
 
-export function optionalString(body: Body, field: string, maxChars: number): string | null {
-  const value = body[field];
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw invalidParam(field, `'${field}' must be a string.`, 'invalid_type');
-  if (value.length > maxChars) throw invalidParam(field, `'${field}' must be at most ${maxChars} characters.`, 'string_above_max_length');
-  return value;
-}
+/** The media fields of a session: both creation forms, and a WebRTC call's `session`. */
+export const MediaFields = Type.Object({
+  target_fps: Type.Optional(numericField(TARGET_FPS_RANGE, { integer: true, description: 'Video frame rate; default 25' })),
+  upsample_factor: Type.Optional(
+    numericField(UPSAMPLE_FACTOR_RANGE, { description: 'The face is rendered at output size / factor and upscaled by the factor; default 1' }),
+  ),
+  tts_source: Type.Optional(anyCaseEnum(TTS_SOURCES, { description: 'Speech provider; default auto' })),
+  video_codec: Type.Optional(anyCaseEnum(VIDEO_CODECS, { description: 'WebRTC video codec; default h264' })),
+  output_size: Type.Optional(
+    anyCaseEnum(OUTPUT_SIZES, { description: "The avatar's video size (1280x720: landscape, the face centred); default the server's AVATAR_OUTPUT_SIZE, 512x512" }),
+  ),
+});
 
-function nonEmpty(body: Body, field: string, maxChars: number): string | null {
-  const value = optionalString(body, field, maxChars);
-  if (value !== null && value.trim() === '') throw invalidParam(field, `'${field}' must not be empty.`);
-  return value;
-}
+/** POST /v1/sessions body (spec 2.2); every field optional, unknown fields ignored. */
+export const SessionCreateRequest = Type.Object({
+  model: Type.Optional(nonBlankString(MAX_MODEL_CHARS, { description: "The LLM; default the server's DEFAULT_MODEL" })),
+  voice: Type.Optional(nonBlankString(MAX_MODEL_CHARS, { default: DEFAULT_VOICE, description: 'Standard voice id or the UUID of an uploaded voice' })),
+  face: Type.Optional(assetId('face')),
+  driving: Type.Optional(assetId('driving motion')),
+  instructions: Type.Optional(instructions),
+  ...MediaFields.properties,
+});
 
-function numberField(body: Body, field: string, range: { min: number; max: number }, integer: boolean): number | null {
-  let value = body[field];
-  if (value === undefined || value === null) return null;
-  if (typeof value === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(value)) value = Number(value);
-  if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-    throw invalidParam(field, `'${field}' must be ${integer ? 'an integer' : 'a number'} from ${range.min} to ${range.max}.`, 'invalid_type');
-  }
-  if (value < range.min || value > range.max) {
-    throw invalidParam(field, `'${field}' must be from ${range.min} to ${range.max}, got ${value}.`, 'out_of_range');
-  }
-  return value;
-}
+/** POST /sessions body (spec 2.3): `model` required; `voice_id` and `face` are aliases of `voice` and `face_id`. */
+export const LegacySessionCreateRequest = Type.Object({
+  model: nonBlankString(MAX_MODEL_CHARS),
+  voice: Type.Optional(nonBlankString(MAX_MODEL_CHARS, { default: DEFAULT_VOICE, description: 'Standard voice id or the UUID of an uploaded voice' })),
+  voice_id: Type.Optional(nonBlankString(MAX_MODEL_CHARS, { description: "An alias of 'voice'" })),
+  face_id: Type.Optional(assetId('face')),
+  face: Type.Optional(nonBlankString(MAX_MODEL_CHARS, { description: "An alias of 'face_id'" })),
+  driving: Type.Optional(assetId('driving motion')),
+  instructions: Type.Optional(instructions),
+  video: Type.Optional(lenientBoolean({ default: true, description: 'false: audio only (also the strings "true"/"false")' })),
+  ...MediaFields.properties,
+});
 
-function enumField<T extends string>(body: Body, field: string, allowed: readonly T[]): T | null {
-  const value = body[field];
-  if (value === undefined || value === null) return null;
-  const normal = typeof value === 'string' ? value.trim().toLowerCase() : value;
-  if (typeof normal !== 'string' || !allowed.includes(normal as T)) {
-    throw invalidParam(field, `'${field}' must be one of ${allowed.join(', ')}.`, 'invalid_value');
-  }
-  return normal as T;
-}
-
-function booleanField(body: Body, field: string): boolean | null {
-  const value = body[field];
-  if (value === undefined || value === null) return null;
-  if (typeof value === 'boolean') return value;
-  if (value === 'true' || value === 'false') return value === 'true';
-  throw invalidParam(field, `'${field}' must be a boolean.`, 'invalid_type');
-}
+const readMedia = compileRequest(MediaFields);
+const readSession = compileRequest(SessionCreateRequest);
+const readLegacy = compileRequest(LegacySessionCreateRequest);
 
 /** The session fields parseMediaFields reads. */
-export const MEDIA_FIELDS: readonly string[] = ['target_fps', 'upsample_factor', 'tts_source', 'video_codec', 'output_size'];
+export const MEDIA_FIELDS: readonly string[] = Object.keys(MediaFields.properties);
 
 /** The media fields of a session (current and older form, and a WebRTC call's session config). */
 export function parseMediaFields(body: Body): Pick<SessionConfig, 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec' | 'outputSize'> {
+  return mediaConfig(readMedia(body));
+}
+
+function mediaConfig(m: Static<typeof MediaFields>): Pick<SessionConfig, 'targetFps' | 'upsampleFactor' | 'ttsSource' | 'videoCodec' | 'outputSize'> {
   return {
-    targetFps: numberField(body, 'target_fps', TARGET_FPS_RANGE, true),
-    upsampleFactor: numberField(body, 'upsample_factor', UPSAMPLE_FACTOR_RANGE, false),
-    ttsSource: enumField(body, 'tts_source', TTS_SOURCES),
-    videoCodec: enumField(body, 'video_codec', VIDEO_CODECS),
-    outputSize: enumField(body, 'output_size', OUTPUT_SIZES),
+    targetFps: m.target_fps ?? null,
+    upsampleFactor: m.upsample_factor ?? null,
+    ttsSource: m.tts_source ?? null,
+    videoCodec: m.video_codec ?? null,
+    outputSize: m.output_size ?? null,
   };
 }
 
 /** POST /v1/sessions body (spec 2.2). */
 export function parseSessionRequest(raw: unknown, defaultModel: string): SessionConfig {
-  const body = raw === undefined ? {} : requireObject(raw);
+  const body = readSession(raw === undefined ? {} : raw);
   return {
-    model: nonEmpty(body, 'model', MAX_MODEL_CHARS) ?? defaultModel,
-    voice: nonEmpty(body, 'voice', MAX_MODEL_CHARS) ?? DEFAULT_VOICE,
-    face: nonEmpty(body, 'face', MAX_MODEL_CHARS),
-    driving: nonEmpty(body, 'driving', MAX_MODEL_CHARS),
-    instructions: optionalString(body, 'instructions', MAX_INSTRUCTIONS_CHARS) ?? DEFAULT_INSTRUCTIONS,
+    model: body.model ?? defaultModel,
+    voice: body.voice ?? DEFAULT_VOICE,
+    face: body.face ?? null,
+    driving: body.driving ?? null,
+    instructions: body.instructions ?? DEFAULT_INSTRUCTIONS,
     video: true,
-    ...parseMediaFields(body),
+    ...mediaConfig(body),
   };
 }
 
 /** POST /sessions body (spec 2.3): model required, `video` flag, `face_id` for the face. */
 export function parseLegacySessionRequest(raw: unknown): SessionConfig {
-  const body = requireObject(raw ?? {});
-  const model = nonEmpty(body, 'model', MAX_MODEL_CHARS);
-  if (model === null) throw invalidParam('model', "Missing required parameter: 'model'.", 'missing_required_parameter');
+  const body = readLegacy(raw ?? {});
   return {
-    model,
-    voice: nonEmpty(body, 'voice', MAX_MODEL_CHARS) ?? nonEmpty(body, 'voice_id', MAX_MODEL_CHARS) ?? DEFAULT_VOICE,
-    face: nonEmpty(body, 'face_id', MAX_MODEL_CHARS) ?? nonEmpty(body, 'face', MAX_MODEL_CHARS),
-    driving: nonEmpty(body, 'driving', MAX_MODEL_CHARS),
-    instructions: optionalString(body, 'instructions', MAX_INSTRUCTIONS_CHARS) ?? DEFAULT_INSTRUCTIONS,
-    video: booleanField(body, 'video') ?? true,
-    ...parseMediaFields(body),
+    model: body.model,
+    voice: body.voice ?? body.voice_id ?? DEFAULT_VOICE,
+    face: body.face_id ?? body.face ?? null,
+    driving: body.driving ?? null,
+    instructions: body.instructions ?? DEFAULT_INSTRUCTIONS,
+    video: body.video ?? true,
+    ...mediaConfig(body),
   };
 }

@@ -98,6 +98,18 @@ Sessions('numeric strings are accepted for target_fps and upsample_factor', asyn
   assert.is(stored?.upsampleFactor, 1.5);
 });
 
+Sessions('null is absent, enums are any case and trimmed, unknown fields are ignored', async ({ t }) => {
+  const res = await t.request('POST', '/v1/sessions', { json: { target_fps: null, face: null, video_codec: '  VP8 ', output_size: '1280X720', tts_source: 'Flite', extra: [1] } });
+  assert.is(res.status, 200, res.text);
+  const stored = await t.server.services.store.getSession(res.body.id);
+  assert.is(stored?.targetFps, null);
+  assert.is(stored?.face, null);
+  assert.is(stored?.videoCodec, 'vp8');
+  assert.is(stored?.outputSize, '1280x720');
+  assert.is(stored?.ttsSource, 'flite');
+  assertError(await t.request('POST', '/v1/sessions', { json: { voice: '   ' } }), 400, 'invalid_value', 'voice');
+});
+
 Sessions('a JSON body that is not an object is a 400', async ({ t }) => {
   assertError(await t.request('POST', '/v1/sessions', { json: [1, 2] }), 400, 'invalid_request_body');
   assertError(await t.request('POST', '/v1/sessions', { json: 'text' }), 400, 'invalid_request_body');
@@ -180,6 +192,8 @@ Sessions('GET /v1/sessions lists own sessions newest first, with status filter a
   assert.is(page2.body.has_more, false);
   assertError(await t.request('GET', '/v1/sessions?status=weird'), 400, 'invalid_value', 'status');
   assertError(await t.request('GET', '/v1/sessions?limit=0'), 400, 'invalid_value', 'limit');
+  assertError(await t.request('GET', '/v1/sessions?limit=2&limit=3'), 400, 'invalid_value', 'limit');
+  assertError(await t.request('GET', '/v1/sessions?limit=many'), 400, 'invalid_value', 'limit');
 });
 
 Sessions.run();

@@ -6,33 +6,24 @@
 import { apiKeyIdOf } from '../../auth/keys.js';
 import { unixSeconds } from '../../core/clock.js';
 import { newSessionId } from '../../core/ids.js';
-import { AppError, invalidParam } from '../../core/errors.js';
-import { requireObject } from '../../sessions/session-config.js';
+import { AppError } from '../../core/errors.js';
 import { effectiveRealtimeSession } from '../../realtime/session-object.js';
 import { applyAvatarSessionUpdate, avatarSessionObject } from '../../realtime/avatar-session-update.js';
 import { DEFAULT_AVATAR_FPS } from '../../media/avatar-output.js';
 import { outputDimensions } from '../../core/video-size.js';
+import { parseClientSecretRequest } from '../api/requests.js';
 import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
 import type { RouteGuards } from './guards.js';
 
-export const CLIENT_SECRET_TTL_RANGE_S = { min: 1, max: 7200 } as const;
-
 export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuards): void {
   router.post('/v1/realtime/client_secrets', ...g.authed, g.json, async (ctx) => {
     const principal = principalOf(ctx);
     const { userId } = principal;
-    const body = ctx.state.body === undefined ? {} : requireObject(ctx.state.body);
-    const ttl = parseExpiresAfter(body.expires_after, s.config.ephemeralKeyTtlSeconds);
-    const requested = body.session === undefined ? { type: 'realtime' } : body.session;
-    if (requested === null || typeof requested !== 'object' || Array.isArray(requested)) {
-      throw invalidParam('session', "'session' must be an object.", 'invalid_type');
-    }
-    const sessionIn = requested as Record<string, unknown>;
-    if (sessionIn.type !== undefined && sessionIn.type !== 'realtime' && sessionIn.type !== 'avatar') {
-      throw invalidParam('session.type', "session.type must be 'realtime' or 'avatar' (an avatar-only session: the client supplies the speech).");
-    }
+    const body = parseClientSecretRequest(ctx.state.body === undefined ? {} : ctx.state.body);
+    const ttl = body.expires_after?.seconds ?? s.config.ephemeralKeyTtlSeconds;
+    const sessionIn: Record<string, unknown> = body.session ?? { type: 'realtime' };
     const session = sessionIn.type === 'avatar' ? avatarSessionFor(sessionIn, outputDimensions(s.config.avatarOutputSize)) : effectiveRealtimeSession(sessionIn, s.config.defaultModel);
     for (const kind of ['voice', 'face', 'driving'] as const) {
       const id = session[kind];
@@ -65,23 +56,4 @@ function avatarSessionFor(sessionIn: Record<string, unknown>, size: { width: num
   const frames = { ...size, fps: DEFAULT_AVATAR_FPS };
   const { id: _id, expires_at: _expires, ...session } = avatarSessionObject(applyAvatarSessionUpdate(null, sessionIn, true), '', 0, frames);
   return session;
-}
-
-function parseExpiresAfter(raw: unknown, fallbackS: number): number {
-  if (raw === undefined || raw === null) return fallbackS;
-  if (typeof raw !== 'object' || Array.isArray(raw)) {
-    throw invalidParam('expires_after', "'expires_after' must be an object with 'seconds'.", 'invalid_type');
-  }
-  const { anchor, seconds } = raw as Record<string, unknown>;
-  if (anchor !== undefined && anchor !== 'created_at') {
-    throw invalidParam('expires_after.anchor', "'expires_after.anchor' must be 'created_at'.");
-  }
-  if (seconds === undefined) return fallbackS;
-  const { min, max } = CLIENT_SECRET_TTL_RANGE_S;
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < min || seconds > max) {
-    throw new AppError('invalid_value', `'expires_after.seconds' must be an integer from ${min} to ${max}.`, {
-      param: 'expires_after.seconds',
-    });
-  }
-  return seconds;
 }

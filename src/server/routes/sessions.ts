@@ -1,16 +1,12 @@
 /** Sessions, current form (spec 4.1) and older form (spec 4.2): thin handlers over SessionService. */
 import { apiKeyIdOf } from '../../auth/keys.js';
-import { invalidParam } from '../../core/errors.js';
-import type { SessionStatus } from '../../store/store.js';
 import { parseLegacySessionRequest, parseSessionRequest } from '../../sessions/session-config.js';
-import type { AppContext, AppRouter } from '../context.js';
+import { parseSessionListQuery } from '../api/requests.js';
+import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
 import { chatView, legacySessionView, sessionView } from '../views.js';
 import type { RouteGuards } from './guards.js';
-
-const STATUSES: SessionStatus[] = ['pending', 'active', 'ended', 'failed', 'cancelled'];
-const MAX_LIST_LIMIT = 100;
 
 export function sessionRoutes(router: AppRouter, s: Services, g: RouteGuards): void {
   router.post('/v1/sessions', ...g.authed, g.json, async (ctx) => {
@@ -23,17 +19,8 @@ export function sessionRoutes(router: AppRouter, s: Services, g: RouteGuards): v
 
   router.get('/v1/sessions', ...g.authed, async (ctx) => {
     const { userId } = principalOf(ctx);
-    const status = queryString(ctx, 'status');
-    if (status !== null && !STATUSES.includes(status as SessionStatus)) {
-      throw invalidParam('status', `'status' must be one of ${STATUSES.join(', ')}.`);
-    }
-    const limitText = queryString(ctx, 'limit') ?? '20';
-    const limit = Number(limitText);
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-      throw invalidParam('limit', `'limit' must be an integer from 1 to ${MAX_LIST_LIMIT}.`);
-    }
-    const before = queryString(ctx, 'before') ?? undefined;
-    const rows = await s.sessions.list(userId, { status: status as SessionStatus | undefined, limit: limit + 1, before });
+    const { status, limit = 20, before } = parseSessionListQuery(ctx.query);
+    const rows = await s.sessions.list(userId, { status, limit: limit + 1, before });
     const page = rows.slice(0, limit);
     ctx.body = { object: 'list', data: page.map(sessionView), has_more: rows.length > limit, last_id: page.at(-1)?.id ?? null };
   });
@@ -68,11 +55,4 @@ export function sessionRoutes(router: AppRouter, s: Services, g: RouteGuards): v
   router.post('/sessions/:id/end', ...g.authed, async (ctx) => {
     ctx.body = legacySessionView(await s.sessions.endForUser(principalOf(ctx).userId, ctx.params.id ?? ''));
   });
-}
-
-function queryString(ctx: AppContext, key: string): string | null {
-  const value = ctx.query[key];
-  if (value === undefined) return null;
-  if (typeof value !== 'string') throw invalidParam(key, `'${key}' must be given once.`);
-  return value;
 }

@@ -7,38 +7,35 @@ import { parseTimestamp } from '../../core/clock.js';
 import { invalidParam } from '../../core/errors.js';
 import type { UsageRecord } from '../../store/store.js';
 import { usageView } from '../../usage/usage-view.js';
-import type { AppContext, AppRouter } from '../context.js';
+import { parseUsageQuery } from '../api/requests.js';
+import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
 import type { RouteGuards } from './guards.js';
 
 const DEFAULT_RANGE_US = 30 * 24 * 3600 * 1_000_000;
-const MAX_LIMIT = 1000;
 
 export function usageRoutes(router: AppRouter, s: Services, g: RouteGuards): void {
   router.get('/v1/usage', ...g.authed, async (ctx) => {
     const { userId } = principalOf(ctx);
     const now = s.clock.nowUs();
-    const end = timeParam(ctx, 'end_time') ?? now + 1;
-    const start = timeParam(ctx, 'start_time') ?? end - DEFAULT_RANGE_US;
+    const query = parseUsageQuery(ctx.query);
+    const end = timeParam(query, 'end_time') ?? now + 1;
+    const start = timeParam(query, 'start_time') ?? end - DEFAULT_RANGE_US;
     if (start >= end) throw invalidParam('start_time', "'start_time' must be before 'end_time'.");
-    const limitText = typeof ctx.query.limit === 'string' ? ctx.query.limit : '100';
-    const limit = Number(limitText);
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-      throw invalidParam('limit', `'limit' must be an integer from 1 to ${MAX_LIMIT}.`);
-    }
+    const limit = query.limit ?? 100;
     const rows = await s.store.listUsage(userId, start, end, limit + 1);
     const page = rows.slice(0, limit);
     ctx.body = { object: 'list', data: page.map(usageView), totals: totals(page), has_more: rows.length > limit };
   });
 }
 
-function timeParam(ctx: AppContext, key: string): number | null {
-  const aliases = [key, key.replace('_time', '')];
-  for (const name of aliases) {
-    const value = ctx.query[name];
-    if (value === undefined) continue;
-    const us = typeof value === 'string' ? parseTimestamp(value) : null;
+/** A time of the query in microseconds (`start_time` or its alias `start`, ...), or null when absent. */
+function timeParam(query: Record<string, unknown>, key: 'start_time' | 'end_time'): number | null {
+  for (const name of [key, key.replace('_time', '')]) {
+    const value = query[name];
+    if (typeof value !== 'string') continue;
+    const us = parseTimestamp(value);
     if (us === null) throw invalidParam(name, `'${name}' must be Unix seconds or an ISO 8601 timestamp.`);
     return us;
   }
