@@ -63,6 +63,13 @@ export function lenientBoolean(options: { description?: string; default?: boolea
   return Type.Boolean({ 'x-boolean-string': true, ...options });
 }
 
+/** The wire form of core/clock.ts formatTimestamp: UTC, ISO 8601 without zone, microseconds. */
+export const Timestamp = Type.String({
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}$',
+  description: 'UTC, ISO 8601 without zone, with microseconds',
+  examples: ['2026-01-01T00:00:00.000000'],
+});
+
 function describe(options: { description?: string; errorCode?: string }): JsonSchema {
   return {
     ...(options.description === undefined ? {} : { description: options.description }),

@@ -1,12 +1,16 @@
 /**
  * Wire shapes of REST responses. The session object is exactly spec 2.1 (current form); the older
- * form adds `session_id`, `video` and `face_id` the way its clients read them.
+ * form adds `session_id`, `video` and `face_id` the way its clients read them. Each view returns
+ * the static type of its schema in api/responses.ts (the one the OpenAPI document publishes), so a
+ * view and its description cannot drift apart at compile time.
  */
+import type { Static } from '@sinclair/typebox';
 import type { StandardAssetInfo } from '../assets/asset-service.js';
 import { formatNullableTimestamp, formatTimestamp } from '../core/clock.js';
 import type { ApiKeyRecord, AssetRecord, ChatTurn, SessionRecord } from '../store/store.js';
+import type { Asset, Chat, LegacySession, Session, StandardAsset } from './api/responses.js';
 
-export function sessionView(s: SessionRecord) {
+export function sessionView(s: SessionRecord): Static<typeof Session> {
   return {
     id: s.id,
     user_id: s.userId,
@@ -21,7 +25,7 @@ export function sessionView(s: SessionRecord) {
   };
 }
 
-export function legacySessionView(s: SessionRecord) {
+export function legacySessionView(s: SessionRecord): Static<typeof LegacySession> {
   return {
     session_id: s.id,
     ...sessionView(s),
@@ -30,7 +34,7 @@ export function legacySessionView(s: SessionRecord) {
   };
 }
 
-export function chatView(s: SessionRecord, turns: ChatTurn[]) {
+export function chatView(s: SessionRecord, turns: ChatTurn[]): Static<typeof Chat> {
   return {
     session_id: s.id,
     instructions: s.instructions,
@@ -40,11 +44,11 @@ export function chatView(s: SessionRecord, turns: ChatTurn[]) {
 }
 
 /** The kind-named id field an asset view repeats its id in: face_id, voice_id, driving_id. */
-function assetIdField(kind: AssetRecord['kind']): string {
-  return kind === 'driving' ? 'driving_id' : `${kind}_id`;
+function assetIdField(kind: AssetRecord['kind']): 'face_id' | 'voice_id' | 'driving_id' {
+  return `${kind}_id`;
 }
 
-export function assetView(a: AssetRecord) {
+export function assetView(a: AssetRecord): Static<typeof Asset> {
   return {
     id: a.id,
     [assetIdField(a.kind)]: a.id,
@@ -61,7 +65,7 @@ export function assetView(a: AssetRecord) {
 }
 
 /** A standard asset in the shape of `assetView`: public, no owner, no creation time. */
-export function standardAssetView(a: StandardAssetInfo) {
+export function standardAssetView(a: StandardAssetInfo): Static<typeof StandardAsset> {
   return {
     id: a.entry.id,
     [assetIdField(a.kind)]: a.entry.id,

@@ -36,6 +36,8 @@
  * call of another worker is found through its route in Redis (sidebandRoute), and the socket is
  * relayed there.
  */
+import { Type } from '@sinclair/typebox';
+import { compileRequest } from '../core/schema.js';
 import { randomBase62 } from '../core/ids.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -366,6 +368,21 @@ function callEnded(callId: string): AppError {
   return new AppError('call_ended', `Call ${callId} has ended; a sideband attaches to a live call.`, { status: 409, param: 'call_id' });
 }
 
+/**
+ * The offer in its multipart and JSON forms (the raw application/sdp form is `sdp` alone), as the
+ * OpenAPI document shows it; parseCallBody checks the fields with it.
+ */
+export const CallOffer = Type.Object({
+  sdp: Type.String({ pattern: '\\S', description: 'The SDP offer', 'x-error-code': 'missing_required_parameter' }),
+  session: Type.Optional(
+    Type.Union([Type.Object({}), Type.String()], {
+      description:
+        "Realtime session config (GA fields, the flat voice/face/driving/modalities, and video_codec, target_fps, upsample_factor, tts_source, output_size), or an avatar-only one (AvatarSession, type 'avatar': speech in on the data channel, audio and video out as RTP): an object, or a JSON string of one in a form",
+    }),
+  ),
+});
+const readOffer = compileRequest(CallOffer);
+
 /** Reads the body of POST /v1/realtime/calls in any of its three forms. */
 export function parseCallBody(contentType: string, body: Buffer, multipartFields: Record<string, string> | null): CallRequest {
   const type = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
@@ -389,9 +406,9 @@ export function parseCallBody(contentType: string, body: Buffer, multipartFields
   } else {
     throw new AppError('unsupported_media_type', `Send the offer as multipart/form-data ("sdp", "session"), application/sdp, or application/json; got '${type}'.`, { status: 415 });
   }
-  if (typeof sdp !== 'string' || sdp.trim() === '') throw new AppError('missing_required_parameter', "Missing required parameter: 'sdp' (the SDP offer).", { status: 400, param: 'sdp' });
-  if (Buffer.byteLength(sdp) > MAX_OFFER_BYTES) throw new AppError('request_too_large', `The SDP offer is over ${MAX_OFFER_BYTES} bytes (real ones are a few kB).`, { status: 413, param: 'sdp' });
-  return { sdp, session: parseSessionField(session) };
+  const offer = readOffer({ sdp, session });
+  if (Buffer.byteLength(offer.sdp) > MAX_OFFER_BYTES) throw new AppError('request_too_large', `The SDP offer is over ${MAX_OFFER_BYTES} bytes (real ones are a few kB).`, { status: 413, param: 'sdp' });
+  return { sdp: offer.sdp, session: parseSessionField(offer.session) };
 }
 
 function parseSessionField(value: unknown): Json | null {

@@ -11,9 +11,8 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { invalidParam } from '../../core/errors.js';
 import { compileRequest, numericField, oneOfValues } from '../../core/schema.js';
-import type { SessionStatus } from '../../store/store.js';
+import { SESSION_STATUSES } from '../../usage/usage-view.js';
 
-export const SESSION_STATUSES: readonly SessionStatus[] = ['pending', 'active', 'ended', 'failed', 'cancelled'];
 const CLIENT_SECRET_TTL_RANGE_S = { min: 1, max: 7200 } as const;
 const INVALID = { errorCode: 'invalid_value' } as const;
 
