@@ -23,7 +23,9 @@ import { AppError } from './errors.js';
 
 /** The annotations this module reads; ajv ignores them when validating. */
 const ANNOTATIONS = ['x-numeric-string', 'x-boolean-string', 'x-any-case', 'x-error-code'] as const;
-const NUMERIC_STRING = /^\s*-?\d+(\.\d+)?\s*$/;
+/** The decimal strings a numericField accepts for its number (the OpenAPI document shows this pattern). */
+export const NUMERIC_STRING_PATTERN = '^\\s*-?\\d+(\\.\\d+)?\\s*$';
+const NUMERIC_STRING = new RegExp(NUMERIC_STRING_PATTERN);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: false, verbose: true });

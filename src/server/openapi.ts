@@ -7,11 +7,14 @@
  * that what the validators refuse the document refuses too.
  *
  * Rendering: TypeBox's symbols are dropped (a JSON copy); a field that also takes its decimal
- * string (`x-numeric-string`) shows both types; an any-case enum says so in its description; and
- * the validator's own annotations (x-...) are left out of the published schemas.
+ * string (`x-numeric-string`) or "true"/"false" (`x-boolean-string`) is an anyOf of both forms;
+ * an any-case enum lists its canonical values and says in its description that case and
+ * surrounding spaces are ignored (the server accepts more than the document: it never accepts
+ * less); and the validator's own annotations (x-...) are left out of the published schemas.
  */
 import type { TObject, TSchema } from '@sinclair/typebox';
 import { CONFIG_VARS } from '../config.js';
+import { NUMERIC_STRING_PATTERN } from '../core/schema.js';
 import { COMPONENTS, OPERATIONS, ref, type Operation } from './api/operations.js';
 
 type Json = Record<string, unknown>;
@@ -93,7 +96,10 @@ function render(schema: Json): Json {
       out[key] = value;
     }
   }
-  if (schema['x-numeric-string'] === true) out.type = [schema.type, 'string'];
   if (schema['x-any-case'] === true) out.description = `${schema.description === undefined ? '' : `${String(schema.description)}; `}any case, surrounding spaces ignored`;
+  const { description, default: byDefault, ...value } = out;
+  const annotations = { ...(description === undefined ? {} : { description }), ...(byDefault === undefined ? {} : { default: byDefault }) };
+  if (schema['x-numeric-string'] === true) return { anyOf: [value, { type: 'string', pattern: NUMERIC_STRING_PATTERN }], ...annotations };
+  if (schema['x-boolean-string'] === true) return { anyOf: [value, { type: 'string', enum: ['true', 'false'] }], ...annotations };
   return out;
 }

@@ -6,6 +6,7 @@ import { createApp } from '../../src/server/app.js';
 import { portraitPng } from '../helpers/images.js';
 import { assertError } from '../helpers/assert-error.js';
 import { startTestServer, type TestResponse, type TestServer } from '../helpers/server.js';
+import { BAD_SESSION_FIELDS, SHAPE_CODES } from './session-fields.js';
 
 type Doc = {
   openapi: string;
@@ -77,6 +78,23 @@ function conforms(ctx: Ctx, res: TestResponse, method: string, template: string,
     const validate = named(ctx.ajv, schema);
     assert.ok(validate(res.body), `${method} ${template} ${status} is not a ${schema}: ${ctx.ajv.errorsText(validate.errors)}\n${res.text}`);
   }
+}
+
+/** The document's schema for the request body of an operation, as a validator. */
+function requestSchema(ctx: Ctx, method: string, template: string, contentType = 'application/json'): ValidateFunction {
+  const op = operation(ctx.doc, method, template) as Operation & { requestBody?: { content?: Record<string, unknown> } };
+  assert.ok(op.requestBody?.content?.[contentType], `${method} ${template} takes no ${contentType} body`);
+  const ref = `doc#/${pointer('paths', template, method.toLowerCase(), 'requestBody', 'content', contentType, 'schema')}`;
+  const validate = ctx.ajv.getSchema(ref);
+  assert.ok(validate, `cannot resolve ${ref}`);
+  return validate;
+}
+
+/** Sends a JSON body after checking it against the operation's request schema in the document. */
+async function sendConforming(ctx: Ctx, method: string, template: string, path: string, json: unknown): Promise<TestResponse> {
+  const validate = requestSchema(ctx, method, template);
+  assert.ok(validate(json), `the body sent to ${method} ${template} does not match the document: ${ctx.ajv.errorsText(validate.errors)}\n${JSON.stringify(json)}`);
+  return ctx.t.request(method, path, { json });
 }
 
 async function png(): Promise<Uint8Array> {
@@ -184,11 +202,56 @@ OpenApi('the schemas reject bodies that break them (the validation is not vacuou
   );
 });
 
+// ── Requests: the document refuses what the validators refuse ──────────────
+
+OpenApi('every bad session field the server refuses for its shape, the document refuses too', async (ctx) => {
+  const create = requestSchema(ctx, 'POST', '/v1/sessions');
+  const legacy = requestSchema(ctx, 'POST', '/sessions');
+  const shapes = BAD_SESSION_FIELDS.filter(([, , code]) => SHAPE_CODES.has(code));
+  assert.ok(shapes.length >= 10, `only ${shapes.length} shape cases`);
+  for (const [field, value, code] of shapes) {
+    assert.not.ok(create({ [field]: value }), `SessionCreateRequest accepts ${field}: ${JSON.stringify(value)}, which the server refuses (${code})`);
+    assert.not.ok(legacy({ model: 'm', [field]: value }), `LegacySessionCreateRequest accepts ${field}: ${JSON.stringify(value)} (${code})`);
+  }
+  // ...and what the server accepts, the document accepts (so the refusals above are not vacuous).
+  for (const good of [{}, { target_fps: 25 }, { target_fps: '25', upsample_factor: '1.5' }, { video_codec: 'vp8', output_size: '1280x720', tts_source: 'flite' }, { unknown: 1 }]) {
+    assert.ok(create(good), `SessionCreateRequest refuses ${JSON.stringify(good)}: ${ctx.ajv.errorsText(create.errors)}`);
+  }
+  assert.not.ok(legacy({}), 'the older form requires model');
+  assert.not.ok(legacy({ model: 'm', video: 'yes' }));
+  assert.ok(legacy({ model: 'm', video: 'false' }), ctx.ajv.errorsText(legacy.errors));
+  const secret = requestSchema(ctx, 'POST', '/v1/realtime/client_secrets');
+  for (const bad of [{ session: 'x' }, { session: { type: 'transcription' } }, { expires_after: { seconds: 0 } }, { expires_after: { seconds: 7201 } }, { expires_after: { anchor: 'now' } }, { expires_after: 5 }]) {
+    assert.not.ok(secret(bad), `ClientSecretRequest accepts ${JSON.stringify(bad)}`);
+  }
+  const offer = requestSchema(ctx, 'POST', '/v1/realtime/calls');
+  assert.not.ok(offer({ session: {} }), 'an offer needs sdp');
+  assert.ok(offer({ sdp: 'v=0', session: '{"type":"realtime"}' }), ctx.ajv.errorsText(offer.errors));
+});
+
+OpenApi('query parameters are described by the schemas the routes parse them with', async (ctx) => {
+  const param = (template: string, name: string) => {
+    const p = operation(ctx.doc, 'GET', template).parameters?.find((x) => x.name === name && x.in === 'query') as { schema: unknown } | undefined;
+    assert.ok(p, `GET ${template} does not document query parameter '${name}'`);
+    return ctx.ajv.compile(p.schema as object);
+  };
+  const limit = param('/v1/sessions', 'limit');
+  assert.ok(limit('20') && limit(20));
+  assert.not.ok(limit('many'));
+  assert.not.ok(limit(0));
+  assert.ok(param('/v1/sessions', 'status')('active'));
+  assert.not.ok(param('/v1/sessions', 'status')('weird'));
+  for (const name of ['start_time', 'end_time', 'start', 'end', 'limit']) param('/v1/usage', name);
+  for (const name of ['name', 'description', 'filename']) {
+    assert.ok(operation(ctx.doc, 'POST', '/v1/faces').parameters?.some((p) => p.name === name && p.in === 'query'), `raw upload query '${name}' undocumented`);
+  }
+});
+
 // ── Real responses ──────────────────────────────────────────────────────────
 
 OpenApi('session responses (current form) match Session, SessionList and Chat', async (ctx) => {
   const { t } = ctx;
-  const created = await t.request('POST', '/v1/sessions', { json: { voice: 'alice', instructions: 'Be brief.' } });
+  const created = await sendConforming(ctx, 'POST', '/v1/sessions', '/v1/sessions', { voice: 'alice', instructions: 'Be brief.' });
   conforms(ctx, created, 'POST', '/v1/sessions', 'Session');
   const id = created.body.id as string;
 
@@ -214,7 +277,7 @@ OpenApi('session responses (current form) match Session, SessionList and Chat', 
 
 OpenApi('session responses (older form) match LegacySession', async (ctx) => {
   const { t } = ctx;
-  const created = await t.request('POST', '/sessions', { json: { model: 'gpt-5.2', face_id: 'face1', video: false } });
+  const created = await sendConforming(ctx, 'POST', '/sessions', '/sessions', { model: 'gpt-5.2', face_id: 'face1', video: false });
   conforms(ctx, created, 'POST', '/sessions', 'LegacySession');
   const id = created.body.session_id as string;
   conforms(ctx, await t.request('GET', `/sessions/${id}`), 'GET', '/sessions/{id}', 'LegacySession');
@@ -255,8 +318,9 @@ OpenApi('asset lists, an uploaded asset and a deleted asset match their schemas'
 
 OpenApi('a client secret matches ClientSecret', async (ctx) => {
   const { t } = ctx;
-  const res = await t.request('POST', '/v1/realtime/client_secrets', {
-    json: { session: { type: 'realtime', voice: 'anthony' }, expires_after: { anchor: 'created_at', seconds: 120 } },
+  const res = await sendConforming(ctx, 'POST', '/v1/realtime/client_secrets', '/v1/realtime/client_secrets', {
+    session: { type: 'realtime', voice: 'anthony' },
+    expires_after: { anchor: 'created_at', seconds: 120 },
   });
   assert.is(res.status, 200, res.text);
   conforms(ctx, res, 'POST', '/v1/realtime/client_secrets', 'ClientSecret');
@@ -265,7 +329,8 @@ OpenApi('a client secret matches ClientSecret', async (ctx) => {
 
 OpenApi('usage matches UsageList', async (ctx) => {
   const { t } = ctx;
-  const created = await t.request('POST', '/v1/sessions', { json: { face: 'default', driving: 'idle' } });
+  const created = await sendConforming(ctx, 'POST', '/v1/sessions', '/v1/sessions', { face: 'default', driving: 'idle', target_fps: '25', video_codec: 'vp8' });
+  assert.is(created.status, 200, created.text);
   await t.request('DELETE', `/v1/sessions/${created.body.id}`);
   const usage = await t.request('GET', '/v1/usage');
   assert.is(usage.body.data.length, 1, usage.text);

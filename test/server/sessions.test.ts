@@ -2,6 +2,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { assertError } from '../helpers/assert-error.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { BAD_SESSION_FIELDS as BAD_FIELDS } from './session-fields.js';
 
 const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
 const SESSION_FIELDS = [
@@ -63,25 +64,6 @@ Sessions('POST /v1/sessions stores every field it is given and validates its typ
   assert.is(stored.outputSize, '1280x720');
 });
 
-const BAD_FIELDS: [string, unknown, string][] = [
-  ['model', 42, 'invalid_type'],
-  ['model', '', 'invalid_value'],
-  ['instructions', ['x'], 'invalid_type'],
-  ['voice', 'nobody', 'unknown_voice'],
-  ['face', 'face9', 'unknown_face'],
-  ['face', '00000000-0000-4000-8000-000000000000', 'unknown_face'],
-  ['driving', 'dance', 'unknown_driving'],
-  ['target_fps', 0, 'out_of_range'],
-  ['target_fps', 61, 'out_of_range'],
-  ['target_fps', 24.5, 'invalid_type'],
-  ['target_fps', 'fast', 'invalid_type'],
-  ['upsample_factor', 0.5, 'out_of_range'],
-  ['upsample_factor', 5, 'out_of_range'],
-  ['tts_source', 'siri', 'invalid_value'],
-  ['video_codec', 'av1', 'invalid_value'],
-  ['output_size', '1920x1080', 'invalid_value'],
-  ['output_size', 512, 'invalid_value'],
-];
 for (const [field, value, code] of BAD_FIELDS) {
   Sessions(`POST /v1/sessions answers 400 ${code} naming '${field}' for ${JSON.stringify(value)}`, async ({ t }) => {
     const res = await t.request('POST', '/v1/sessions', { json: { [field]: value } });
