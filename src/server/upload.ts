@@ -23,6 +23,7 @@
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { AppError } from '../core/errors.js';
+import { parseUploadQuery } from './api/requests.js';
 import type { AppContext } from './context.js';
 import { tooLarge } from './middleware.js';
 
@@ -34,7 +35,8 @@ export interface ReceivedFile {
   description: string | null;
 }
 
-const FILE_FIELDS = ['file', 'image', 'face', 'audio', 'voice', 'driving', 'motion'];
+/** The multipart part names the file may come under: `file`, then the aliases clients use. */
+export const FILE_FIELDS: readonly string[] = ['file', 'image', 'face', 'audio', 'voice', 'driving', 'motion'];
 const MAX_TEXT_FIELD_BYTES = 4096;
 const MAX_TEXT_FIELDS = 10;
 /** Multipart framing around the file (boundaries, part headers, the text fields) on top of the file itself. */
@@ -65,8 +67,8 @@ export async function receiveUpload(ctx: AppContext, maxBytes: number): Promise<
   }
   if (multipart) return receiveMultipart(ctx, maxBytes);
   const data = await readBody(ctx.req, maxBytes);
-  const query = (key: string): string | null => (typeof ctx.query[key] === 'string' ? (ctx.query[key] as string) : null);
-  return { data, contentType: type || null, filename: query('filename'), name: query('name'), description: query('description') };
+  const query = parseUploadQuery(ctx.query);
+  return { data, contentType: type || null, filename: query.filename ?? null, name: query.name ?? null, description: query.description ?? null };
 }
 
 /** The whole body, up to `maxBytes` (413 beyond, the rest discarded), within `deadlineMs` if given (408 past it). */

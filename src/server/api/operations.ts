@@ -9,11 +9,12 @@
  * called by peer nodes with the fleet secret, not by clients); they are not part of the public
  * API, and the router-parity test runs without a fleet, so it never sees them.
  */
-import { Type, type TObject, type TSchema } from '@sinclair/typebox';
+import type { TObject, TSchema } from '@sinclair/typebox';
 import { LegacySessionCreateRequest, SessionCreateRequest } from '../../sessions/session-config.js';
 import { CallOffer } from '../../signaling/realtime-calls.js';
 import { UsageRecord } from '../../usage/usage-view.js';
-import { ClientSecretRequest, SessionListQuery, UsageQuery } from './requests.js';
+import { FILE_FIELDS } from '../upload.js';
+import { ClientSecretRequest, SessionListQuery, UploadQuery, UsageQuery } from './requests.js';
 import * as R from './responses.js';
 
 type Json = Record<string, unknown>;
@@ -71,13 +72,7 @@ const publicOrKey = [{}, { bearer: [] }];
 const pathParam = (name: string, schema: Json = { type: 'string' }, description?: string): Json => ({ name, in: 'path', required: true, schema, ...(description ? { description } : {}) });
 const assetIdOrStandard = pathParam('id', { type: 'string' }, 'A standard id or the UUID of your upload');
 
-/** A raw upload's metadata comes in the query (a multipart upload sends them as form fields). */
-const UploadQuery = Type.Object({
-  name: Type.Optional(Type.String({ description: 'A name for the asset' })),
-  description: Type.Optional(Type.String()),
-  filename: Type.Optional(Type.String({ description: 'The original file name' })),
-});
-const FILE_ALIASES = 'image, face, audio, voice, driving, motion';
+const FILE_ALIASES = FILE_FIELDS.filter((f) => f !== 'file').join(', ');
 
 function assetOperations(plural: string, kind: string, types: string[], legacy: boolean): Record<string, Operation> {
   const files = Object.fromEntries(types.map((t) => [t, { schema: { type: 'string', contentMediaType: t } }]));

@@ -59,8 +59,16 @@ export const ClientSecretRequest = Type.Object({
   ),
 });
 
+/** A raw upload's name, description and file name come in the query (multipart sends them as fields). */
+export const UploadQuery = Type.Object({
+  name: Type.Optional(Type.String({ description: 'A name for the asset' })),
+  description: Type.Optional(Type.String()),
+  filename: Type.Optional(Type.String({ description: 'The original file name' })),
+});
+
 export const parseSessionListQuery = queryParser(SessionListQuery);
 export const parseUsageQuery = queryParser(UsageQuery);
+export const parseUploadQuery = queryParser(UploadQuery);
 export const parseClientSecretRequest = compileRequest(ClientSecretRequest);
 
 type Query = Record<string, string | string[] | undefined>;

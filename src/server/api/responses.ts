@@ -8,7 +8,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { oneOfValues, Timestamp } from '../../core/schema.js';
 import { SessionStatusSchema as SessionStatus, UsageRecord } from '../../usage/usage-view.js';
 
-const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const nullable = <T extends TSchema>(schema: T, options: { description?: string } = {}) => Type.Union([schema, Type.Null()], options);
 
 export const ErrorBody = Type.Object({
   error: Type.Object({
@@ -24,7 +24,9 @@ export const Health = Type.Object({ status: Type.Literal('ok') });
 export const Ready = Type.Object({
   status: oneOfValues(['ready', 'not_ready'] as const),
   checks: Type.Record(Type.String(), Type.String()),
-  workers: Type.Object({ capacity: Type.Integer(), used: Type.Integer() }),
+  workers: nullable(Type.Object({ capacity: Type.Integer(), used: Type.Integer() }), {
+    description: 'null when the worker slots cannot be read (in fleet mode: Redis unavailable)',
+  }),
 });
 
 /** Spec 2.1: the session object, the same for create, get and end. */

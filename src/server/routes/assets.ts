@@ -12,6 +12,8 @@ import type { Services } from '../services.js';
 import { receiveUpload } from '../upload.js';
 import { assetView, standardAssetView } from '../views.js';
 import type { RouteGuards } from './guards.js';
+import type { Static } from '@sinclair/typebox';
+import type { AssetDeleted } from '../api/responses.js';
 
 type Middleware = Koa.Middleware<AppState, AppContext>;
 
@@ -64,7 +66,7 @@ export function assetRoutes(router: AppRouter, s: Services, g: RouteGuards): voi
     });
     router.delete(`/v1/${plural}/:id`, ...g.authed, async (ctx) => {
       const asset = await s.assets.delete(kind, ctx.params.id ?? '', principalOf(ctx).userId);
-      ctx.body = { id: asset.id, object: kind, deleted: true };
+      ctx.body = { id: asset.id, object: kind, deleted: true } satisfies Static<typeof AssetDeleted>;
     });
   }
 }

@@ -16,6 +16,8 @@ import { principalOf, tooLarge } from '../middleware.js';
 import type { Services } from '../services.js';
 import { discardRest, readBody, readMultipart } from '../upload.js';
 import type { RouteGuards } from './guards.js';
+import type { Static } from '@sinclair/typebox';
+import type { CallHangup } from '../api/responses.js';
 
 const CALLS_PATH = /^\/v1\/realtime\/calls(\/[^/]+\/hangup)?$/;
 /** The form parts of an offer. */
@@ -34,8 +36,9 @@ export function callRoutes(router: AppRouter, s: Services, g: RouteGuards): void
   });
 
   router.post('/v1/realtime/calls/:call_id/hangup', ...g.realtime, async (ctx) => {
-    const { sessionId } = await s.calls.hangup(principalOf(ctx).userId, ctx.params.call_id ?? '');
-    ctx.body = { id: ctx.params.call_id, object: 'realtime.call', status: 'ended', session_id: sessionId };
+    const callId = ctx.params.call_id ?? '';
+    const { sessionId } = await s.calls.hangup(principalOf(ctx).userId, callId);
+    ctx.body = { id: callId, object: 'realtime.call', status: 'ended', session_id: sessionId } satisfies Static<typeof CallHangup>;
   });
 
   // Fleet mode, on a worker: offers and hangups forwarded by the API node (signaling/worker-relay.ts).

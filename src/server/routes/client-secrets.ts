@@ -11,7 +11,9 @@ import { effectiveRealtimeSession } from '../../realtime/session-object.js';
 import { applyAvatarSessionUpdate, avatarSessionObject } from '../../realtime/avatar-session-update.js';
 import { DEFAULT_AVATAR_FPS } from '../../media/avatar-output.js';
 import { outputDimensions } from '../../core/video-size.js';
+import type { Static } from '@sinclair/typebox';
 import { parseClientSecretRequest } from '../api/requests.js';
+import type { ClientSecret } from '../api/responses.js';
 import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
@@ -43,7 +45,7 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
       session: { ...bound, expires_at: expiresAt },
       client_secret: key,
       expires_in: ttl,
-    };
+    } satisfies Static<typeof ClientSecret>;
   });
 }
 

@@ -8,10 +8,12 @@ import type client from 'prom-client';
 import type { AppRouter } from '../context.js';
 import { openApiDocument } from '../openapi.js';
 import type { Services } from '../services.js';
+import type { Static } from '@sinclair/typebox';
+import type { Health, Ready } from '../api/responses.js';
 
 export function healthRoutes(router: AppRouter, s: Services, registry: client.Registry): void {
   router.get('/healthz', (ctx) => {
-    ctx.body = { status: 'ok' };
+    ctx.body = { status: 'ok' } satisfies Static<typeof Health>;
   });
 
   router.get('/readyz', async (ctx) => {
@@ -35,7 +37,7 @@ export function healthRoutes(router: AppRouter, s: Services, registry: client.Re
       status: ready ? 'ready' : 'not_ready',
       checks,
       workers: redis && !redis.up ? null : await s.pool.usage().catch(() => null),
-    };
+    } satisfies Static<typeof Ready>;
   });
 
   router.get('/metrics', async (ctx) => {

@@ -1,7 +1,9 @@
 /** Sessions, current form (spec 4.1) and older form (spec 4.2): thin handlers over SessionService. */
 import { apiKeyIdOf } from '../../auth/keys.js';
 import { parseLegacySessionRequest, parseSessionRequest } from '../../sessions/session-config.js';
+import type { Static } from '@sinclair/typebox';
 import { parseSessionListQuery } from '../api/requests.js';
+import type { SessionList } from '../api/responses.js';
 import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
@@ -22,7 +24,7 @@ export function sessionRoutes(router: AppRouter, s: Services, g: RouteGuards): v
     const { status, limit = 20, before } = parseSessionListQuery(ctx.query);
     const rows = await s.sessions.list(userId, { status, limit: limit + 1, before });
     const page = rows.slice(0, limit);
-    ctx.body = { object: 'list', data: page.map(sessionView), has_more: rows.length > limit, last_id: page.at(-1)?.id ?? null };
+    ctx.body = { object: 'list', data: page.map(sessionView), has_more: rows.length > limit, last_id: page.at(-1)?.id ?? null } satisfies Static<typeof SessionList>;
   });
 
   router.get('/v1/sessions/:session_id', ...g.authed, async (ctx) => {

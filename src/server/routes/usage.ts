@@ -7,7 +7,9 @@ import { parseTimestamp } from '../../core/clock.js';
 import { invalidParam } from '../../core/errors.js';
 import type { UsageRecord } from '../../store/store.js';
 import { usageView } from '../../usage/usage-view.js';
+import type { Static } from '@sinclair/typebox';
 import { parseUsageQuery } from '../api/requests.js';
+import type { UsageList } from '../api/responses.js';
 import type { AppRouter } from '../context.js';
 import { principalOf } from '../middleware.js';
 import type { Services } from '../services.js';
@@ -26,7 +28,7 @@ export function usageRoutes(router: AppRouter, s: Services, g: RouteGuards): voi
     const limit = query.limit ?? 100;
     const rows = await s.store.listUsage(userId, start, end, limit + 1);
     const page = rows.slice(0, limit);
-    ctx.body = { object: 'list', data: page.map(usageView), totals: totals(page), has_more: rows.length > limit };
+    ctx.body = { object: 'list', data: page.map(usageView), totals: totals(page), has_more: rows.length > limit } satisfies Static<typeof UsageList>;
   });
 }
 
