@@ -1,7 +1,8 @@
 /**
  * The project's error vocabulary. Every error that can reach a client is an AppError with a stable
- * snake_case `code` (listed in the README), an OpenAI-style `type`, an HTTP `status` for the REST
- * edge, and the offending field in `param` when there is one. Each edge translates AppError in one
+ * snake_case `code` (listed in docs/api.md, Error codes, and docs/realtime.md, Errors), an
+ * OpenAI-style `type`, an HTTP `status` for the REST edge, and the offending field in `param` when
+ * there is one. Each edge translates AppError in one
  * place: REST in errorMiddleware (server/middleware.ts), realtime connections as `error` events
  * (realtime/protocol.ts).
  */

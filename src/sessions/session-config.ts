@@ -1,7 +1,7 @@
 /**
  * Validation of session creation requests, current form (POST /v1/sessions, spec 2.2) and older
  * form (POST /sessions, spec 2.3). Produces a SessionConfig with every default applied. Types and
- * ranges of the fields the spec leaves untyped are decided here and documented in the README:
+ * ranges of the fields the spec leaves untyped are decided here and documented in docs/api.md (Session fields) and by the schemas below:
  *
  *   target_fps       integer 1..60 (or its decimal string); null = the media default, 25
  *   upsample_factor  number 1..4; the face is rendered at output_size / factor and upscaled by

@@ -1,6 +1,6 @@
 /**
  * Speech-recognition settings from the environment: rows read by src/core/env.ts, merged by
- * src/config.ts into CONFIG_VARS (the README table); `loadAsrConfig` reads and cross-checks them,
+ * src/config.ts into CONFIG_VARS (the table in docs/configuration.md); `loadAsrConfig` reads and cross-checks them,
  * throwing ConfigError naming the variable. OpenAI transcription is enabled only when both its
  * base URL and key are set; the offline Whisper recogniser needs only its model file.
  */
@@ -53,7 +53,7 @@ const VARS = {
   whisperConcurrency: envVar('ASR_WHISPER_CONCURRENCY', String(DEFAULT_WHISPER_CONCURRENCY), 'Whisper transcriptions run at once, 1..64; others wait in order. 1 suits a 2-core machine (two at once each take twice as long); about cores / ASR_WHISPER_THREADS on larger ones.', integer(1, 64)),
 };
 
-/** The documented variables, in README order (merged into CONFIG_VARS by src/config.ts). */
+/** The documented variables, in the order of docs/configuration.md (merged into CONFIG_VARS by src/config.ts). */
 export const ASR_CONFIG_VARS: EnvVar[] = Object.values(VARS);
 
 export function loadAsrConfig(env: Env = process.env): AsrConfig {
