@@ -5,8 +5,8 @@
 //! ```text
 //!  push_audio ──▶ playout queue (24 kHz) ──┐
 //!                                          ▼
-//!        render thread: animator ─▶ renderer ─▶ RGB ─▶ I420 ──┬─▶ h264 pipeline ─▶ H264 events
-//!                 (one tick per frame, pts(i))                ├─▶ vp8 pipeline  ─▶ Vp8Rtp events
+//!        render thread: FrameProducer ─▶ I420 (pooled) ───────┬─▶ h264 pipeline ─▶ H264 events
+//!   (one tick per frame, pts(i); CPU: animator ─▶ renderer)   ├─▶ vp8 pipeline  ─▶ Vp8Rtp events
 //!                                                             ├─▶ jpeg pipeline ─▶ Jpeg events
 //!                                                             ├─▶ I420 events (a copy, no GStreamer)
 //!                      tick audio (same pts) ─────────────────┼─▶ opus pipeline ─▶ Opus events
@@ -14,7 +14,8 @@
 //! ```
 //!
 //! Modules: `session` (the public `MediaSession`, with its thread as the child module
-//! `session::render_loop`), `opus_decode` (a caller's microphone, Opus to 24 kHz PCM), `playout`
+//! `session::render_loop`), `frames` (the renderer seam: the `FrameProducer` trait the render
+//! loop drives, and its CPU implementation `frames::cpu`), `opus_decode` (a caller's microphone, Opus to 24 kHz PCM), `playout`
 //! (speech queue and timing), `resample` (any rate to 24 kHz), `pipeline` (pipeline files and
 //! launched pipelines), `encoders` (what is installed), `events` (what comes out), `stats`.
 //! Pipelines are data: `pipelines/*.pipeline`, loaded by name from `SessionConfig::pipelines_dir`.
@@ -25,6 +26,7 @@
 pub mod encoders;
 pub mod error;
 pub mod events;
+pub mod frames;
 pub mod opus_decode;
 pub mod pipeline;
 pub mod playout;
@@ -37,6 +39,10 @@ use std::sync::OnceLock;
 pub use encoders::{detect_encoders, EncoderCaps};
 pub use error::MediaError;
 pub use events::{EventSink, MediaEvent};
+pub use frames::{
+    FaceAsset, FrameInfo, FrameProducer, FrameSpec, PreparedFace, ProducerError, ProducerFactory,
+    Tick,
+};
 pub use pipeline::{PipelineError, PipelineVars};
 pub use playout::{InterruptResult, PushResult, SESSION_RATE_HZ};
 pub use resample::{ResampleError, Resampler};

@@ -1,7 +1,7 @@
 //! A media session: one avatar talking, encoded for the outputs a client asked for.
 //!
 //! Threads: the caller's (any thread: `push_audio`, `interrupt`, `set_*`, `stats`, `close`), one
-//! render thread per session (owns the `Renderer` and the `Animator`, runs `render_loop`), and
+//! render thread per session (owns the session's `FrameProducer`, runs `render_loop`), and
 //! GStreamer's streaming threads (one or more per pipeline: encode, deliver outputs to the sink).
 //!
 //! Clock: session time starts at 0 with frame 0. Frame `i` is at `frame_pts_ns(i, fps, 1)` and
@@ -27,14 +27,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use animation::motion::DrivingMotion;
-use animation::track::VisemeEvent;
-use face_render::FaceRig;
 use gstreamer as gst;
 
 use crate::encoders::detect_encoders;
 use crate::error::MediaError;
 use crate::events::{in_sink, Emitter, EventSink, MediaEvent};
+use crate::frames::cpu::{CpuFactory, CpuOptions};
+use crate::frames::{
+    Control, DrivingMotion, FaceAsset, PreparedFace, ProducerFactory, VisemeEvent,
+};
 use crate::pipeline::{EncoderPipeline, LaunchSpec, OutputKind, PipelineVars};
 use crate::playout::{InterruptResult, Playout, PushResult, SESSION_RATE_HZ};
 mod render_loop;
@@ -81,7 +82,8 @@ pub struct SessionConfig {
     pub height: u32,
     /// Frames per second, 1..=120.
     pub fps: u32,
-    /// Renderer supersampling, 1..=4 (see face-render).
+    /// Renderer supersampling, 1..=4 (see face-render); the CPU producer's option, used by
+    /// `start` (not by `start_with`, whose factory carries its own options).
     pub upsample_factor: f32,
     pub outputs: Outputs,
     /// 1..=100.
@@ -206,6 +208,7 @@ impl Shared {
 pub struct MediaSession {
     shared: Arc<Shared>,
     pipelines: Arc<Vec<EncoderPipeline>>,
+    factory: Arc<dyn ProducerFactory>,
     commands: Mutex<Option<mpsc::Sender<Command>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     pacing: Pacing,
@@ -214,12 +217,28 @@ pub struct MediaSession {
 }
 
 impl MediaSession {
-    /// Launches the pipelines for `config.outputs`, builds the renderer and animator on a new
-    /// render thread, and starts producing frames (RealTime) or waits for `advance` (Manual).
-    /// Blocks until all of that is up (tens of ms).
+    /// `start_with` the CPU renderer (`CpuFactory` with `config.upsample_factor`); `face` is
+    /// an `Arc<face_render::FaceRig>`.
     pub fn start(
         config: SessionConfig,
-        face: Arc<FaceRig>,
+        face: PreparedFace,
+        motion: DrivingMotion,
+        sink: EventSink,
+    ) -> Result<MediaSession, MediaError> {
+        let factory = Arc::new(CpuFactory::new(CpuOptions {
+            upsample_factor: config.upsample_factor,
+        }));
+        MediaSession::start_with(config, factory, face, motion, sink)
+    }
+
+    /// Launches the pipelines for `config.outputs`, builds `factory`'s producer for `face` on a
+    /// new render thread, and starts producing frames (RealTime) or waits for `advance`
+    /// (Manual). Blocks until all of that is up (tens of ms). `face` must come from the same
+    /// kind of factory (`prepare_face`), else `Render` (the face is for another renderer).
+    pub fn start_with(
+        config: SessionConfig,
+        factory: Arc<dyn ProducerFactory>,
+        face: PreparedFace,
         motion: DrivingMotion,
         sink: EventSink,
     ) -> Result<MediaSession, MediaError> {
@@ -241,7 +260,6 @@ impl MediaSession {
             width: config.width,
             height: config.height,
             fps: config.fps,
-            upsample_factor: config.upsample_factor,
             pcm: config.outputs.pcm,
             i420: config.outputs.i420,
             pacing: config.pacing,
@@ -251,10 +269,13 @@ impl MediaSession {
         let thread = {
             let shared = shared.clone();
             let pipelines = pipelines.clone();
+            let factory = factory.clone();
             std::thread::Builder::new()
                 .name("media-render".into())
                 .spawn(move || {
-                    render_loop::run(setup, face, motion, shared, pipelines, rx, ready_tx)
+                    render_loop::run(
+                        setup, factory, face, motion, shared, pipelines, rx, ready_tx,
+                    )
                 })
                 .map_err(|e| MediaError::Thread(e.to_string()))?
         };
@@ -274,6 +295,7 @@ impl MediaSession {
         Ok(MediaSession {
             shared,
             pipelines,
+            factory,
             commands: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             pacing: config.pacing,
@@ -332,23 +354,32 @@ impl MediaSession {
         self.shared.with_playout(|p, emit| p.interrupt(emit))
     }
 
-    /// Shows another face from the next frame on.
-    pub fn set_face(&self, rig: Arc<FaceRig>) -> Result<(), MediaError> {
+    /// Prepares a face for this session's renderer (heavy: call it off latency-critical
+    /// threads), for `set_face` here or in any session with the same kind of renderer.
+    pub fn prepare_face(&self, face: FaceAsset) -> Result<PreparedFace, MediaError> {
+        self.factory
+            .prepare_face(face)
+            .map_err(|e| MediaError::Render(e.to_string()))
+    }
+
+    /// Shows another face from the next frame on. A face prepared for another kind of renderer
+    /// fails the session (`RENDERER_FAILED` event) when the render thread applies it.
+    pub fn set_face(&self, face: PreparedFace) -> Result<(), MediaError> {
         self.check_open()?;
-        self.send(Command::SetFace(rig))
+        self.send(Command::Control(Control::SetFace(face)))
     }
 
     /// Switches the idle/driving motion from the next frame on.
     pub fn set_motion(&self, motion: DrivingMotion) -> Result<(), MediaError> {
         self.check_open()?;
-        self.send(Command::SetMotion(motion))
+        self.send(Command::Control(Control::SetMotion(motion)))
     }
 
     /// Whether the user is speaking: the face listens (attention, nods; see animation's
     /// `listening`) from the next frame on, and settles back to idle when set false.
     pub fn set_listening(&self, on: bool) -> Result<(), MediaError> {
         self.check_open()?;
-        self.send(Command::SetListening(on))
+        self.send(Command::Control(Control::SetListening(on)))
     }
 
     /// The next video frame is a key frame (with SPS/PPS for H.264) on every video output.
@@ -499,7 +530,7 @@ fn launch_pipelines(
         .field("framerate", gst::Fraction::new(config.fps as i32, 1))
         .field("pixel-aspect-ratio", gst::Fraction::new(1, 1))
         .field("interlace-mode", "progressive")
-        // face-render's rgb_to_i420 is BT.601, limited range: say so (H.264 VUI).
+        // Producers write BT.601, limited range (see `frames`): say so (H.264 VUI).
         .field("colorimetry", "bt601")
         .build();
     // The JPEG pipeline gets the same frame expanded to full range (JFIF): BT.601 matrix, 0..255.

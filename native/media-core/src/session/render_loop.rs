@@ -1,9 +1,9 @@
-//! The render thread: owns the `Renderer` and the `Animator` and produces one frame per tick.
+//! The render thread: owns the session's `FrameProducer` (see `frames`) and produces one frame
+//! per tick.
 //!
 //! Tick `i` (pts = `frame_pts_ns(i, fps, 1)`): take the tick's 24 kHz samples from the playout
-//! queue (silence when idle) and any newly queued speech; tell the animator (interrupt first,
-//! then new audio and visemes at their session times); `face_at(pts)`; render RGB; convert to
-//! I420 once into a pooled buffer; push that buffer (shared, not copied) to the H.264 and VP8
+//! queue (silence when idle) and any newly queued speech; hand them to the producer as a `Tick`
+//! with a pooled buffer to write the frame into (I420, once); push that buffer (shared, not copied) to the H.264 and VP8
 //! pipelines with the tick's PTS and duration, and a full-range copy of it to the JPEG pipeline
 //! (JFIF decoders read full range; `videoconvert` does not expand the range of I420 to I420);
 //! emit the frame as `I420` when asked; push the audio with the same PTS to the Opus pipeline and
@@ -12,15 +12,17 @@
 //! The `I420` event owns its bytes (a `Vec` the binding hands to JavaScript without copying), so
 //! it cannot share the pooled buffer: it gets one copy of it (the very bytes the encoders get;
 //! pooled buffers carry no video meta, so their planes are packed by construction and the copy
-//! is one memcpy), or, when no video pipeline runs (no pool), the RGB frame converted straight
-//! into it. With the output off none of this runs.
+//! is one memcpy), or, when no video pipeline runs (no pool), the producer writes straight into
+//! it. With the output off none of this runs; with no video output either the producer is told
+//! nobody takes the pixels (it still advances and reports the mouth opening).
 //!
 //! Pacing: RealTime waits for `start + pts(i)` on the monotonic clock (the one allowed sleep,
 //! done as a channel receive with a deadline so commands still wake it). Falling behind never
 //! skips a PTS: late frames are rendered at once and counted. Manual renders only on `advance`.
 //!
 //! Never panics outward: each tick runs under `catch_unwind`; a panic is reported as a
-//! `RENDER_PANIC` error event and the session stops producing, like after a pipeline error.
+//! `RENDER_PANIC` error event and the session stops producing, like after a pipeline error; a
+//! producer error (`control`, `produce`) is a `RENDERER_FAILED` error event, with the same effect.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -28,15 +30,15 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use animation::motion::DrivingMotion;
-use animation::timeline::{frame_pts_ns, ns_to_samples, samples_to_ns};
-use animation::Animator;
-use face_render::{i420_size, rgb_to_i420, FaceRig, Renderer, RgbImage};
 use gstreamer as gst;
 use gstreamer::prelude::*;
 
 use crate::error::MediaError;
 use crate::events::MediaEvent;
+use crate::frames::{
+    frame_pts_ns, i420_size, ns_to_samples, samples_to_ns, Control, DrivingMotion, FrameProducer,
+    FrameSpec, PreparedFace, ProducerError, ProducerFactory, Tick,
+};
 use crate::pipeline::{EncoderPipeline, OutputKind};
 use crate::playout::SESSION_RATE_HZ;
 use super::{Pacing, Shared};
@@ -109,9 +111,7 @@ fn expand_range(from: &[u8], to: &mut [u8], y_len: usize) {
 const POOL_MIN_BUFFERS: u32 = 4;
 
 pub(crate) enum Command {
-    SetFace(Arc<FaceRig>),
-    SetMotion(DrivingMotion),
-    SetListening(bool),
+    Control(Control),
     Advance {
         frames: u32,
         reply: SyncSender<Result<(), MediaError>>,
@@ -123,7 +123,6 @@ pub(crate) struct RenderSetup {
     pub width: u32,
     pub height: u32,
     pub fps: u32,
-    pub upsample_factor: f32,
     pub pcm: bool,
     pub i420: bool,
     pub pacing: Pacing,
@@ -134,18 +133,20 @@ struct RenderLoop {
     setup: RenderSetup,
     shared: Arc<Shared>,
     pipelines: Arc<Vec<EncoderPipeline>>,
-    renderer: Renderer,
-    animator: Animator,
-    rgb: RgbImage,
+    producer: Box<dyn FrameProducer>,
+    /// `i420_size(width, height)`: the bytes of one frame.
+    frame_len: usize,
     pool: Option<gst::BufferPool>,
     has_jpeg: bool,
     frame: u64,
 }
 
-/// Thread body: builds the renderer and animator, reports readiness, then runs the loop.
+/// Thread body: builds the producer, reports readiness, then runs the loop.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     setup: RenderSetup,
-    face: Arc<FaceRig>,
+    factory: Arc<dyn ProducerFactory>,
+    face: PreparedFace,
     motion: DrivingMotion,
     shared: Arc<Shared>,
     pipelines: Arc<Vec<EncoderPipeline>>,
@@ -153,23 +154,31 @@ pub(crate) fn run(
     ready: SyncSender<Result<(), MediaError>>,
 ) {
     let built = (|| -> Result<RenderLoop, MediaError> {
-        let renderer = Renderer::new(face, setup.width, setup.height, setup.upsample_factor)
+        let spec = FrameSpec {
+            width: setup.width,
+            height: setup.height,
+            fps: setup.fps,
+            seed: setup.seed,
+        };
+        let producer = factory
+            .create(spec, face, motion)
             .map_err(|e| MediaError::Render(e.to_string()))?;
-        let animator = Animator::new(motion, setup.seed);
         let has_video = pipelines.iter().any(|p| p.kind != OutputKind::Opus);
         let pool = if has_video {
-            Some(make_pool(setup.width, setup.height)?)
+            match producer.buffer_pool() {
+                Some(own) => Some(own),
+                None => Some(make_pool(setup.width, setup.height)?),
+            }
         } else {
             None
         };
         let has_jpeg = pipelines.iter().any(|p| p.kind == OutputKind::Jpeg);
         Ok(RenderLoop {
-            rgb: RgbImage::new(setup.width, setup.height),
+            frame_len: i420_size(setup.width, setup.height),
             setup,
             shared,
             pipelines,
-            renderer,
-            animator,
+            producer,
             pool,
             has_jpeg,
             frame: 0,
@@ -209,9 +218,11 @@ impl RenderLoop {
     /// Applies a command; false means stop.
     fn handle(&mut self, command: Command) -> bool {
         match command {
-            Command::SetFace(rig) => self.renderer.set_rig(rig),
-            Command::SetMotion(motion) => self.animator.set_motion(motion),
-            Command::SetListening(on) => self.animator.set_listening(on),
+            Command::Control(control) => {
+                if let Err(e) = self.producer.control(control) {
+                    self.producer_failed(e);
+                }
+            }
             Command::Advance { frames, reply } => {
                 let result = match self.setup.pacing {
                     Pacing::Manual => self.advance(frames),
@@ -309,25 +320,27 @@ impl RenderLoop {
         };
 
         let started = Instant::now();
-        if let Some(t) = tick.interrupt_at {
-            self.animator.interrupt(t);
-        }
-        if !tick.new_visemes.is_empty() {
-            self.animator.push_visemes(&tick.new_visemes);
-        }
-        // The animator hears the audio as it is played, one tick at a time, so its analysis
-        // costs the same small amount every frame. Handing it whole utterances at push time
-        // cost ~1 ms per second of speech on a single frame, which made frames late when
-        // several sessions queued speech at once.
-        self.animator
-            .push_audio(pts, SESSION_RATE_HZ, &tick.samples);
-        let face = self.animator.face_at(pts);
-        self.renderer.render(&face, &mut self.rgb);
-        let mouth = self.renderer.last_mouth_opening();
-        let video = self
+        let inputs = Tick {
+            index: i,
+            pts_ns: pts,
+            duration_ns: next_pts - pts,
+            audio: &tick.samples,
+            new_visemes: &tick.new_visemes,
+            interrupt_at: tick.interrupt_at,
+        };
+        let mut video = self
             .pool
             .as_ref()
-            .map(|pool| self.make_video_buffer(pool, pts, next_pts - pts));
+            .map(|pool| stamped_buffer(pool, pts, next_pts - pts));
+        let (produced, i420) = self.produce(&inputs, &mut video);
+        let info = match produced {
+            Ok(info) => info,
+            Err(e) => {
+                self.producer_failed(e);
+                self.frame += 1;
+                return;
+            }
+        };
         let jpeg = match (&video, &self.pool) {
             (Some(Ok(buffer)), Some(pool)) if self.has_jpeg => Some(full_range_copy(
                 pool,
@@ -336,17 +349,13 @@ impl RenderLoop {
             )),
             _ => None,
         };
-        let i420 = self.setup.i420.then(|| {
-            let pooled = video.as_ref().and_then(|v| v.as_ref().ok());
-            self.i420_frame(pooled)
-        });
         self.shared
             .counters
             .record_render(started.elapsed().as_nanos() as u64);
         self.shared
             .counters
             .last_mouth_opening
-            .store(mouth.to_bits(), Ordering::Relaxed);
+            .store(info.mouth_opening.to_bits(), Ordering::Relaxed);
 
         if let Some(video) = video {
             match video {
@@ -429,42 +438,63 @@ impl RenderLoop {
         c.current_pts_ns.store(next_pts, Ordering::Relaxed);
     }
 
-    /// RGB -> I420 straight into a pooled buffer, stamped with the frame's PTS and duration.
-    fn make_video_buffer(
-        &self,
-        pool: &gst::BufferPool,
-        pts: u64,
-        duration: u64,
-    ) -> Result<gst::Buffer, gst::FlowError> {
-        let mut buffer = pool.acquire_buffer(None)?;
-        let b = buffer.get_mut().ok_or(gst::FlowError::Error)?;
-        b.set_pts(gst::ClockTime::from_nseconds(pts));
-        b.set_duration(gst::ClockTime::from_nseconds(duration));
-        {
-            let mut map = b.map_writable().map_err(|_| gst::FlowError::Error)?;
-            rgb_to_i420(&self.rgb, map.as_mut_slice());
+    /// Runs the producer once for this tick: into the pooled buffer when there is one (and
+    /// copies it for the `I420` event when asked), else into the event's own buffer when asked,
+    /// else without pixels. A pooled buffer that cannot be mapped becomes a lost frame (`Err`).
+    fn produce(
+        &mut self,
+        inputs: &Tick,
+        video: &mut Option<Result<gst::Buffer, gst::FlowError>>,
+    ) -> (Result<crate::frames::FrameInfo, ProducerError>, Option<Vec<u8>>) {
+        let size = self.frame_len;
+        let mut unmappable = false;
+        if let Some(Ok(buffer)) = video.as_mut() {
+            let mut mapped = buffer.get_mut().and_then(|b| b.map_writable().ok());
+            match mapped.as_mut().and_then(|m| m.as_mut_slice().get_mut(..size)) {
+                Some(out) => {
+                    let produced = self.producer.produce(inputs, Some(&mut *out));
+                    let i420 = self.setup.i420.then(|| out.to_vec());
+                    return (produced, i420);
+                }
+                None => unmappable = true,
+            }
         }
-        Ok(buffer)
+        if unmappable {
+            *video = Some(Err(gst::FlowError::Error));
+        }
+        if self.setup.i420 {
+            let mut out = vec![0u8; size];
+            let produced = self.producer.produce(inputs, Some(&mut out));
+            (produced, Some(out))
+        } else {
+            (self.producer.produce(inputs, None), None)
+        }
     }
 
-    /// The frame's I420 planes as an owned, packed buffer for the `I420` event: a copy of the
-    /// encoders' pooled buffer when there is one, else the RGB frame converted into a new one.
-    fn i420_frame(&self, pooled: Option<&gst::Buffer>) -> Vec<u8> {
-        let size = i420_size(self.setup.width, self.setup.height);
-        if let Some(copy) = pooled.and_then(|b| packed_copy(b, size)) {
-            return copy;
-        }
-        let mut out = vec![0u8; size];
-        rgb_to_i420(&self.rgb, &mut out);
-        out
+    /// A producer error: the session stops producing, like after a pipeline error.
+    fn producer_failed(&mut self, e: ProducerError) {
+        let e = MediaError::Render(e.to_string());
+        self.shared.counters.failed.store(true, Ordering::Release);
+        self.shared.emitter.emit(MediaEvent::Error {
+            code: e.code().into(),
+            message: format!("{e} (frame {})", self.frame),
+            element: None,
+            debug: None,
+        });
     }
 }
 
-/// The first `size` bytes of a pooled frame buffer (packed I420: the pool's buffers have no
-/// video meta, no strides), or None when it cannot be read or is too short.
-fn packed_copy(buffer: &gst::Buffer, size: usize) -> Option<Vec<u8>> {
-    let map = buffer.map_readable().ok()?;
-    map.as_slice().get(..size).map(<[u8]>::to_vec)
+/// A buffer from the pool stamped with the frame's PTS and duration, for the producer to fill.
+fn stamped_buffer(
+    pool: &gst::BufferPool,
+    pts: u64,
+    duration: u64,
+) -> Result<gst::Buffer, gst::FlowError> {
+    let mut buffer = pool.acquire_buffer(None)?;
+    let b = buffer.get_mut().ok_or(gst::FlowError::Error)?;
+    b.set_pts(gst::ClockTime::from_nseconds(pts));
+    b.set_duration(gst::ClockTime::from_nseconds(duration));
+    Ok(buffer)
 }
 
 #[cfg(test)]
@@ -478,14 +508,5 @@ mod tests {
         expand_range(&from, &mut to, 5);
         assert_eq!(&to[..5], &[0, 255, 128, 0, 255]);
         assert_eq!(&to[5..], &[0, 255, 128]);
-    }
-
-    #[test]
-    fn packed_copy_takes_the_frame_bytes_or_nothing() {
-        crate::init().unwrap();
-        let buffer = gst::Buffer::from_slice((0..=255u8).collect::<Vec<_>>());
-        assert_eq!(packed_copy(&buffer, 6), Some(vec![0, 1, 2, 3, 4, 5]));
-        assert_eq!(packed_copy(&buffer, 256).map(|v| v.len()), Some(256));
-        assert_eq!(packed_copy(&buffer, 257), None);
     }
 }

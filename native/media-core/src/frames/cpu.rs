@@ -1,0 +1,126 @@
+//! The CPU frame producer: `animation::Animator` decides the face at each tick's pts,
+//! `face_render::Renderer` warps the photo into an RGB frame, `rgb_to_i420` converts it into the
+//! loop's buffer.
+//!
+//! Per tick, in this order (the order the animator needs): interrupt, new visemes, the tick's
+//! audio (heard as it is played, one tick at a time, so its analysis costs the same small amount
+//! every frame; handing it whole utterances at push time cost ~1 ms per second of speech on a
+//! single frame, which made frames late when several sessions queued speech at once), then
+//! `face_at(pts)`, render, convert. The RGB frame is rendered even when no one takes the pixels:
+//! the mouth statistic comes from the renderer. Its prepared face is an `Arc<FaceRig>`.
+
+use std::sync::Arc;
+
+use animation::motion::DrivingMotion;
+use animation::Animator;
+use face_render::{rgb_to_i420, FaceRig, Renderer, RgbImage};
+
+use super::{
+    check_frame_len, Control, FaceAsset, FrameInfo, FrameProducer, FrameSpec, PreparedFace,
+    ProducerError, ProducerFactory, Tick,
+};
+use crate::playout::SESSION_RATE_HZ;
+
+/// Render options of the CPU renderer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuOptions {
+    /// Renderer supersampling, 1..=4 (see face-render).
+    pub upsample_factor: f32,
+}
+
+impl Default for CpuOptions {
+    fn default() -> Self {
+        CpuOptions {
+            upsample_factor: 1.0,
+        }
+    }
+}
+
+/// Makes `CpuProducer`s; faces are `FaceRig`s.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuFactory {
+    pub options: CpuOptions,
+}
+
+impl CpuFactory {
+    pub fn new(options: CpuOptions) -> CpuFactory {
+        CpuFactory { options }
+    }
+}
+
+fn rig_of(face: PreparedFace) -> Result<Arc<FaceRig>, ProducerError> {
+    face.downcast::<FaceRig>()
+        .map_err(|_| ProducerError::WrongFace)
+}
+
+impl ProducerFactory for CpuFactory {
+    fn prepare_face(&self, face: FaceAsset) -> Result<PreparedFace, ProducerError> {
+        let photo = RgbImage::from_raw(face.width, face.height, face.rgb).ok_or_else(|| {
+            ProducerError::InvalidFace(format!(
+                "pixel buffer length does not match {}x{}x3",
+                face.width, face.height
+            ))
+        })?;
+        let rig = FaceRig::new(photo, &face.landmarks)
+            .map_err(|e| ProducerError::InvalidFace(e.to_string()))?;
+        Ok(Arc::new(rig))
+    }
+
+    fn create(
+        &self,
+        spec: FrameSpec,
+        face: PreparedFace,
+        motion: DrivingMotion,
+    ) -> Result<Box<dyn FrameProducer>, ProducerError> {
+        let rig = rig_of(face)?;
+        let renderer = Renderer::new(rig, spec.width, spec.height, self.options.upsample_factor)
+            .map_err(|e| ProducerError::Failed(e.to_string()))?;
+        Ok(Box::new(CpuProducer {
+            spec,
+            renderer,
+            animator: Animator::new(motion, spec.seed),
+            rgb: RgbImage::new(spec.width, spec.height),
+        }))
+    }
+}
+
+/// One session's CPU renderer and animator, and the RGB frame between them.
+pub struct CpuProducer {
+    spec: FrameSpec,
+    renderer: Renderer,
+    animator: Animator,
+    rgb: RgbImage,
+}
+
+impl FrameProducer for CpuProducer {
+    fn control(&mut self, control: Control) -> Result<(), ProducerError> {
+        match control {
+            Control::SetFace(face) => self.renderer.set_rig(rig_of(face)?),
+            Control::SetMotion(motion) => self.animator.set_motion(motion),
+            Control::SetListening(on) => self.animator.set_listening(on),
+        }
+        Ok(())
+    }
+
+    fn produce(&mut self, tick: &Tick, out: Option<&mut [u8]>) -> Result<FrameInfo, ProducerError> {
+        if let Some(out) = &out {
+            check_frame_len(&self.spec, out)?;
+        }
+        if let Some(t) = tick.interrupt_at {
+            self.animator.interrupt(t);
+        }
+        if !tick.new_visemes.is_empty() {
+            self.animator.push_visemes(tick.new_visemes);
+        }
+        self.animator
+            .push_audio(tick.pts_ns, SESSION_RATE_HZ, tick.audio);
+        let face = self.animator.face_at(tick.pts_ns);
+        self.renderer.render(&face, &mut self.rgb);
+        if let Some(out) = out {
+            rgb_to_i420(&self.rgb, out);
+        }
+        Ok(FrameInfo {
+            mouth_opening: self.renderer.last_mouth_opening(),
+        })
+    }
+}
