@@ -33,7 +33,7 @@ use gstreamer as gst;
 pub use animation::motion::DrivingMotion;
 pub use animation::timeline::{frame_pts_ns, ns_to_samples, samples_to_ns};
 pub use animation::track::VisemeEvent;
-pub use animation::viseme::viseme_for_phoneme;
+pub use animation::viseme::{viseme_for_phoneme, Viseme};
 pub use face_render::i420_size;
 
 /// What a session's producer is fixed to for its whole life.
