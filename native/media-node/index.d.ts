@@ -9,18 +9,9 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-/**
- * A face rig built ahead of time by `createFaceRig`; pass it to `setFace` to switch faces
- * without blocking the event loop. Opaque; holds no JavaScript memory.
- */
-export declare class FaceRig {
-  /** Not constructible from JavaScript: use `createFaceRig`. */
-  constructor()
-}
-
 export declare class MediaSession {
   /**
-   * Starts a session on the calling (JS) thread: builds the face rig and launches the
+   * Starts a session on the calling (JS) thread: prepares the face and launches the
    * pipelines, tens of milliseconds to ~0.3 s of blocked event loop; `startMediaSession` does
    * the same on the thread pool. `onEvent` receives every event, `closed` last.
    */
@@ -37,10 +28,10 @@ export declare class MediaSession {
    */
   interrupt(): InterruptResult
   /**
-   * Switches faces. A `FaceInput` builds the rig here, on the JS thread; a `FaceRig` from
-   * `createFaceRig` was built on the thread pool.
+   * Switches faces. A `FaceInput` is prepared here, on the JS thread; a `PreparedFace` from
+   * `prepareFace` was prepared on the thread pool.
    */
-  setFace(face: FaceInput | FaceRig): void
+  setFace(face: FaceInput | PreparedFace): void
   /** Replaces the driving motion (head pose, eyes) from the next frame on. */
   setDriving(motion: MotionInput): void
   /**
@@ -89,6 +80,15 @@ export declare class OpusDecoder {
   reset(): void
 }
 
+/**
+ * A face prepared ahead of time by `prepareFace`; pass it to `setFace` to switch faces without
+ * blocking the event loop. Opaque; holds no JavaScript memory; may serve several sessions.
+ */
+export declare class PreparedFace {
+  /** Not constructible from JavaScript: use `prepareFace`. */
+  constructor()
+}
+
 /** A loaded Whisper model (whisper.cpp ggml file). Opaque; holds no JavaScript memory. */
 export declare class WhisperModel {
   /** Not constructible from JavaScript: use `loadWhisperModel`. */
@@ -98,12 +98,6 @@ export declare class WhisperModel {
   /** Transcribes mono float audio (-1..1) at 16 kHz on the thread pool. */
   transcribe(pcm: Float32Array, options?: WhisperTranscribeOptions | undefined | null, signal?: AbortSignal | undefined | null): Promise<WhisperTranscript>
 }
-
-/**
- * Builds a face rig on the libuv thread pool, for `MediaSession.setFace`. Rejects with
- * `INVALID_ARGUMENT` or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
- */
-export declare function createFaceRig(face: FaceInput, signal?: AbortSignal | undefined | null): Promise<FaceRig>
 
 /** Probes GStreamer's registry for the encoders the pipelines need. */
 export declare function detectEncoders(): EncoderCaps
@@ -281,6 +275,12 @@ export interface PhonemeTiming {
  */
 export declare function phonemizeIpa(text: string, voice: string, signal?: AbortSignal | undefined | null): Promise<string[]>
 
+/**
+ * Prepares a face on the libuv thread pool, for `MediaSession.setFace`. Rejects with
+ * `INVALID_ARGUMENT` or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
+ */
+export declare function prepareFace(face: FaceInput, signal?: AbortSignal | undefined | null): Promise<PreparedFace>
+
 export interface PushAudioOptions {
   /** Where the chunk starts on the session clock; default: right after the queued audio. */
   ptsNs?: number
@@ -294,7 +294,7 @@ export interface PushAudioResult {
 }
 
 /**
- * `new MediaSession(config, onEvent)` without blocking the event loop: the face rig is built and
+ * `new MediaSession(config, onEvent)` without blocking the event loop: the face is prepared and
  * the pipelines launched on the libuv thread pool. Rejects with the same codes the constructor
  * throws. Events may start before the promise settles (realtime pacing): they are queued.
  */

@@ -694,15 +694,15 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.FaceRig = nativeBinding.FaceRig
 module.exports.MediaSession = nativeBinding.MediaSession
 module.exports.OpusDecoder = nativeBinding.OpusDecoder
+module.exports.PreparedFace = nativeBinding.PreparedFace
 module.exports.WhisperModel = nativeBinding.WhisperModel
-module.exports.createFaceRig = nativeBinding.createFaceRig
 module.exports.detectEncoders = nativeBinding.detectEncoders
 module.exports.gstreamerVersion = nativeBinding.gstreamerVersion
 module.exports.loadWhisperModel = nativeBinding.loadWhisperModel
 module.exports.phonemizeIpa = nativeBinding.phonemizeIpa
+module.exports.prepareFace = nativeBinding.prepareFace
 module.exports.startMediaSession = nativeBinding.startMediaSession
 module.exports.synthesizeEspeak = nativeBinding.synthesizeEspeak
 module.exports.synthesizeFlite = nativeBinding.synthesizeFlite

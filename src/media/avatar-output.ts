@@ -12,7 +12,7 @@ import type { OutputSize } from '../core/video-size.js';
 import type { AvatarOutput, AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
 import type { PhonemeTiming } from '../audio/pcm.js';
 import type { AvatarAssets } from './avatar-assets.js';
-import { MediaSession, createFaceRig } from './media-session.js';
+import { MediaSession, prepareFace } from './media-session.js';
 
 /** What the avatar of a connection renders and encodes. */
 export interface AvatarStartOptions {
@@ -126,8 +126,8 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
 
   async setFace(faceId: string): Promise<void> {
     const face = await this.options.assets.face(faceId, this.options.userId, this.size.width, this.size.height);
-    const rig = await createFaceRig(face);
-    if (!this.media.closed) this.media.setFace(rig);
+    const prepared = await prepareFace(face);
+    if (!this.media.closed) this.media.setFace(prepared);
   }
 
   listen(on: boolean): void {

@@ -14,7 +14,7 @@
  * a raw frame (width x height luma bytes, then the two quarter-size chroma planes, BT.601 limited
  * range, rows packed) with the PTS and frame index of the same frame's `jpeg` event.
  *
- * Starting: `await MediaSession.start(config)` builds the face rig and launches the pipelines on
+ * Starting: `await MediaSession.start(config)` prepares the face and launches the pipelines on
  * the libuv thread pool; `new MediaSession(config)` does the same on the event loop (tens of ms
  * up to ~0.3 s with five outputs), which stalls every other session's events meanwhile: use it
  * in tests and tools, `start` in the server.
@@ -35,13 +35,13 @@ import {
   toNativeError,
   type EncoderCaps,
   type FaceInput,
-  type FaceRig,
   type InterruptResult,
   type MediaEvent,
   type MediaSessionConfig,
   type MediaStats,
   type MotionInput,
   type NativeMediaSession,
+  type PreparedFace,
   type PushAudioOptions,
   type PushAudioResult,
 } from './native.js';
@@ -49,12 +49,12 @@ import {
 export type {
   EncoderCaps,
   FaceInput,
-  FaceRig,
   InterruptResult,
   MediaEvent,
   MediaSessionConfig,
   MediaStats,
   MotionInput,
+  PreparedFace,
   PushAudioOptions,
   PushAudioResult,
 };
@@ -112,7 +112,7 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
   }
 
   /**
-   * Starts a session without blocking the event loop (rig and pipelines are built on the libuv
+   * Starts a session without blocking the event loop (face and pipelines are prepared on the libuv
    * thread pool). Events that come before the caller could attach listeners (realtime pacing
    * starts rendering at once) are held and emitted on the next turn of the event loop.
    */
@@ -142,8 +142,8 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
     return callNative(() => this.#native.interrupt());
   }
 
-  /** Switches faces. A `FaceInput` builds the rig on the event loop; for large photos use `createFaceRig` first. */
-  setFace(face: FaceInput | FaceRig): void {
+  /** Switches faces. A `FaceInput` is prepared on the event loop; for large photos use `prepareFace` first. */
+  setFace(face: FaceInput | PreparedFace): void {
     callNative(() => this.#native.setFace(face));
   }
 
@@ -268,10 +268,13 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
   }
 }
 
-/** Builds a face rig on the libuv thread pool, for `setFace` without blocking the event loop. */
-export function createFaceRig(face: FaceInput, signal?: AbortSignal): Promise<FaceRig> {
+/**
+ * Prepares a face for the renderer on the libuv thread pool, for `setFace` without blocking the
+ * event loop; one prepared face can serve several sessions.
+ */
+export function prepareFace(face: FaceInput, signal?: AbortSignal): Promise<PreparedFace> {
   const binding = loadBinding();
-  return awaitNative(callNative(() => binding.createFaceRig(face, signal)));
+  return awaitNative(callNative(() => binding.prepareFace(face, signal)));
 }
 
 /** The encoders this machine's GStreamer offers (H.264 element name, VP8, Opus, JPEG). */

@@ -22,7 +22,7 @@ import * as assert from 'uvu/assert';
 import { NativeError } from '../../src/core/errors.js';
 import { faceInputFromImage } from '../../src/media/face-input.js';
 import type { FaceLandmarks } from '../../src/media/face-registration.js';
-import { MediaSession, createFaceRig, detectEncoders, gstreamerVersion, type MediaSessionConfig } from '../../src/media/media-session.js';
+import { MediaSession, detectEncoders, gstreamerVersion, prepareFace, type MediaSessionConfig } from '../../src/media/media-session.js';
 import { loadBinding } from '../../src/media/native.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -136,8 +136,8 @@ Binding('bad configs are refused with INVALID_ARGUMENT, naming the field', async
 Binding('landmarks that are not a face rig are refused with RIG_ERROR', async () => {
   const base = await config();
   throwsCode(() => new MediaSession({ ...base, face: { ...base.face, landmarks: new Float32Array(3 * 10) } }), 'rig_error');
-  await rejectsCode(createFaceRig({ ...base.face, landmarks: new Float32Array(3 * 10) }), 'rig_error');
-  await rejectsCode(createFaceRig({ ...base.face, rgb: Buffer.alloc(3) }), 'invalid_argument');
+  await rejectsCode(prepareFace({ ...base.face, landmarks: new Float32Array(3 * 10) }), 'rig_error');
+  await rejectsCode(prepareFace({ ...base.face, rgb: Buffer.alloc(3) }), 'invalid_argument');
   await rejectsCode(MediaSession.start({ ...base, face: { ...base.face, landmarks: new Float32Array(3 * 10) } }), 'rig_error');
   await rejectsCode(MediaSession.start({ ...base, fps: 0 }), 'invalid_argument');
 });
@@ -147,8 +147,8 @@ Binding('a missing pipelines folder is refused with the core code, and calls aft
   throwsCode(() => new MediaSession({ ...base, pipelinesDir: path.join(ROOT, 'no-such-pipelines') }), 'pipeline_not_found');
 
   const session = new MediaSession(base);
-  const rig = await createFaceRig(base.face);
-  session.setFace(rig);
+  const prepared = await prepareFace(base.face);
+  session.setFace(prepared);
   await session.close();
   await session.close(); // idempotent
   throwsCode(() => session.advance(1), 'session_closed');

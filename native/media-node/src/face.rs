@@ -1,22 +1,24 @@
-//! Face photos and driving motions in from JavaScript: `FaceInput` → `face_render::FaceRig`,
-//! `MotionInput` → `animation::motion::DrivingMotion`, plus `createFaceRig`, which builds a rig
-//! on the libuv thread pool so a face change never stalls the event loop.
+//! Face photos and driving motions in from JavaScript: `FaceInput` → media-core's `FaceAsset` →
+//! a `PreparedFace` (what the renderer shows; for the CPU renderer a mesh rig), `MotionInput` →
+//! `DrivingMotion`, plus `prepareFace`, which prepares a face on the libuv thread pool so a face
+//! change never stalls the event loop. Faces are prepared by the renderer `MediaSession::start`
+//! uses (media-core's CPU producer): the one place this binding names it.
 //!
 //! Input bytes are copied out of the JS buffers on the JS thread before any work starts: a
 //! buffer JavaScript still owns can be mutated or detached (transferred) while a worker thread
 //! reads it.
 
-use std::sync::Arc;
-
-use animation::motion::DrivingMotion;
-use face_render::{FaceRig as Rig, RgbImage};
+use media_core::frames::cpu::CpuFactory;
+use media_core::frames::{
+    DrivingMotion, FaceAsset, PreparedFace as CoreFace, ProducerError, ProducerFactory,
+};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::convert::{to_positive_f32, to_u32};
 use crate::error::{guard, invalid_argument, js_error, rejection, ErrorCode, JsResult};
 
-/// MediaPipe face mesh with irises: 468 + 10 points (face-render also takes the 468 without).
+/// MediaPipe face mesh with irises: 468 + 10 points (the renderer also takes the 468 without).
 pub const LANDMARK_COUNT: usize = 478;
 /// Numbers per driving-motion frame: pitch, yaw, roll (degrees), tx, ty (fraction of face
 /// width), scale, eyeL, eyeR (0 closed .. 1 open; below 0 = no eye data for that frame).
@@ -42,10 +44,9 @@ pub struct MotionInput {
     pub frames: Float32Array,
 }
 
-/// The owned, checked copy of a `FaceInput`, ready to build a rig on any thread.
+/// The owned, checked copy of a `FaceInput`, ready to prepare on any thread.
 pub struct FaceData {
-    image: RgbImage,
-    landmarks: Vec<[f32; 3]>,
+    asset: FaceAsset,
 }
 
 impl FaceData {
@@ -64,7 +65,7 @@ impl FaceData {
                 face.rgb.len()
             )));
         }
-        // Count and values are face-render's to judge (478, or 468 without irises): RIG_ERROR.
+        // Count and values are the renderer's to judge (478, or 468 without irises): RIG_ERROR.
         let values: &[f32] = &face.landmarks;
         if !values.len().is_multiple_of(3) {
             return Err(invalid_argument(format!(
@@ -73,19 +74,27 @@ impl FaceData {
             )));
         }
         let landmarks = values.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect();
-        let image = RgbImage {
-            width,
-            height,
-            data: face.rgb.to_vec(),
-        };
-        Ok(FaceData { image, landmarks })
+        Ok(FaceData {
+            asset: FaceAsset {
+                width,
+                height,
+                rgb: face.rgb.to_vec(),
+                landmarks,
+            },
+        })
     }
 
     /// The heavy part: may run off the JS thread.
-    pub fn build(self) -> Result<Arc<Rig>, ErrorCode> {
-        Rig::new(self.image, &self.landmarks)
-            .map(Arc::new)
-            .map_err(|e| js_error(ErrorCode::RIG_ERROR, format!("face rig: {e}")))
+    pub fn prepare(self) -> Result<CoreFace, ErrorCode> {
+        CpuFactory::default()
+            .prepare_face(self.asset)
+            .map_err(|e| {
+                let why = match e {
+                    ProducerError::InvalidFace(why) => why,
+                    other => other.to_string(),
+                };
+                js_error(ErrorCode::RIG_ERROR, format!("face rig: {why}"))
+            })
     }
 }
 
@@ -102,26 +111,26 @@ pub fn motion_from_input(motion: &MotionInput, field: &str) -> Result<DrivingMot
         .map_err(|e| js_error(ErrorCode::MOTION_ERROR, format!("{field}: {e}")))
 }
 
-/// A face rig built ahead of time by `createFaceRig`; pass it to `setFace` to switch faces
-/// without blocking the event loop. Opaque; holds no JavaScript memory.
+/// A face prepared ahead of time by `prepareFace`; pass it to `setFace` to switch faces without
+/// blocking the event loop. Opaque; holds no JavaScript memory; may serve several sessions.
 #[napi]
-pub struct FaceRig {
-    pub(crate) rig: Arc<Rig>,
+pub struct PreparedFace {
+    pub(crate) face: CoreFace,
 }
 
 #[napi]
-impl FaceRig {
-    /// Not constructible from JavaScript: use `createFaceRig`.
+impl PreparedFace {
+    /// Not constructible from JavaScript: use `prepareFace`.
     #[napi(constructor)]
     pub fn new() -> Result<Self, ErrorCode> {
         Err(js_error(
             ErrorCode::INVALID_ARGUMENT,
-            "FaceRig is created by createFaceRig(face)",
+            "PreparedFace is created by prepareFace(face)",
         ))
     }
 }
 
-pub struct BuildFaceRig {
+pub struct PrepareFace {
     /// The checked input, or why it was refused (reported as the promise's rejection, so a
     /// bad argument rejects like every other failure instead of throwing synchronously).
     face: Option<JsResult<FaceData>>,
@@ -129,36 +138,36 @@ pub struct BuildFaceRig {
 
 /// `compute` reports failures as `Ok(Err(..))` so `resolve`, on the JS thread, can reject with
 /// their own code (a task's compute error only carries a napi `Status`).
-impl Task for BuildFaceRig {
-    type Output = JsResult<Arc<Rig>>;
-    type JsValue = FaceRig;
+impl Task for PrepareFace {
+    type Output = JsResult<CoreFace>;
+    type JsValue = PreparedFace;
 
     fn compute(&mut self) -> Result<Self::Output> {
         let face = self.face.take();
-        Ok(guard("createFaceRig()", move || match face {
-            Some(face) => face?.build(),
+        Ok(guard("prepareFace()", move || match face {
+            Some(face) => face?.prepare(),
             None => Err(js_error(
                 ErrorCode::NATIVE_PANIC,
-                "createFaceRig(): task ran twice",
+                "prepareFace(): task ran twice",
             )),
         }))
     }
 
     fn resolve(&mut self, env: Env, output: Self::Output) -> Result<Self::JsValue> {
         match output {
-            Ok(rig) => Ok(FaceRig { rig }),
+            Ok(face) => Ok(PreparedFace { face }),
             Err(err) => Err(rejection(&env, err)),
         }
     }
 }
 
-/// Builds a face rig on the libuv thread pool, for `MediaSession.setFace`. Rejects with
+/// Prepares a face on the libuv thread pool, for `MediaSession.setFace`. Rejects with
 /// `INVALID_ARGUMENT` or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
-#[napi(ts_return_type = "Promise<FaceRig>")]
-pub fn create_face_rig(face: FaceInput, signal: Option<AbortSignal>) -> AsyncTask<BuildFaceRig> {
+#[napi(ts_return_type = "Promise<PreparedFace>")]
+pub fn prepare_face(face: FaceInput, signal: Option<AbortSignal>) -> AsyncTask<PrepareFace> {
     // Copying the input is the only work done on the JS thread.
-    let checked = guard("createFaceRig()", || FaceData::from_input(&face, "face"));
-    let task = BuildFaceRig {
+    let checked = guard("prepareFace()", || FaceData::from_input(&face, "face"));
+    let task = PrepareFace {
         face: Some(checked),
     };
     match signal {

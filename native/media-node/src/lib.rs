@@ -6,7 +6,7 @@
 //! the only code that loads it.
 //!
 //! Exports: `MediaSession` and `startMediaSession` (session.rs), `MediaEvent` objects through one
-//! threadsafe function per session (events.rs), `createFaceRig` / `FaceRig` (face.rs),
+//! threadsafe function per session (events.rs), `prepareFace` / `PreparedFace` (face.rs),
 //! `detectEncoders`, `gstreamerVersion`, `OpusDecoder` (opus.rs). Error codes: error.rs. Argument
 //! checks: convert.rs.
 

@@ -14,16 +14,14 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use animation::motion::DrivingMotion;
-use animation::track::VisemeEvent;
-use animation::viseme::viseme_for_phoneme;
+use media_core::frames::{viseme_for_phoneme, DrivingMotion, VisemeEvent};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::convert::{to_js_i64, to_positive_f32, to_u32, to_u64, to_u8};
 use crate::error::{guard, invalid_argument, js_error, rejection, ErrorCode, JsResult};
 use crate::events::{EventChannel, MediaEvent};
-use crate::face::{motion_from_input, FaceData, FaceInput, FaceRig, MotionInput};
+use crate::face::{motion_from_input, FaceData, FaceInput, MotionInput, PreparedFace};
 use crate::media_error;
 
 /// Which outputs the session produces; all default to false.
@@ -194,7 +192,7 @@ impl Task for CloseSession {
 
 #[napi]
 impl MediaSession {
-    /// Starts a session on the calling (JS) thread: builds the face rig and launches the
+    /// Starts a session on the calling (JS) thread: prepares the face and launches the
     /// pipelines, tens of milliseconds to ~0.3 s of blocked event loop; `startMediaSession` does
     /// the same on the thread pool. `onEvent` receives every event, `closed` last.
     #[napi(
@@ -261,17 +259,17 @@ impl MediaSession {
         })
     }
 
-    /// Switches faces. A `FaceInput` builds the rig here, on the JS thread; a `FaceRig` from
-    /// `createFaceRig` was built on the thread pool.
-    #[napi(ts_args_type = "face: FaceInput | FaceRig")]
-    pub fn set_face(&self, face: Either<&FaceRig, FaceInput>) -> Result<(), ErrorCode> {
+    /// Switches faces. A `FaceInput` is prepared here, on the JS thread; a `PreparedFace` from
+    /// `prepareFace` was prepared on the thread pool.
+    #[napi(ts_args_type = "face: FaceInput | PreparedFace")]
+    pub fn set_face(&self, face: Either<&PreparedFace, FaceInput>) -> Result<(), ErrorCode> {
         guard("setFace()", || {
             let session = self.open()?;
-            let rig = match face {
-                Either::A(prebuilt) => Arc::clone(&prebuilt.rig),
-                Either::B(input) => FaceData::from_input(&input, "face")?.build()?,
+            let face = match face {
+                Either::A(prepared) => Arc::clone(&prepared.face),
+                Either::B(input) => FaceData::from_input(&input, "face")?.prepare()?,
             };
-            session.set_face(rig).map_err(media_error)
+            session.set_face(face).map_err(media_error)
         })
     }
 
@@ -423,14 +421,14 @@ impl Prepared {
         })
     }
 
-    /// On any thread: builds the rig and starts the session (the slow part). The event channel
+    /// On any thread: prepares the face and starts the session (the slow part). The event channel
     /// is released when the start fails: no session, no events.
     fn launch(self, events: &Arc<EventChannel>) -> JsResult<media_core::MediaSession> {
         let started = media_core::init()
             .map_err(media_error)
-            .and_then(|()| self.face.build())
-            .and_then(|rig| {
-                media_core::MediaSession::start(self.config, rig, self.motion, events.sink())
+            .and_then(|()| self.face.prepare())
+            .and_then(|face| {
+                media_core::MediaSession::start(self.config, face, self.motion, events.sink())
                     .map_err(media_error)
             });
         if started.is_err() {
@@ -475,7 +473,7 @@ impl Task for StartSession {
     }
 }
 
-/// `new MediaSession(config, onEvent)` without blocking the event loop: the face rig is built and
+/// `new MediaSession(config, onEvent)` without blocking the event loop: the face is prepared and
 /// the pipelines launched on the libuv thread pool. Rejects with the same codes the constructor
 /// throws. Events may start before the promise settles (realtime pacing): they are queued.
 #[napi(
