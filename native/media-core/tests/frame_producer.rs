@@ -184,26 +184,26 @@ fn collector() -> (Arc<Mutex<Vec<MediaEvent>>>, EventSink) {
 fn frames(events: &[MediaEvent]) -> Vec<(u64, u64, u8, u8, u8, bool)> {
     let y_len = (W * H) as usize;
     let c_len = y_len / 4;
-    events
-        .iter()
-        .filter_map(|e| match e {
-            MediaEvent::I420 {
-                data,
-                pts_ns,
-                frame_index,
-                width,
-                height,
-            } => {
-                assert_eq!((*width, *height, data.len()), (W, H, y_len * 3 / 2));
-                let (y, u, v) = (data[0], data[y_len], data[y_len + c_len]);
-                let uniform = data[..y_len].iter().all(|&p| p == y)
-                    && data[y_len..y_len + c_len].iter().all(|&p| p == u)
-                    && data[y_len + c_len..].iter().all(|&p| p == v);
-                Some((*frame_index, *pts_ns, y, u, v, uniform))
-            }
-            _ => None,
-        })
-        .collect()
+    let mut frames = Vec::new();
+    for e in events {
+        // (width and height are the loop's, checked in session_outputs.rs)
+        let MediaEvent::I420 {
+            data,
+            pts_ns,
+            frame_index,
+            ..
+        } = e
+        else {
+            continue;
+        };
+        assert_eq!(data.len(), y_len * 3 / 2);
+        let (y, u, v) = (data[0], data[y_len], data[y_len + c_len]);
+        let uniform = data[..y_len].iter().all(|&p| p == y)
+            && data[y_len..y_len + c_len].iter().all(|&p| p == u)
+            && data[y_len + c_len..].iter().all(|&p| p == v);
+        frames.push((*frame_index, *pts_ns, y, u, v, uniform));
+    }
+    frames
 }
 
 fn ticks(log: &Log) -> Vec<Seen> {
