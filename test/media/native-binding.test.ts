@@ -133,6 +133,16 @@ Binding('bad configs are refused with INVALID_ARGUMENT, naming the field', async
   }
 });
 
+Binding('upsampleFactor reaches the renderer (media-core CpuOptions): outside 1..4 it refuses the session, 2 renders', async () => {
+  const base = await config();
+  const err = throwsCode(() => new MediaSession({ ...base, upsampleFactor: 8 }), 'renderer_failed');
+  assert.match(err.message, /upsample factor 8/);
+  const session = new MediaSession({ ...base, upsampleFactor: 2 });
+  session.advance(2);
+  await session.close();
+  assert.is(session.stats().framesRendered, 2);
+});
+
 Binding('landmarks that are not a face rig are refused with RIG_ERROR', async () => {
   const base = await config();
   throwsCode(() => new MediaSession({ ...base, face: { ...base.face, landmarks: new Float32Array(3 * 10) } }), 'rig_error');

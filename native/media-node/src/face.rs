@@ -1,8 +1,8 @@
 //! Face photos and driving motions in from JavaScript: `FaceInput` → media-core's `FaceAsset` →
 //! a `PreparedFace` (what the renderer shows; for the CPU renderer a mesh rig), `MotionInput` →
 //! `DrivingMotion`, plus `prepareFace`, which prepares a face on the libuv thread pool so a face
-//! change never stalls the event loop. Faces are prepared by the renderer `MediaSession::start`
-//! uses (media-core's CPU producer): the one place this binding names it.
+//! change never stalls the event loop. Faces are prepared for media-core's CPU producer, the
+//! renderer sessions run (session.rs, `Prepared::launch`).
 //!
 //! Input bytes are copied out of the JS buffers on the JS thread before any work starts: a
 //! buffer JavaScript still owns can be mutated or detached (transferred) while a worker thread

@@ -14,6 +14,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use media_core::frames::cpu::{CpuFactory, CpuOptions};
 use media_core::frames::{viseme_for_phoneme, DrivingMotion, VisemeEvent};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -407,6 +408,8 @@ impl Drop for MediaSession {
 /// A checked, owned copy of a `MediaSessionConfig`: everything `start` needs, on any thread.
 struct Prepared {
     config: media_core::SessionConfig,
+    /// The CPU renderer's options (`upsampleFactor`).
+    render: CpuOptions,
     face: FaceData,
     motion: DrivingMotion,
 }
@@ -416,6 +419,7 @@ impl Prepared {
     fn from_config(config: &MediaSessionConfig) -> JsResult<Prepared> {
         Ok(Prepared {
             config: session_config(config)?,
+            render: render_options(config)?,
             motion: motion_from_input(&config.motion, "config.motion")?,
             face: FaceData::from_input(&config.face, "config.face")?,
         })
@@ -428,7 +432,14 @@ impl Prepared {
             .map_err(media_error)
             .and_then(|()| self.face.prepare())
             .and_then(|face| {
-                media_core::MediaSession::start(self.config, face, self.motion, events.sink())
+                let renderer = Arc::new(CpuFactory::new(self.render));
+                media_core::MediaSession::start_with(
+                    self.config,
+                    renderer,
+                    face,
+                    self.motion,
+                    events.sink(),
+                )
                     .map_err(media_error)
             });
         if started.is_err() {
@@ -493,6 +504,17 @@ pub fn start_media_session(
     })
 }
 
+/// The render options: absent fields take `CpuOptions::default()`; the renderer checks the
+/// range (RENDERER_FAILED at start, as before).
+fn render_options(c: &MediaSessionConfig) -> JsResult<CpuOptions> {
+    let d = CpuOptions::default();
+    Ok(CpuOptions {
+        upsample_factor: opt(c.upsample_factor, d.upsample_factor, |v| {
+            to_positive_f32("config.upsampleFactor", v)
+        })?,
+    })
+}
+
 /// Absent optional fields take media-core's defaults (`SessionConfig::default()`); media-core
 /// checks the ranges (INVALID_ARGUMENT), this only checks that the numbers are integers that fit.
 fn session_config(c: &MediaSessionConfig) -> JsResult<media_core::SessionConfig> {
@@ -502,9 +524,6 @@ fn session_config(c: &MediaSessionConfig) -> JsResult<media_core::SessionConfig>
         width: to_u32("config.width", c.width)?,
         height: to_u32("config.height", c.height)?,
         fps: to_u32("config.fps", c.fps)?,
-        upsample_factor: opt(c.upsample_factor, d.upsample_factor, |v| {
-            to_positive_f32("config.upsampleFactor", v)
-        })?,
         outputs: media_core::Outputs {
             h264: outputs.h264.unwrap_or(false),
             vp8: outputs.vp8.unwrap_or(false),

@@ -32,7 +32,7 @@ use gstreamer as gst;
 use crate::encoders::detect_encoders;
 use crate::error::MediaError;
 use crate::events::{in_sink, Emitter, EventSink, MediaEvent};
-use crate::frames::cpu::{CpuFactory, CpuOptions};
+use crate::frames::cpu::CpuFactory;
 use crate::frames::{
     Control, DrivingMotion, FaceAsset, PreparedFace, ProducerFactory, VisemeEvent,
 };
@@ -82,9 +82,6 @@ pub struct SessionConfig {
     pub height: u32,
     /// Frames per second, 1..=120.
     pub fps: u32,
-    /// Renderer supersampling, 1..=4 (see face-render); the CPU producer's option, used by
-    /// `start` (not by `start_with`, whose factory carries its own options).
-    pub upsample_factor: f32,
     pub outputs: Outputs,
     /// 1..=100.
     pub jpeg_quality: u8,
@@ -106,7 +103,6 @@ impl Default for SessionConfig {
             width: 512,
             height: 512,
             fps: 25,
-            upsample_factor: 1.0,
             outputs: Outputs::default(),
             jpeg_quality: 80,
             keyframe_interval_frames: 50,
@@ -217,17 +213,16 @@ pub struct MediaSession {
 }
 
 impl MediaSession {
-    /// `start_with` the CPU renderer (`CpuFactory` with `config.upsample_factor`); `face` is
-    /// an `Arc<face_render::FaceRig>`.
+    /// `start_with` the CPU renderer at its default options (`CpuFactory::default()`); `face`
+    /// is an `Arc<face_render::FaceRig>`. Render options (supersampling) are the factory's, not
+    /// the session config's: `start_with(config, Arc::new(CpuFactory::new(options)), ..)`.
     pub fn start(
         config: SessionConfig,
         face: PreparedFace,
         motion: DrivingMotion,
         sink: EventSink,
     ) -> Result<MediaSession, MediaError> {
-        let factory = Arc::new(CpuFactory::new(CpuOptions {
-            upsample_factor: config.upsample_factor,
-        }));
+        let factory = Arc::new(CpuFactory::default());
         MediaSession::start_with(config, factory, face, motion, sink)
     }
 

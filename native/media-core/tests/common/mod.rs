@@ -66,7 +66,6 @@ pub fn manual_config(outputs: Outputs) -> SessionConfig {
         width: 512,
         height: 512,
         fps: 25,
-        upsample_factor: 1.0,
         outputs,
         jpeg_quality: 80,
         keyframe_interval_frames: 50,
