@@ -27,10 +27,16 @@
  * output (24 → 8 kHz), reported as `delayMs` on each converter. The output's last ≈ 1 ms (8 wire
  * samples) therefore only leaves with `flush()`. `audio/pcm` adds nothing either way.
  *
+ * Cost: G.711 input is filtered at 144 multiply-adds a wire byte, so the largest event a client may
+ * send (16 MiB of base64, 25 minutes of 8 kHz audio) is seconds of work: `decodeYielding` does it
+ * one second of audio at a time and lets the event loop run between seconds, so one client's
+ * append never stalls the others' sessions. PCM is a view or a copy, with nothing to yield for.
+ *
  * Not here: validating a client's format object (the session code does that and then calls
  * `wireFormat()`), and the base64 of the protocol. Samples are read and written little-endian
  * whatever the host's byte order.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ALAW_DECODE_TABLE, G711_RATE_HZ, linearToAlaw, linearToUlaw, ULAW_DECODE_TABLE } from './g711.js';
 import { PCM_RATE_HZ } from './pcm.js';
 import { Resampler } from './resample.js';
@@ -91,6 +97,9 @@ function readPcm16le(bytes: Buffer, pendingByte: number, out: Int16Array | Float
   return i < bytes.length ? (bytes[i] ?? 0) : -1;
 }
 
+/** G.711 bytes decoded between two turns of the event loop: one second of 8 kHz audio (a few ms of work). */
+const G711_SLICE_BYTES = G711_RATE_HZ;
+
 /**
  * One input stream (an `input_audio_buffer`'s appends) from its wire format to PCM16 mono 24 kHz.
  * Stateful: the resampler's history and, for `audio/pcm`, half a sample carry over between calls.
@@ -125,6 +134,26 @@ export class InputAudioDecoder {
     const wide = resampler.push(narrow);
     const out = new Int16Array(wide.length);
     for (let i = 0; i < wide.length; i++) out[i] = clampRound(wide[i] ?? 0);
+    return out;
+  }
+
+  /**
+   * `decode`, for an append of any size: G.711 is decoded one second of audio (8,000 bytes) at a
+   * time, yielding to the event loop between seconds. The same samples as one `decode` call.
+   */
+  async decodeYielding(bytes: Buffer): Promise<Int16Array> {
+    if (this.g711 === null || bytes.length <= G711_SLICE_BYTES) return this.decode(bytes);
+    const slices: Int16Array[] = [];
+    let length = 0;
+    for (let at = 0; at < bytes.length; at += G711_SLICE_BYTES) {
+      if (at > 0) await nextTurn();
+      const slice = this.decode(bytes.subarray(at, at + G711_SLICE_BYTES));
+      slices.push(slice);
+      length += slice.length;
+    }
+    const out = new Int16Array(length);
+    let offset = 0;
+    for (const slice of slices) (out.set(slice, offset), (offset += slice.length));
     return out;
   }
 

@@ -197,7 +197,7 @@ export class AvatarSessionEngine {
         case 'session.update':
           return await this.onSessionUpdate(typed.session);
         case 'output_audio_buffer.append':
-          return this.onAppend(typed);
+          return await this.onAppend(typed);
         case 'output_audio_buffer.commit':
           return this.onCommit();
         case 'output_audio_buffer.clear':
@@ -238,22 +238,16 @@ export class AvatarSessionEngine {
     this.emit({ type: 'session.updated', session: this.sessionObject() });
   }
 
-  private onAppend(event: AvatarClientEventOf<'output_audio_buffer.append'>): void {
+  private async onAppend(event: AvatarClientEventOf<'output_audio_buffer.append'>): Promise<void> {
     const segmentId = this.segmentIdOf(event.segment_id);
     const bytes = decodeBase64(event.audio, 'audio');
     if (bytes.length === 0) return;
     const format = this.settings.inputFormat;
-    let pcm: Int16Array;
-    if (this.decoder) {
-      pcm = this.decoder.decode(bytes);
-    } else {
-      if (bytes.length % 2 !== 0) throw new RealtimeError('invalid_audio', `PCM16 audio must have an even number of bytes; this append has ${bytes.length}.`, 'audio');
-      pcm = new Int16Array(bytes.length / 2);
-      Buffer.from(pcm.buffer).set(bytes);
-    }
-    if (pcm.length === 0) return;
-    const rate = this.decoder ? PCM_RATE_HZ : format.rate; // G.711 is decoded to 24 kHz
-    const durationNs = (pcm.length / rate) * 1e9;
+    if (!this.decoder && bytes.length % 2 !== 0) throw new RealtimeError('invalid_audio', `PCM16 audio must have an even number of bytes; this append has ${bytes.length}.`, 'audio');
+    // The append's length from its bytes, checked before anything is decoded: a G.711 append is
+    // filtered at 144 multiply-adds a byte, so its cost is bounded by the queue's limit below (and
+    // decoded a second of audio at a time, letting the event loop run between seconds).
+    const durationNs = ((this.decoder ? bytes.length : bytes.length / 2) / format.rate) * 1e9;
     const aheadNs = Math.max(this.timeline.queuedEndNs, this.playedToNs) - this.playedToNs + durationNs;
     if (aheadNs > MAX_QUEUED_AHEAD_NS) {
       throw new RealtimeError(
@@ -262,6 +256,16 @@ export class AvatarSessionEngine {
         'audio',
       );
     }
+    let pcm: Int16Array;
+    if (this.decoder) {
+      pcm = await this.decoder.decodeYielding(bytes);
+      if (this.closed) return;
+    } else {
+      pcm = new Int16Array(bytes.length / 2);
+      Buffer.from(pcm.buffer).set(bytes);
+    }
+    if (pcm.length === 0) return;
+    const rate = this.decoder ? PCM_RATE_HZ : format.rate; // G.711 is decoded to 24 kHz
     const placed = this.deps.avatar.pushSpeech(pcm, rate, []);
     this.timeline.append(placed.startPtsNs, placed.endPtsNs, segmentId);
   }

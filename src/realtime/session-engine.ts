@@ -224,7 +224,8 @@ export class RealtimeSessionEngine {
         return;
       }
       const event: ClientEvent = read.event;
-      // Audio appends are cheap and ordered with everything else through the same chain.
+      // Audio appends are ordered with everything else through the same chain (a large G.711 one
+      // yields to the event loop while it decodes; the events after it wait their turn).
       this.chain = this.chain.then(() => this.handle(event));
     } catch (err) {
       this.deps.log.error('reading a client event failed', { sessionId: this.options.sessionId, err });
@@ -309,7 +310,7 @@ export class RealtimeSessionEngine {
         case 'conversation.item.retrieve':
           return this.onItemRetrieve(event);
         case 'input_audio_buffer.append':
-          return this.onAppend(event);
+          return await this.onAppend(event);
         case 'input_audio_buffer.commit':
           return this.onCommit(event);
         case 'input_audio_buffer.clear':
@@ -453,7 +454,7 @@ export class RealtimeSessionEngine {
         'item.call_id',
       );
     }
-    const pcm = parsed.audio !== null ? this.decodeInput(parsed.audio, 'item.content.audio', new InputAudioDecoder(this.settings.inputFormat)) : null;
+    const pcm = parsed.audio !== null ? await this.decodeInput(parsed.audio, 'item.content.audio', new InputAudioDecoder(this.settings.inputFormat)) : null;
     await this.checkImages(parsed);
     if (this.closed) return;
     const previousItemId = this.conversation.insert(item, previous);
@@ -470,11 +471,12 @@ export class RealtimeSessionEngine {
 
   /**
    * Base64 audio in the session's input format as PCM16 24 kHz: PCM checked as always, G.711
-   * decoded and resampled by `decoder` (whose state carries across the appends of one stream).
+   * decoded and resampled by `decoder` (whose state carries across the appends of one stream),
+   * yielding to the event loop between seconds of audio (a large G.711 append is seconds of work).
    */
-  private decodeInput(audio: string, param: string, decoder: InputAudioDecoder): Int16Array {
+  private async decodeInput(audio: string, param: string, decoder: InputAudioDecoder): Promise<Int16Array> {
     if (decoder.format.type === 'audio/pcm') return decodePcm16(audio, param);
-    return decoder.decode(decodeBase64(audio, param));
+    return decoder.decodeYielding(decodeBase64(audio, param));
   }
 
   /** Checks an item's images (off the event loop) and keeps each as the model will get it. */
@@ -556,11 +558,13 @@ export class RealtimeSessionEngine {
 
   // ---- input audio ----
 
-  private onAppend(event: ClientEventOf<'input_audio_buffer.append'>): void {
+  private async onAppend(event: ClientEventOf<'input_audio_buffer.append'>): Promise<void> {
     this.refuseOnWebRtc(event);
     // One decoder per input format, kept across appends (no clicks at their seams).
     if (this.inputDecoder?.format !== this.settings.inputFormat) this.inputDecoder = new InputAudioDecoder(this.settings.inputFormat);
-    this.input.append(this.decodeInput(event.audio, 'audio', this.inputDecoder));
+    const pcm = await this.decodeInput(event.audio, 'audio', this.inputDecoder);
+    if (this.closed) return;
+    this.input.append(pcm);
   }
 
   /** The decoder of appended audio, for the input format it was made for. */

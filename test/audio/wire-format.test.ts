@@ -222,3 +222,20 @@ test('delayMs reports the filters: ≈ 3 ms decoding 8 → 24 kHz, ≈ 1 ms enco
 });
 
 test.run();
+
+test('decodeYielding gives the samples of one decode call, and lets the event loop run between seconds of G.711', async () => {
+  for (const format of G711_FORMATS) {
+    const wire = encodeAll(format, bytesOf(toPcm16(noise(24_000 * 5, 0.3))), [4800]); // 5 s
+    const whole = new InputAudioDecoder(format).decode(wire);
+    const decoder = new InputAudioDecoder(format);
+    let turns = 0;
+    const counting = setInterval(() => turns++, 0);
+    const yielded = await decoder.decodeYielding(wire).finally(() => clearInterval(counting));
+    assert.equal(Array.from(yielded), Array.from(whole), `${format.type}: the same samples`);
+    assert.ok(turns >= 1, `${format.type}: the event loop ran while 5 s of audio decoded (${turns} timer turns)`);
+    // The stream goes on across calls as with decode(): no seam at the call's end.
+    const tail = wire.subarray(0, 1000);
+    const joined = new InputAudioDecoder(format).decode(Buffer.concat([wire, tail]));
+    assert.equal(Array.from(await decoder.decodeYielding(tail)), Array.from(joined.subarray(whole.length)), `${format.type}: continued`);
+  }
+});
