@@ -406,8 +406,9 @@ export function parseCallBody(contentType: string, body: Buffer, multipartFields
   } else {
     throw new AppError('unsupported_media_type', `Send the offer as multipart/form-data ("sdp", "session"), application/sdp, or application/json; got '${type}'.`, { status: 415 });
   }
+  // Its size first, whatever else is wrong: an offer too large is a 413, as its body would be.
+  if (typeof sdp === 'string' && Buffer.byteLength(sdp) > MAX_OFFER_BYTES) throw new AppError('request_too_large', `The SDP offer is over ${MAX_OFFER_BYTES} bytes (real ones are a few kB).`, { status: 413, param: 'sdp' });
   const offer = readOffer({ sdp, session });
-  if (Buffer.byteLength(offer.sdp) > MAX_OFFER_BYTES) throw new AppError('request_too_large', `The SDP offer is over ${MAX_OFFER_BYTES} bytes (real ones are a few kB).`, { status: 413, param: 'sdp' });
   return { sdp: offer.sdp, session: parseSessionField(offer.session) };
 }
 
