@@ -3,26 +3,25 @@
  * (PCM16 24 kHz, every tick) and the rendered frames (JPEG, when asked for) out, on the session's
  * one clock. For a WebRTC call the same session also encodes H.264 or VP8 and Opus, handed to the
  * call's transport through onMedia() as encoded access units / RTP packets (raw frames never
- * reach JavaScript).
+ * reach JavaScript). A session's media options reach the native config in one place,
+ * nativeMediaConfig: a new option that the renderer or the encoders use is mapped there.
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
-import { DEFAULT_OUTPUT_SIZE, outputDimensions } from '../core/video-size.js';
-import type { OutputSize } from '../core/video-size.js';
+import { MEDIA_DEFAULTS, resolveMedia, type MediaOptions, type ResolvedMedia } from '../core/media-options.js';
+import { outputDimensions } from '../core/video-size.js';
 import type { AvatarOutput, AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
 import type { PhonemeTiming } from '../audio/pcm.js';
 import type { AvatarAssets } from './avatar-assets.js';
-import { MediaSession, prepareFace } from './media-session.js';
+import { MediaSession, prepareFace, type MediaSessionConfig } from './media-session.js';
 
 /** What the avatar of a connection renders and encodes. */
 export interface AvatarStartOptions {
   userId: string;
   faceId: string;
   drivingId: string;
-  fps: number;
-  /** The video size; null = DEFAULT_OUTPUT_SIZE (the runtime passes the server's setting). */
-  outputSize: OutputSize | null;
-  upsampleFactor: number;
+  /** The session's media options (null = the default; the runtime passes the server's defaults, MediaAvatarOptions). */
+  media: MediaOptions;
   /** JPEG frames for image events (WebSocket, or a call without a video track that asked for images). */
   jpeg: boolean;
   /** Raw I420 frames (an avatar-only WebSocket session with video.format i420). */
@@ -46,9 +45,17 @@ export interface CallAvatar extends AvatarOutput {
   setVideoBitrate(kbps: number): void;
 }
 
-export const DEFAULT_AVATAR_FPS = 25;
+export const DEFAULT_AVATAR_FPS = MEDIA_DEFAULTS.targetFps;
+
+/** What a session's media options set in the native session: size, frame rate, the renderer's options. */
+export function nativeMediaConfig(media: ResolvedMedia): Pick<MediaSessionConfig, 'width' | 'height' | 'fps' | 'upsampleFactor'> {
+  const { width, height } = outputDimensions(media.outputSize);
+  return { width, height, fps: media.targetFps, upsampleFactor: media.upsampleFactor };
+}
 
 export interface MediaAvatarOptions extends AvatarStartOptions {
+  /** The server's defaults where they differ from MEDIA_DEFAULTS (its AVATAR_OUTPUT_SIZE). */
+  mediaDefaults?: Partial<ResolvedMedia>;
   assets: AvatarAssets;
   pipelinesDir: string;
   jpegQuality?: number;
@@ -57,15 +64,17 @@ export interface MediaAvatarOptions extends AvatarStartOptions {
 
 export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implements CallAvatar {
   readonly fps: number;
+  /** Output size in pixels: every face is framed for it. */
+  readonly size: { width: number; height: number };
 
   private constructor(
     private readonly media: MediaSession,
     private readonly options: MediaAvatarOptions,
-    /** Output size in pixels: every face is framed for it. */
-    readonly size: { width: number; height: number },
+    native: { width: number; height: number; fps: number },
   ) {
     super();
-    this.fps = options.fps;
+    this.size = { width: native.width, height: native.height };
+    this.fps = native.fps;
     media.on('pcm', (e) => this.emit('audio', { pcm: e.data, ptsNs: e.ptsNs }));
     media.on('jpeg', (e) => this.emit('frame', { jpeg: e.data, ptsNs: e.ptsNs }));
     media.on('i420', (e) => this.emit('raw', { i420: e.data, ptsNs: e.ptsNs, frameIndex: e.frameIndex, width: e.width, height: e.height }));
@@ -73,17 +82,14 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
   }
 
   static async start(options: MediaAvatarOptions): Promise<MediaAvatarOutput> {
-    const size = outputDimensions(options.outputSize ?? DEFAULT_OUTPUT_SIZE);
+    const native = nativeMediaConfig(resolveMedia(options.media, options.mediaDefaults));
     const [face, motion] = await Promise.all([
-      options.assets.face(options.faceId, options.userId, size.width, size.height),
+      options.assets.face(options.faceId, options.userId, native.width, native.height),
       options.assets.motion(options.drivingId, options.userId),
     ]);
     const media = await MediaSession.start(
       {
-        width: size.width,
-        height: size.height,
-        fps: options.fps,
-        upsampleFactor: options.upsampleFactor,
+        ...native,
         outputs: {
           pcm: true,
           jpeg: options.jpeg,
@@ -100,7 +106,7 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
       },
       { logger: options.log },
     );
-    return new MediaAvatarOutput(media, options, size);
+    return new MediaAvatarOutput(media, options, native);
   }
 
   pushSpeech(pcm: Int16Array, sampleRateHz: number, phonemes: PhonemeTiming[]): SpeechPlacement {

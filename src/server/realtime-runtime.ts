@@ -7,10 +7,11 @@
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../core/log.js';
+import { MEDIA_UNSET } from '../core/media-options.js';
 import type { AssetService } from '../assets/asset-service.js';
 import { AvatarAssets, DEFAULT_DRIVING_ID, DEFAULT_FACE_ID } from '../media/avatar-assets.js';
 import { InputImageChecker } from '../media/input-images.js';
-import { DEFAULT_AVATAR_FPS, MediaAvatarOutput } from '../media/avatar-output.js';
+import { MediaAvatarOutput } from '../media/avatar-output.js';
 import type { FaceRegistry } from '../media/face-registration.js';
 import { SileroVad } from '../providers/vad/silero.js';
 import { SmartTurn } from '../providers/turn/smart-turn.js';
@@ -42,6 +43,8 @@ export interface RuntimeControl {
 export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partial<RealtimeRuntime> = {}): Promise<RealtimeRuntime & RuntimeControl> {
   const { config, log } = deps;
   const avatarAssets = new AvatarAssets(deps.assets, deps.faces, config.dataDir);
+  // A session that chose no output_size gets the server's.
+  const mediaDefaults = { outputSize: config.avatarOutputSize };
   const llm =
     overrides.llm ?? (await import('../providers/llm/index.js')).createLanguageModels(config.llm, config.modelsDir, log.child({ module: 'llm' }));
   const tts =
@@ -67,7 +70,7 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
     endOfTurnModel,
     startAvatar:
       overrides.startAvatar ??
-      ((o) => MediaAvatarOutput.start({ ...o, outputSize: o.outputSize ?? config.avatarOutputSize, assets: avatarAssets, pipelinesDir: PIPELINES_DIR, log: log.child({ module: 'avatar' }) })),
+      ((o) => MediaAvatarOutput.start({ ...o, mediaDefaults, assets: avatarAssets, pipelinesDir: PIPELINES_DIR, log: log.child({ module: 'avatar' }) })),
     async warmUp() {
       const started = performance.now();
       const tasks: Array<[string, () => Promise<unknown>]> = [
@@ -100,9 +103,8 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
             userId: config.bootstrapUserId,
             faceId: DEFAULT_FACE_ID,
             drivingId: DEFAULT_DRIVING_ID,
-            fps: DEFAULT_AVATAR_FPS,
-            outputSize: config.avatarOutputSize,
-            upsampleFactor: 1,
+            media: MEDIA_UNSET,
+            mediaDefaults,
             jpeg: true,
             rtp: { video: 'h264', audio: true },
           });

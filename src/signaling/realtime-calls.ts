@@ -44,7 +44,7 @@ import type { Logger } from '../core/log.js';
 import { apiKeyIdOf, type Principal } from '../auth/keys.js';
 import { MicrophoneDecoder } from '../media/opus-decoder.js';
 import { type Json, RealtimeError, isObject } from '../realtime/protocol.js';
-import { MEDIA_FIELDS, parseMediaFields } from '../sessions/session-config.js';
+import { MEDIA_FIELDS, parseMediaOptions, resolveMedia } from '../core/media-options.js';
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
@@ -127,7 +127,8 @@ export class CallGateway {
     const { sessions, defaultModel } = this.deps.connection;
     // 1. The config: the ephemeral key's session under the one sent with the offer.
     const sent = request.session ?? {};
-    const media = asBadRequest(() => parseMediaFields(sent));
+    const media = asBadRequest(() => parseMediaOptions(sent));
+    const { videoCodec } = resolveMedia(media);
     // Media fields are the session record's settings, not realtime session fields.
     const realtime: Json = Object.fromEntries(Object.entries(sent).filter(([k]) => !MEDIA_FIELDS.includes(k)));
     const base: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
@@ -138,9 +139,9 @@ export class CallGateway {
     if (initial.audio === undefined) delete initial.audio;
     const config = asBadRequest(() => sessionConfigFrom(initial, defaultModel, 'webrtc'));
     // 2. The offer.
-    const negotiated = negotiate(parseOffer(request.sdp), media.videoCodec ?? 'h264');
+    const negotiated = negotiate(parseOffer(request.sdp), videoCodec);
     // 3. The session, pending, its slot reserved.
-    const session = await sessions.create(principal.userId, { ...config, ...media, video: negotiated.video !== null }, 'call', {
+    const session = await sessions.create(principal.userId, { ...config, media, video: negotiated.video !== null }, 'call', {
       start: false,
       params: { face: 'session.face', voice: 'session.voice', driving: 'session.driving' },
       apiKeyId: apiKeyIdOf(principal),
@@ -153,7 +154,7 @@ export class CallGateway {
     let answer: CallAnswer;
     if (remote) {
       // Placed on another worker: it builds the peer, so media flows between client and worker.
-      const forwarded: ForwardedCall = { sessionId: session.id, caller, sdp: request.sdp, initial, videoCodec: media.videoCodec ?? 'h264' };
+      const forwarded: ForwardedCall = { sessionId: session.id, caller, sdp: request.sdp, initial, videoCodec };
       try {
         answer = await postToWorker<CallAnswer>(remote, routing!.token, INTERNAL_CALLS_PATH, forwarded);
       } catch (err) {
@@ -161,7 +162,7 @@ export class CallGateway {
         throw err;
       }
     } else {
-      answer = await this.answerFor(session, caller, request.sdp, initial, negotiated, media.videoCodec ?? 'h264');
+      answer = await this.answerFor(session, caller, request.sdp, initial, negotiated, videoCodec);
     }
     await routing?.rememberCall(answer.callId, session.id);
     return answer;
@@ -377,7 +378,7 @@ export const CallOffer = Type.Object({
   session: Type.Optional(
     Type.Union([Type.Object({}), Type.String()], {
       description:
-        "Realtime session config (GA fields, the flat voice/face/driving/modalities, and video_codec, target_fps, upsample_factor, tts_source, output_size), or an avatar-only one (AvatarSession, type 'avatar': speech in on the data channel, audio and video out as RTP): an object, or a JSON string of one in a form",
+        `Realtime session config (GA fields, the flat voice/face/driving/modalities, and ${MEDIA_FIELDS.join(', ')}), or an avatar-only one (AvatarSession, type 'avatar': speech in on the data channel, audio and video out as RTP): an object, or a JSON string of one in a form`,
     }),
   ),
 });

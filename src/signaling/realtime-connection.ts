@@ -38,7 +38,8 @@
 import type { Clock } from '../core/clock.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { DEFAULT_AVATAR_FPS, type AvatarStartOptions, type CallAvatar } from '../media/avatar-output.js';
+import { MEDIA_UNSET, resolveMedia } from '../core/media-options.js';
+import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { EventAttribution } from './event-attribution.js';
 import { RealtimeSessionEngine, type AssetChecker, type EngineTransport, type SessionRecorder } from '../realtime/session-engine.js';
@@ -138,11 +139,7 @@ export function sessionConfigFrom(initial: Json, defaultModel: string, transport
     driving: session.driving,
     instructions: session.instructions,
     video: false,
-    targetFps: null,
-    upsampleFactor: null,
-    ttsSource: null,
-    videoCodec: null,
-    outputSize: null,
+    media: MEDIA_UNSET,
   };
 }
 
@@ -400,9 +397,7 @@ export class RealtimeConnection {
         userId: this.userId,
         faceId: session.face ?? 'default',
         drivingId: session.driving ?? 'default',
-        fps: session.targetFps ?? DEFAULT_AVATAR_FPS,
-        outputSize: session.outputSize,
-        upsampleFactor: session.upsampleFactor ?? 1,
+        media: session.media,
         jpeg: options.jpeg && (avatarOnly === null || avatarOnly.videoFormat === 'jpeg'),
         i420: options.rtp === null && avatarOnly?.videoFormat === 'i420',
         rtp: options.rtp,
@@ -444,7 +439,7 @@ export class RealtimeConnection {
         imageEvents: options.imageEvents,
         defaultModel: this.deps.defaultModel,
         expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6),
-        ttsSource: session.ttsSource ?? 'auto',
+        ttsSource: resolveMedia(session.media).ttsSource,
         legacyVideo: options.legacyVideo,
         initial: options.initial,
       },

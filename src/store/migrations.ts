@@ -2,7 +2,8 @@
  * Versioned schema migrations, one list for both stores: each version carries its SQLite and its
  * PostgreSQL text, the same tables, columns and indexes in each dialect (PostgreSQL: BIGINT for
  * microsecond times and counters, DOUBLE PRECISION for REAL, BIGSERIAL where SQLite has rowid or
- * AUTOINCREMENT; JSON stays TEXT so both stores map rows the same way, rows.ts). Append only: a
+ * AUTOINCREMENT; JSON stays TEXT so both stores map rows the same way, rows.ts, except a session's
+ * `media`, JSONB in PostgreSQL, which core/media-options.ts reads in either form). Append only: a
  * released migration is never edited; a change is a new entry with both texts. Each runs in a
  * transaction with its version recorded in schema_migrations, so a crash mid-way leaves the previous
  * version intact (PostgreSQL's DDL is transactional too).
@@ -273,6 +274,27 @@ export const MIGRATIONS: Migration[] = [
     `,
     postgres: `
       ALTER TABLE sessions ADD COLUMN output_size TEXT;
+    `,
+  },
+  {
+    version: 4,
+    name: "a session's media options in one column (JSON under their wire names; null = the default)",
+    sqlite: `
+      ALTER TABLE sessions ADD COLUMN media TEXT NOT NULL DEFAULT '{}';
+      UPDATE sessions SET media = json_object('target_fps', target_fps, 'upsample_factor', upsample_factor, 'tts_source', tts_source,
+        'video_codec', video_codec, 'output_size', output_size);
+      ALTER TABLE sessions DROP COLUMN target_fps;
+      ALTER TABLE sessions DROP COLUMN upsample_factor;
+      ALTER TABLE sessions DROP COLUMN tts_source;
+      ALTER TABLE sessions DROP COLUMN video_codec;
+      ALTER TABLE sessions DROP COLUMN output_size;
+    `,
+    postgres: `
+      ALTER TABLE sessions ADD COLUMN media JSONB NOT NULL DEFAULT '{}';
+      UPDATE sessions SET media = jsonb_build_object('target_fps', target_fps, 'upsample_factor', upsample_factor, 'tts_source', tts_source,
+        'video_codec', video_codec, 'output_size', output_size);
+      ALTER TABLE sessions DROP COLUMN target_fps, DROP COLUMN upsample_factor, DROP COLUMN tts_source, DROP COLUMN video_codec,
+        DROP COLUMN output_size;
     `,
   },
 ];

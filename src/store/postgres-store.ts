@@ -27,6 +27,7 @@ import pg from 'pg';
 import { DependencyHealth } from '../core/dependency-health.js';
 import { dependencyUnavailable } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { storedMedia } from '../core/media-options.js';
 import { MIGRATIONS } from './migrations.js';
 import { countersOf, endApplies, sessionEnding, toApiKey, toAsset, toEphemeralKey, toOutbox, toSession, toUsage, type Row } from './rows.js';
 import type {
@@ -296,14 +297,12 @@ export class PostgresStore implements Store {
 
   async insertSession(s: SessionRecord): Promise<void> {
     await this.pool.query(
-      `INSERT INTO sessions (id, user_id, api_key_id, origin, model, voice, face, driving, instructions, video, target_fps,
-         upsample_factor, tts_source, video_codec, output_size, status, end_reason, created_at_us, started_at_us, ended_at_us,
-         duration_seconds, deadline_us, last_seen_us, current_transcript)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
+      `INSERT INTO sessions (id, user_id, api_key_id, origin, model, voice, face, driving, instructions, video, media, status,
+         end_reason, created_at_us, started_at_us, ended_at_us, duration_seconds, deadline_us, last_seen_us, current_transcript)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
       [
-        s.id, s.userId, s.apiKeyId, s.origin, s.model, s.voice, s.face, s.driving, s.instructions, s.video ? 1 : 0, s.targetFps,
-        s.upsampleFactor, s.ttsSource, s.videoCodec, s.outputSize, s.status, s.endReason, s.createdAtUs, s.startedAtUs,
-        s.endedAtUs, s.durationSeconds, s.deadlineUs, s.lastSeenUs, s.currentTranscript,
+        s.id, s.userId, s.apiKeyId, s.origin, s.model, s.voice, s.face, s.driving, s.instructions, s.video ? 1 : 0, storedMedia(s.media),
+        s.status, s.endReason, s.createdAtUs, s.startedAtUs, s.endedAtUs, s.durationSeconds, s.deadlineUs, s.lastSeenUs, s.currentTranscript,
       ],
     );
   }

@@ -1,9 +1,11 @@
 /**
  * Rows to records, shared by both stores: the SQLite and PostgreSQL schemas have the same columns
  * (migrations.ts), and PostgreSQL's BIGINT arrives as a string, so every number goes through
- * Number() (microsecond times stay below 2^53). Also the one place that says what ending a session
+ * Number() (microsecond times stay below 2^53); a session's media options are one JSON value
+ * (SQLite TEXT, PostgreSQL JSONB), written and read by core/media-options.ts. Also the one place that says what ending a session
  * writes: the session's terminal fields and, once it had started, its usage record.
  */
+import { mediaOptionsFrom } from '../core/media-options.js';
 import {
   isLive,
   type ApiKeyRecord,
@@ -49,11 +51,7 @@ export function toSession(r: Row): SessionRecord {
     driving: str(r.driving),
     instructions: String(r.instructions),
     video: Number(r.video) === 1,
-    targetFps: num(r.target_fps),
-    upsampleFactor: num(r.upsample_factor),
-    ttsSource: str(r.tts_source),
-    videoCodec: str(r.video_codec) as SessionRecord['videoCodec'],
-    outputSize: str(r.output_size) as SessionRecord['outputSize'],
+    media: mediaOptionsFrom(r.media),
     status: r.status as SessionStatus,
     endReason: str(r.end_reason),
     createdAtUs: Number(r.created_at_us),

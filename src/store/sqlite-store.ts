@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { storedMedia } from '../core/media-options.js';
 import { MIGRATIONS } from './migrations.js';
 import { countersOf, endApplies, sessionEnding, toApiKey, toAsset, toEphemeralKey, toOutbox, toSession, toUsage, type Row } from './rows.js';
 import type {
@@ -146,15 +147,13 @@ export class SqliteStore implements Store {
   async insertSession(s: SessionRecord): Promise<void> {
     this.db
       .prepare(
-        `INSERT INTO sessions (id, user_id, api_key_id, origin, model, voice, face, driving, instructions, video, target_fps,
-           upsample_factor, tts_source, video_codec, output_size, status, end_reason, created_at_us, started_at_us, ended_at_us,
-           duration_seconds, deadline_us, last_seen_us, current_transcript)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO sessions (id, user_id, api_key_id, origin, model, voice, face, driving, instructions, video, media, status,
+           end_reason, created_at_us, started_at_us, ended_at_us, duration_seconds, deadline_us, last_seen_us, current_transcript)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
-        s.id, s.userId, s.apiKeyId, s.origin, s.model, s.voice, s.face, s.driving, s.instructions, s.video ? 1 : 0, s.targetFps,
-        s.upsampleFactor, s.ttsSource, s.videoCodec, s.outputSize, s.status, s.endReason, s.createdAtUs, s.startedAtUs,
-        s.endedAtUs, s.durationSeconds, s.deadlineUs, s.lastSeenUs, s.currentTranscript,
+        s.id, s.userId, s.apiKeyId, s.origin, s.model, s.voice, s.face, s.driving, s.instructions, s.video ? 1 : 0, storedMedia(s.media),
+        s.status, s.endReason, s.createdAtUs, s.startedAtUs, s.endedAtUs, s.durationSeconds, s.deadlineUs, s.lastSeenUs, s.currentTranscript,
       );
   }
 

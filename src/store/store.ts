@@ -15,9 +15,7 @@ export const isLive = (status: SessionStatus): status is 'pending' | 'active' =>
 /** Which door a session came in by; decides its event dialect and who ends it. */
 export type SessionOrigin = 'rest' | 'legacy' | 'realtime' | 'call';
 
-import type { OutputSize } from '../core/video-size.js';
-
-export type VideoCodec = 'h264' | 'vp8';
+import type { MediaOptions } from '../core/media-options.js';
 
 export interface SessionRecord {
   id: string;
@@ -32,12 +30,8 @@ export interface SessionRecord {
   instructions: string;
   /** Legacy form's `video` flag; the current form always produces video. */
   video: boolean;
-  targetFps: number | null;
-  upsampleFactor: number | null;
-  ttsSource: string | null;
-  videoCodec: VideoCodec | null;
-  /** The avatar's video size; null = the server's AVATAR_OUTPUT_SIZE. */
-  outputSize: OutputSize | null;
+  /** The media options it was created with (null = the default): one column, core/media-options.ts. */
+  media: MediaOptions;
   status: SessionStatus;
   /** Why the session left `active`/`pending` (client_request, max_duration, server_restart, ...). */
   endReason: string | null;

@@ -21,6 +21,7 @@ import { startRedis, type RedisServer } from '../helpers/redis-server.js';
 import { request } from '../helpers/server.js';
 import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../helpers/fleet-node.js';
 import { until } from '../helpers/wait.js';
+import { MEDIA_UNSET } from '../../src/core/media-options.js';
 
 const WORKER_CAPACITY = 2;
 const WORKER_TTL_MS = FLEET_TEST_TTL_MS;
@@ -207,7 +208,7 @@ Fleet('the janitor reconciles Redis with the store: a slot without a session is 
   const orphan = 'sess_orphanorphanorphanorpha';
   await ctx.store.insertSession({
     id: orphan, userId: 'default', apiKeyId: null, origin: 'rest', model: 'gpt-5.2', voice: 'default', face: null, driving: null,
-    instructions: 'x', video: true, targetFps: null, upsampleFactor: null, ttsSource: null, videoCodec: null, outputSize: null,
+    instructions: 'x', video: true, media: MEDIA_UNSET,
     status: 'active', endReason: null, createdAtUs: now, startedAtUs: now, endedAtUs: null, durationSeconds: null,
     deadlineUs: now + 3_600_000_000, lastSeenUs: now, currentTranscript: '',
   });

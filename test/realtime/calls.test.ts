@@ -185,7 +185,7 @@ Calls("the call's session output_size: 1280x720 video decoded at 1280x720, the f
   const stats = await until(() => callIn<any>(page, 'stats'), (s) => s.video?.framesDecoded > 5, 'decoded video');
   assert.equal([stats.video.width, stats.video.height], [1280, 720]);
   const stored = await ctx.t.server.services.store.getSession(res.sessionId!);
-  assert.is(stored?.outputSize, '1280x720');
+  assert.is(stored?.media.outputSize, '1280x720');
   await page.close();
 });
 

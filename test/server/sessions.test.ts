@@ -57,11 +57,11 @@ Sessions('POST /v1/sessions stores every field it is given and validates its typ
   assert.ok(stored);
   assert.is(stored.face, 'face1');
   assert.is(stored.driving, 'idle');
-  assert.is(stored.targetFps, 30);
-  assert.is(stored.upsampleFactor, 2);
-  assert.is(stored.ttsSource, 'flite');
-  assert.is(stored.videoCodec, 'vp8');
-  assert.is(stored.outputSize, '1280x720');
+  assert.is(stored.media.targetFps, 30);
+  assert.is(stored.media.upsampleFactor, 2);
+  assert.is(stored.media.ttsSource, 'flite');
+  assert.is(stored.media.videoCodec, 'vp8');
+  assert.is(stored.media.outputSize, '1280x720');
 });
 
 for (const [field, value, code] of BAD_FIELDS) {
@@ -76,19 +76,19 @@ Sessions('numeric strings are accepted for target_fps and upsample_factor', asyn
   const res = await t.request('POST', '/v1/sessions', { json: { target_fps: '25', upsample_factor: '1.5' } });
   assert.is(res.status, 200, res.text);
   const stored = await t.server.services.store.getSession(res.body.id);
-  assert.is(stored?.targetFps, 25);
-  assert.is(stored?.upsampleFactor, 1.5);
+  assert.is(stored?.media.targetFps, 25);
+  assert.is(stored?.media.upsampleFactor, 1.5);
 });
 
 Sessions('null is absent, enums are any case and trimmed, unknown fields are ignored', async ({ t }) => {
   const res = await t.request('POST', '/v1/sessions', { json: { target_fps: null, face: null, video_codec: '  VP8 ', output_size: '1280X720', tts_source: 'Flite', extra: [1] } });
   assert.is(res.status, 200, res.text);
   const stored = await t.server.services.store.getSession(res.body.id);
-  assert.is(stored?.targetFps, null);
+  assert.is(stored?.media.targetFps, null);
   assert.is(stored?.face, null);
-  assert.is(stored?.videoCodec, 'vp8');
-  assert.is(stored?.outputSize, '1280x720');
-  assert.is(stored?.ttsSource, 'flite');
+  assert.is(stored?.media.videoCodec, 'vp8');
+  assert.is(stored?.media.outputSize, '1280x720');
+  assert.is(stored?.media.ttsSource, 'flite');
   assertError(await t.request('POST', '/v1/sessions', { json: { voice: '   ' } }), 400, 'invalid_value', 'voice');
 });
 

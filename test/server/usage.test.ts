@@ -17,6 +17,7 @@ import { openStore } from '../../src/store/open-store.js';
 import type { Store, UsageRecord } from '../../src/store/store.js';
 import { UsageMeter } from '../../src/sessions/usage-meter.js';
 import { Logger } from '../../src/core/log.js';
+import { MEDIA_UNSET } from '../../src/core/media-options.js';
 
 const Usage = suite<{ t: TestServer }>('usage', {} as { t: TestServer });
 Usage.before.each(async (ctx) => {
@@ -401,7 +402,7 @@ Meter('a write whose outcome is unknown is retried with the running total, never
     const now = Date.now() * 1000;
     await store.insertSession({
       id: 'sess_m', userId: 'u1', apiKeyId: null, origin: 'realtime', model: 'm', voice: 'v', face: null, driving: null, instructions: '',
-      video: false, targetFps: null, upsampleFactor: null, ttsSource: null, videoCodec: null, outputSize: null, status: 'active', endReason: null,
+      video: false, media: MEDIA_UNSET, status: 'active', endReason: null,
       createdAtUs: now, startedAtUs: now, endedAtUs: null, durationSeconds: null, deadlineUs: null, lastSeenUs: now, currentTranscript: '',
     });
     // Counters from an earlier connection of the same session stay and are added to.

@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { tempDir } from '../helpers/server.js';
+import { MEDIA_UNSET } from '../../src/core/media-options.js';
 
 test('migrate() creates the schema once, records each version, and is idempotent', async () => {
   const dir = tempDir();
@@ -35,7 +36,7 @@ test('ending a session writes the usage record and outbox entry in one transacti
   await store.migrate();
   await store.insertSession({
     id: 'sess_1', userId: 'u', apiKeyId: null, origin: 'rest', model: 'm', voice: 'default', face: null, driving: null,
-    instructions: 'i', video: true, targetFps: null, upsampleFactor: null, ttsSource: null, videoCodec: null, outputSize: null,
+    instructions: 'i', video: true, media: MEDIA_UNSET,
     status: 'active', endReason: null, createdAtUs: 1_000_000, startedAtUs: 1_000_000, endedAtUs: null,
     durationSeconds: null, deadlineUs: null, lastSeenUs: 1_000_000, currentTranscript: '',
   });

@@ -6,18 +6,22 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { MEDIA_UNSET } from '../../src/core/media-options.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { AssetRecord, OutboxDraft, SessionRecord, Store } from '../../src/store/store.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
 import { tempDir } from '../helpers/server.js';
 
-/** A place for one test's database; `open()` may be called several times for several connections to it. */
+/** A place for one test's database; `open()` may be called several times for several connections to it; `exec` runs SQL on it directly. */
 interface Backend {
   name: string;
-  fresh(): Promise<{ open(): Store; cleanup(): void }>;
+  dialect: 'sqlite' | 'postgres';
+  fresh(): Promise<{ open(): Store; exec(sql: string): Promise<void>; cleanup(): void }>;
   stop(): Promise<void>;
 }
 
@@ -25,11 +29,20 @@ function sqliteBackend(): Backend {
   const dirs: string[] = [];
   return {
     name: 'SQLite',
+    dialect: 'sqlite',
     async fresh() {
       const dir = tempDir();
       dirs.push(dir);
-      const url = `sqlite:${path.join(dir, 'store.db')}`;
-      return { open: () => openStore(url), cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+      const file = path.join(dir, 'store.db');
+      const exec = async (sql: string) => {
+        const db = new Database(file);
+        try {
+          db.exec(sql);
+        } finally {
+          db.close();
+        }
+      };
+      return { open: () => openStore(`sqlite:${file}`), exec, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
     },
     async stop() {
       for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
@@ -41,10 +54,20 @@ let server: TestPostgres | null = null;
 function postgresBackend(): Backend {
   return {
     name: 'PostgreSQL',
+    dialect: 'postgres',
     async fresh() {
       server ??= await startPostgres();
       const url = await server.createDatabase();
-      return { open: () => openStore(url), cleanup: () => {} };
+      const exec = async (sql: string) => {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          await client.query(sql);
+        } finally {
+          await client.end();
+        }
+      };
+      return { open: () => openStore(url), exec, cleanup: () => {} };
     },
     async stop() {
       await server?.stop();
@@ -58,7 +81,7 @@ const T0 = 1_700_000_000_000_000;
 function session(id: string, over: Partial<SessionRecord> = {}): SessionRecord {
   return {
     id, userId: 'u1', apiKeyId: 'key_a', origin: 'rest', model: 'gpt-5.2', voice: 'default', face: 'face_1', driving: null,
-    instructions: 'Be brief.', video: true, targetFps: 25, upsampleFactor: 1.5, ttsSource: null, videoCodec: 'h264', outputSize: '720x720',
+    instructions: 'Be brief.', video: true, media: { ...MEDIA_UNSET, targetFps: 25, upsampleFactor: 1.5, videoCodec: 'h264', outputSize: '720x720' },
     status: 'pending', endReason: null, createdAtUs: T0, startedAtUs: null, endedAtUs: null, durationSeconds: null, deadlineUs: null,
     lastSeenUs: null, currentTranscript: '', ...over,
   };
@@ -103,6 +126,37 @@ function contract(backend: Backend): void {
     assert.is(await stores[0]!.countApiKeys(), 0);
   });
 
+  s('migration 4 moves an older database\'s media columns into one `media` value: chosen options kept, NULLs still the default', async (ctx) => {
+    const old = await backend.fresh();
+    const before4 = MIGRATIONS.filter((m) => m.version < 4);
+    const oldRow = (id: string, media: string) =>
+      `INSERT INTO sessions (id, user_id, origin, model, voice, instructions, video, status, created_at_us, target_fps, upsample_factor, tts_source,
+         video_codec, output_size) VALUES ('${id}', 'u1', 'rest', 'm', 'default', 'i', 1, 'ended', 1, ${media});`;
+    await old.exec(
+      [
+        ...before4.map((m) => m[backend.dialect]),
+        'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_us BIGINT NOT NULL);',
+        ...before4.map((m) => `INSERT INTO schema_migrations VALUES (${m.version}, 'v${m.version}', 0);`),
+        oldRow('sess_chosen', "30, 1.5, 'flite', 'vp8', '1280x720'"),
+        oldRow('sess_whole', "12, 2, NULL, 'h264', NULL"),
+        oldRow('sess_defaults', 'NULL, NULL, NULL, NULL, NULL'),
+      ].join('\n'),
+    );
+    const store = old.open();
+    ctx.extra.push(store);
+    assert.is(await store.migrate(), MIGRATIONS.at(-1)!.version);
+    assert.equal((await store.getSession('sess_chosen'))!.media, { targetFps: 30, upsampleFactor: 1.5, ttsSource: 'flite', videoCodec: 'vp8', outputSize: '1280x720' });
+    assert.equal((await store.getSession('sess_whole'))!.media, { ...MEDIA_UNSET, targetFps: 12, upsampleFactor: 2, videoCodec: 'h264' });
+    assert.equal((await store.getSession('sess_defaults'))!.media, MEDIA_UNSET);
+    for (const column of ['target_fps', 'upsample_factor', 'tts_source', 'video_codec', 'output_size']) {
+      await old.exec(`SELECT ${column} FROM sessions`).then(
+        () => assert.unreachable(`the old column ${column} is still there`),
+        (err: Error) => assert.match(err.message, column),
+      );
+    }
+    await old.exec('SELECT media FROM sessions'); // the known-good case of the check above
+  });
+
   s('API keys: insert, find, list, touch, revoke by id or prefix once, revoked since', async ({ store }) => {
     const key = (id: string, userId: string, at: number) => ({ id, userId, name: `n-${id}`, prefix: `avs_${id}`, hash: `h-${id}`, createdAtUs: at, revokedAtUs: null, lastUsedAtUs: null });
     await store.insertApiKey(key('k1', 'u1', T0));
@@ -137,12 +191,12 @@ function contract(backend: Backend): void {
   s('sessions: every field round-trips; lists newest first with status filter and cursor; counts', async ({ store }) => {
     const first = session('sess_1');
     await store.insertSession(first);
-    await store.insertSession(session('sess_2', { status: 'active', startedAtUs: T0, face: null, video: false, targetFps: null, upsampleFactor: null, videoCodec: null, outputSize: null, apiKeyId: null }));
+    await store.insertSession(session('sess_2', { status: 'active', startedAtUs: T0, face: null, video: false, media: MEDIA_UNSET, apiKeyId: null }));
     await store.insertSession(session('sess_3', { userId: 'u2' }));
     await store.insertSession(session('sess_4', { status: 'ended', endReason: 'client_request' }));
     assert.equal(await store.getSession('sess_1'), first);
     const second = (await store.getSession('sess_2'))!;
-    assert.equal([second.face, second.video, second.targetFps, second.upsampleFactor, second.outputSize, second.apiKeyId], [null, false, null, null, null, null]);
+    assert.equal([second.face, second.video, second.media, second.apiKeyId], [null, false, MEDIA_UNSET, null]);
     assert.is(await store.getSession('nope'), null);
     assert.equal((await store.listSessions({ userId: 'u1', limit: 10 })).map((x) => x.id), ['sess_4', 'sess_2', 'sess_1']);
     assert.equal((await store.listSessions({ userId: 'u1', limit: 1, before: 'sess_4' })).map((x) => x.id), ['sess_2']);

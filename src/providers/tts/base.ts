@@ -33,9 +33,8 @@ export interface SpeechService {
   close(): Promise<void>;
 }
 
-/** The session `tts_source` values. */
-export const TTS_SOURCES = ['auto', 'offline', 'piper', 'flite', 'espeak-ng', 'openai'] as const;
-export type TtsSource = (typeof TTS_SOURCES)[number];
+/** The session `tts_source` values (a media option: core/media-options.ts). */
+export { TTS_SOURCES, type TtsSource } from '../../core/media-options.js';
 
 export const MIN_SPEED = 0.25;
 export const MAX_SPEED = 1.5;
