@@ -2,8 +2,8 @@
  * Validation of session creation requests, current form (POST /v1/sessions, spec 2.2) and older
  * form (POST /sessions, spec 2.3). Produces a SessionConfig with every default applied. Types and
  * ranges of the fields the spec leaves untyped are decided here and documented in docs/api.md (Session fields) and by the schemas below;
- * the media fields (target_fps, upsample_factor, tts_source, video_codec, output_size) are
- * core/media-options.ts's MediaFields, kept in SessionConfig as one MediaOptions value.
+ * the media fields are core/media-options.ts's MediaFields, kept in SessionConfig as one
+ * MediaOptions value.
  *
  * Unknown fields are ignored, so clients that send more than we know keep working; null is absent.
  * Each request is described once, as a TypeBox schema: core/schema.ts compiles it into the parser

@@ -145,7 +145,8 @@ function contract(backend: Backend): void {
     const store = old.open();
     ctx.extra.push(store);
     assert.is(await store.migrate(), MIGRATIONS.at(-1)!.version);
-    assert.equal((await store.getSession('sess_chosen'))!.media, { targetFps: 30, upsampleFactor: 1.5, ttsSource: 'flite', videoCodec: 'vp8', outputSize: '1280x720' });
+    const chosen = { targetFps: 30, upsampleFactor: 1.5, ttsSource: 'flite', videoCodec: 'vp8', outputSize: '1280x720' } as const;
+    assert.equal((await store.getSession('sess_chosen'))!.media, { ...MEDIA_UNSET, ...chosen });
     assert.equal((await store.getSession('sess_whole'))!.media, { ...MEDIA_UNSET, targetFps: 12, upsampleFactor: 2, videoCodec: 'h264' });
     assert.equal((await store.getSession('sess_defaults'))!.media, MEDIA_UNSET);
     for (const column of ['target_fps', 'upsample_factor', 'tts_source', 'video_codec', 'output_size']) {
