@@ -317,7 +317,13 @@ function multipartBody(rng: Rng, sdp: Buffer, session: string | null): { body: B
   else if (end < 0.92) describe += ', no closing boundary';
   else parts.push(Buffer.from(`--${boundary}--\r\n`), rng.bytes(rng.int(1, 500))), (describe += ', bytes after the end');
   let body = Buffer.concat(parts);
-  if (rng.chance(0.05)) (body = body.subarray(0, rng.int(0, body.length))), (intact = false), (describe += ', cut short');
+  // Bytes after the closing boundary are no part of the form: a cut among them leaves it whole.
+  const formEnds = describe.endsWith(', bytes after the end') ? body.length - (parts.at(-1)?.length ?? 0) : body.length;
+  if (rng.chance(0.05)) {
+    body = body.subarray(0, rng.int(0, body.length));
+    if (body.length < formEnds) (intact = false), (describe += ', cut short');
+    else describe += ', cut short after the closing boundary';
+  }
   let contentType = `multipart/form-data; boundary=${boundary}`;
   const t = rng.next();
   if (t < 0.05) (contentType = 'multipart/form-data'), (intact = false), (describe += ', no boundary parameter');
