@@ -12,6 +12,7 @@
  *  - times come from sample counts (SpeechSegmenter), never from the wall clock.
  */
 import { EventEmitter } from 'node:events';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from '../core/log.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
@@ -24,6 +25,8 @@ import { PCM_RATE_HZ } from '../audio/pcm.js';
 export const MIN_COMMIT_MS = 100;
 /** The input buffer holds at most this much uncommitted audio (about 15 MiB, OpenAI's limit). */
 const MAX_INPUT_BUFFER_SAMPLES = PCM_RATE_HZ * 60 * 5;
+/** Audio the VAD hears between two turns of the event loop: one second (a few ms of work). */
+const HEARD_SLICE_SAMPLES = PCM_RATE_HZ;
 
 export interface InputAudioEvents {
   speech_started: [{ audioStartMs: number; itemId: string }];
@@ -50,6 +53,8 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
   private segmenter: SpeechSegmenter | null = null;
   private vad: VoiceActivityDetector | null = null;
   private chunks: Int16Array[] = [];
+  /** Set by close(): an append still being heard stops feeding the VAD. */
+  private closed = false;
   private samples = 0;
   /** Samples heard since the session started (appended or from the microphone): the input clock. */
   private heardSamples = 0;
@@ -113,15 +118,24 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
     this.segmenter = segmenter;
   }
 
-  /** input_audio_buffer.append: buffered, and heard by the VAD. */
-  append(pcm: Int16Array): void {
+  /**
+   * input_audio_buffer.append: buffered whole (or refused whole when the buffer cannot take it),
+   * and heard by the VAD a second at a time, the event loop running between seconds: the largest
+   * event a client may send is minutes of audio, and the VAD's resampling and inference over it
+   * seconds of work. Resolves once the VAD has heard all of it.
+   */
+  async append(pcm: Int16Array): Promise<void> {
     if (this.samples + pcm.length > MAX_INPUT_BUFFER_SAMPLES) {
       throw new RealtimeError('input_audio_buffer_full', 'The input audio buffer is full (5 minutes); commit or clear it.', 'audio');
     }
     this.chunks.push(pcm);
     this.samples += pcm.length;
     this.heardSamples += pcm.length;
-    this.segmenter?.push(pcm);
+    for (let at = 0; at < pcm.length; at += HEARD_SLICE_SAMPLES) {
+      if (at > 0) await nextTurn();
+      if (this.closed) return;
+      this.segmenter?.push(pcm.subarray(at, at + HEARD_SLICE_SAMPLES));
+    }
   }
 
   /** A call's microphone: heard by the VAD only (dropped with turn detection off). */
@@ -160,6 +174,7 @@ export class InputAudio extends EventEmitter<InputAudioEvents> {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.segmenter?.close().catch(() => undefined);
     await this.vad?.close().catch(() => undefined);
   }

@@ -564,7 +564,7 @@ export class RealtimeSessionEngine {
     if (this.inputDecoder?.format !== this.settings.inputFormat) this.inputDecoder = new InputAudioDecoder(this.settings.inputFormat);
     const pcm = await this.decodeInput(event.audio, 'audio', this.inputDecoder);
     if (this.closed) return;
-    this.input.append(pcm);
+    await this.input.append(pcm);
   }
 
   /** The decoder of appended audio, for the input format it was made for. */
