@@ -259,7 +259,13 @@ impl Animator {
         }
         self.listening.apply(t_ns, &mut frame);
         let eyes = frame.eye_open.unwrap_or([1.0, 1.0]);
-        FaceState { pose: frame.pose(), mouth, eye_open: [eyes[0].clamp(0.0, 1.0), eyes[1].clamp(0.0, 1.0)] }
+        FaceState {
+            pose: frame.pose(),
+            mouth,
+            eye_open: [eyes[0].clamp(0.0, 1.0), eyes[1].clamp(0.0, 1.0)],
+            brow: 0.0,
+            cheek: 0.0,
+        }
     }
 
     fn mouth_at(&mut self, t_ns: u64) -> MouthShape {

@@ -53,6 +53,11 @@ const OPEN_RELEASE_TAU_NS: f32 = 35_000_000.0;
 const WIDE_TAU_NS: f32 = 40_000_000.0;
 /// After the last pushed audio the mouth relaxes with this time constant: 40 ms.
 const TAIL_TAU_NS: f32 = 40_000_000.0;
+/// Where the tongue is drawn when only the audio drives the lips: mid and neutral (the Mid and
+/// Closed visemes' position), since energy and the spectrum do not say where it is.
+const AUDIO_TONGUE: f32 = 0.3;
+/// Openness by which audio-only lips show that tongue fully: 0.1, a lips-apart slit.
+const AUDIO_TONGUE_OPEN: f32 = 0.1;
 /// Openness at the adaptive peak: 0.8, the same as the `Open` viseme.
 const OPEN_MAX: f32 = 0.8;
 
@@ -317,7 +322,7 @@ impl AudioLips {
                 return MouthShape::CLOSED;
             }
             let s = last.shape;
-            return MouthShape { open: s.open * keep, wide: s.wide * keep, press: s.press * keep };
+            return MouthShape { open: s.open * keep, wide: s.wide * keep, press: s.press * keep, tongue: s.tongue * keep };
         }
         let i = self.hops.partition_point(|h| h.k < k);
         match (self.hops.get(i), self.hops.get(i + 1)) {
@@ -454,7 +459,14 @@ impl AudioLips {
         Hop {
             k,
             // `open` stays the pure energy follower: the renderer closes pressed lips itself.
-            shape: MouthShape { open: f.open.clamp(0.0, 1.0), wide: f.wide.clamp(-1.0, 1.0), press: f.press.clamp(0.0, 1.0) },
+            shape: MouthShape {
+                open: f.open.clamp(0.0, 1.0),
+                wide: f.wide.clamp(-1.0, 1.0),
+                press: f.press.clamp(0.0, 1.0),
+                // Audio alone cannot tell where the tongue is: a neutral, mid position once the
+                // lips part, none while they are closed (a closed mouth is `MouthShape::CLOSED`).
+                tongue: AUDIO_TONGUE * (f.open / AUDIO_TONGUE_OPEN).clamp(0.0, 1.0),
+            },
             voiced: level > VOICED_LEVEL,
         }
     }

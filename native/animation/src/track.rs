@@ -173,7 +173,7 @@ impl VisemeTrack {
         }
         let mut pieces = std::mem::take(&mut self.pieces);
         self.target_pieces(lo, hi, &mut pieces);
-        let (mut open, mut wide, mut press) = (0.0f64, 0.0f64, 0.0f64);
+        let (mut open, mut wide, mut press, mut tongue) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
         for p in &pieces {
             let a = p.start_ns.max(lo);
             let b = p.end_ns.min(hi);
@@ -184,12 +184,14 @@ impl VisemeTrack {
             open += w * p.shape.open as f64;
             wide += w * p.shape.wide as f64;
             press += w * p.shape.press as f64;
+            tongue += w * p.shape.tongue as f64;
         }
         self.pieces = pieces;
         MouthShape {
             open: (open as f32).clamp(0.0, 1.0),
             wide: (wide as f32).clamp(-1.0, 1.0),
             press: (press as f32).clamp(0.0, 1.0),
+            tongue: (tongue as f32).clamp(0.0, 1.0),
         }
     }
 
@@ -274,7 +276,7 @@ impl VisemeTrack {
 }
 
 fn scale(s: MouthShape, k: f32) -> MouthShape {
-    MouthShape { open: s.open * k, wide: s.wide * k, press: s.press * k }
+    MouthShape { open: s.open * k, wide: s.wide * k, press: s.press * k, tongue: s.tongue * k }
 }
 
 #[cfg(test)]

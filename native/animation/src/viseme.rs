@@ -54,30 +54,30 @@ impl Viseme {
 
 /// Target mouth shape of a viseme, reached when the viseme is held long enough.
 ///
-/// | viseme      | open | wide  | press | why |
-/// |-------------|------|-------|-------|-----|
-/// | Silence     | 0    | 0     | 0     | relaxed, closed lips |
-/// | Open        | 0.80 | 0.10  | 0     | the widest speech opening; full 1.0 is reserved for shouting |
-/// | Mid         | 0.50 | 0.15  | 0     | schwa-like, half open |
-/// | Wide        | 0.28 | 0.70  | 0     | spread lips, jaw nearly closed |
-/// | Rounded     | 0.35 | -0.80 | 0     | small round opening |
-/// | Closed      | 0    | 0     | 1     | bilabial closure: must read as pressed |
-/// | LabioDental | 0.10 | 0.15  | 0.35  | lower lip tucked under the teeth: nearly closed, partly pressed |
-/// | Dental      | 0.20 | 0.25  | 0     | a slit for the tongue tip |
-/// | Narrow      | 0.18 | 0.30  | 0     | teeth nearly together, slightly spread |
+/// | viseme      | open | wide  | press | tongue | why |
+/// |-------------|------|-------|-------|--------|-----|
+/// | Silence     | 0    | 0     | 0     | 0      | relaxed, closed lips (= `MouthShape::CLOSED`) |
+/// | Open        | 0.80 | 0.10  | 0     | 0.1    | the widest speech opening; full 1.0 is reserved for shouting; tongue low |
+/// | Mid         | 0.50 | 0.15  | 0     | 0.3    | schwa-like, half open |
+/// | Wide        | 0.28 | 0.70  | 0     | 0.5    | spread lips, jaw nearly closed; tongue high and forward (ee) |
+/// | Rounded     | 0.35 | -0.80 | 0     | 0.2    | small round opening; tongue back |
+/// | Closed      | 0    | 0     | 1     | 0.3    | bilabial closure: must read as pressed |
+/// | LabioDental | 0.10 | 0.15  | 0.35  | 0.3    | lower lip tucked under the teeth: nearly closed, partly pressed |
+/// | Dental      | 0.20 | 0.25  | 0     | 1.0    | a slit for the tongue tip, raised to the teeth |
+/// | Narrow      | 0.18 | 0.30  | 0     | 0.6    | teeth nearly together, slightly spread; tongue near the ridge (s, t, n) |
 pub fn target_shape(v: Viseme) -> MouthShape {
-    let (open, wide, press) = match v {
-        Viseme::Silence => (0.0, 0.0, 0.0),
-        Viseme::Open => (0.80, 0.10, 0.0),
-        Viseme::Mid => (0.50, 0.15, 0.0),
-        Viseme::Wide => (0.28, 0.70, 0.0),
-        Viseme::Rounded => (0.35, -0.80, 0.0),
-        Viseme::Closed => (0.0, 0.0, 1.0),
-        Viseme::LabioDental => (0.10, 0.15, 0.35),
-        Viseme::Dental => (0.20, 0.25, 0.0),
-        Viseme::Narrow => (0.18, 0.30, 0.0),
+    let (open, wide, press, tongue) = match v {
+        Viseme::Silence => (0.0, 0.0, 0.0, 0.0),
+        Viseme::Open => (0.80, 0.10, 0.0, 0.1),
+        Viseme::Mid => (0.50, 0.15, 0.0, 0.3),
+        Viseme::Wide => (0.28, 0.70, 0.0, 0.5),
+        Viseme::Rounded => (0.35, -0.80, 0.0, 0.2),
+        Viseme::Closed => (0.0, 0.0, 1.0, 0.3),
+        Viseme::LabioDental => (0.10, 0.15, 0.35, 0.3),
+        Viseme::Dental => (0.20, 0.25, 0.0, 1.0),
+        Viseme::Narrow => (0.18, 0.30, 0.0, 0.6),
     };
-    MouthShape { open, wide, press }
+    MouthShape { open, wide, press, tongue }
 }
 
 /// Characters that alone (or in any combination) denote a pause: espeak-ng `_`, `_:`, `_!`, `||`;
@@ -192,8 +192,8 @@ mod tests {
     #[test]
     fn target_shapes_follow_the_table() {
         assert_eq!(target_shape(Viseme::Silence), MouthShape::CLOSED);
-        assert_eq!(target_shape(Viseme::Open), MouthShape { open: 0.8, wide: 0.1, press: 0.0 });
-        assert_eq!(target_shape(Viseme::Rounded), MouthShape { open: 0.35, wide: -0.8, press: 0.0 });
+        assert_eq!(target_shape(Viseme::Open), MouthShape { open: 0.8, wide: 0.1, press: 0.0, tongue: 0.1 });
+        assert_eq!(target_shape(Viseme::Rounded), MouthShape { open: 0.35, wide: -0.8, press: 0.0, tongue: 0.2 });
         assert_eq!(target_shape(Viseme::Closed).press, 1.0);
         assert_eq!(target_shape(Viseme::Closed).open, 0.0);
         for v in Viseme::ALL {

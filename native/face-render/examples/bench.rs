@@ -110,8 +110,11 @@ fn main() {
             open: 1.0,
             wide: -0.5,
             press: 0.0,
+            tongue: 0.1,
         },
         eye_open: [0.0, 0.5],
+        brow: 0.0,
+        cheek: 0.0,
     };
     let mut heavy_ms: Vec<f64> = (0..100)
         .map(|_| {

@@ -39,7 +39,7 @@ fn main() {
     let rig = Arc::new(FaceRig::new(face.photo.clone(), &face.landmarks).expect("rig"));
     let mut r = Renderer::new(rig, width, height, 1.0).expect("renderer");
     let mouth = |open, wide, press| FaceState {
-        mouth: MouthShape { open, wide, press },
+        mouth: MouthShape { open, wide, press, tongue: 0.3 },
         ..FaceState::default()
     };
     let states = [
@@ -68,6 +68,7 @@ fn main() {
                     open: 0.3,
                     wide: 0.0,
                     press: 0.0,
+                    tongue: 0.3,
                 },
                 ..FaceState::default()
             },

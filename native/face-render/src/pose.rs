@@ -117,10 +117,13 @@ pub(crate) fn sanitize(s: &FaceState) -> FaceState {
             open: clean(s.mouth.open, 0.0, 1.0, 0.0),
             wide: clean(s.mouth.wide, -1.0, 1.0, 0.0),
             press: clean(s.mouth.press, 0.0, 1.0, 0.0),
+            tongue: clean(s.mouth.tongue, 0.0, 1.0, 0.0),
         },
         eye_open: [
             clean(s.eye_open[0], 0.0, 1.0, 1.0),
             clean(s.eye_open[1], 0.0, 1.0, 1.0),
         ],
+        brow: clean(s.brow, -1.0, 1.0, 0.0),
+        cheek: clean(s.cheek, 0.0, 1.0, 0.0),
     }
 }

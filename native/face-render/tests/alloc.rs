@@ -57,8 +57,11 @@ fn render_does_not_allocate_per_frame() {
                         open: (t * 2.0).sin().abs(),
                         wide: t.cos(),
                         press: if i % 7 == 0 { 1.0 } else { 0.0 },
+                        tongue: (t * 0.5).sin().abs(),
                     },
                     eye_open: [(t * 3.0).cos().abs(), 1.0],
+                    brow: (t * 1.3).sin(),
+                    cheek: (t * 0.9).cos().abs(),
                 }
             })
             .collect();

@@ -27,7 +27,7 @@ fn render(r: &mut Renderer, s: &FaceState) -> RgbImage {
 
 fn mouth(open: f32, wide: f32, press: f32) -> FaceState {
     FaceState {
-        mouth: MouthShape { open, wide, press },
+        mouth: MouthShape { open, wide, press, tongue: 0.3 },
         ..FaceState::default()
     }
 }
@@ -536,8 +536,11 @@ fn varied_states() -> Vec<FaceState> {
                 open: 1.0,
                 wide: 1.0,
                 press: 0.0,
+                tongue: 1.0,
             },
             eye_open: [0.3, 0.7],
+            brow: 1.0,
+            cheek: 1.0,
         },
         FaceState {
             pose: Pose {
@@ -552,8 +555,11 @@ fn varied_states() -> Vec<FaceState> {
                 open: 1.0,
                 wide: -1.0,
                 press: 0.3,
+                tongue: 0.0,
             },
             eye_open: [1.0, 0.0],
+            brow: -1.0,
+            cheek: 0.0,
         },
     ];
     // Out of range and NaN values are clamped, not trusted.
@@ -570,8 +576,11 @@ fn varied_states() -> Vec<FaceState> {
             open: 3.0,
             wide: f32::NAN,
             press: -1.0,
+            tongue: f32::NAN,
         },
         eye_open: [f32::NAN, 7.0],
+        brow: f32::INFINITY,
+        cheek: -3.0,
     });
     v
 }

@@ -271,7 +271,8 @@ pub fn speech_state(i: usize) -> FaceState {
             ty: 0.01 * (t * 0.7).cos(),
             scale: 1.0 + 0.01 * (t * 0.3).sin(),
         },
-        mouth: MouthShape { open, wide, press },
+        mouth: MouthShape { open, wide, press, tongue: 0.3 },
         eye_open: [eye, eye],
+        ..FaceState::default()
     }
 }
