@@ -10,11 +10,12 @@
  *   the PeerConnection: nothing half-built is left.
  * - Media goes out only once its track is open; earlier buffers are dropped and counted, and so
  *   are buffers whose track closes under them (a send never throws for a closed track).
- *   H.264 access units (Annex-B) are packetized here (rtp.ts, FU-A), Opus packets by
- *   libdatachannel's RtpPacketizer, each track followed by an RTCP sender reporter; VP8 arrives
- *   already packetized (GStreamer's rtpvp8pay) and is forwarded with the negotiated payload type
- *   and SSRC. RTP timestamps are the session pts on the codec's clock, so audio and video share
- *   one timeline at the receiver.
+ *   The tracks carry packets made here (libdatachannel gets no media handler): Opus packets and
+ *   H.264 access units (Annex-B, FU-A) are packetized by rtp.ts; VP8 arrives already packetized
+ *   (GStreamer's rtpvp8pay) and is forwarded with the negotiated payload type and SSRC.
+ * - RTP timestamps are the session pts on the codec's clock, and each stream's RTCP sender reports
+ *   map them to one wall-clock epoch (sender-reports.ts), not to when a packet happened to leave:
+ *   the receiver plays the sound and the picture of one tick together, whichever left first.
  * - A keyframe is asked for ('keyframe_request') when the video track opens and on every PLI or
  *   FIR the client sends. Lost video packets the client NACKs are resent from a bounded buffer
  *   (resend.ts: young packets only, once per round, within a budget), not by libdatachannel's
@@ -32,7 +33,8 @@ import ndc from 'node-datachannel';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { ResendBuffer } from './resend.js';
-import { isRtcp, packetizeH264, parseRtp, readRtcp, rewriteRtp, type RtpPacket } from './rtp.js';
+import { isRtcp, packetizeH264, parseRtp, readRtcp, rewriteRtp, rtpPacket, type RtpPacket } from './rtp.js';
+import { rtpTimestamp, SenderReports } from './sender-reports.js';
 import { SendRateControl } from './send-rate.js';
 import { negotiate, parseOffer, type Negotiated, type VideoCodec } from './sdp.js';
 
@@ -60,6 +62,8 @@ const SENT_RATE_WINDOW_MS = 1000;
 const RTP_OVERHEAD_BYTES = 24;
 const VIDEO_PACKET_PAYLOAD = 1188;
 const CNAME = 'avatar';
+/** Each sending stream's RTCP sender report goes out this often (RFC 3550's 5 s minimum scaled down, as browsers do). */
+const REPORT_INTERVAL_MS = 1000;
 
 export type CloseReason = 'peer_closed' | 'ice_failed' | 'disconnected' | 'server_closed';
 
@@ -125,13 +129,13 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   private readonly log: Logger;
   private audioTrack: ndc.Track | null = null;
   private videoTrack: ndc.Track | null = null;
-  private audioConfig: ndc.RtpPacketizationConfig | null = null;
-  private videoConfig: ndc.RtpPacketizationConfig | null = null;
   private readonly videoSsrc = randomInt(1, 2 ** 31);
   private readonly audioSsrc = randomInt(1, 2 ** 31);
   /** Random RTP timestamp origins (RFC 3550 5.1). */
   private readonly videoTsOffset = randomInt(0, 2 ** 31);
   private readonly audioTsOffset = randomInt(0, 2 ** 31);
+  private readonly reports = new SenderReports(CNAME);
+  private reportTimer: NodeJS.Timeout | null = null;
   private channel: ndc.DataChannel | null = null;
   private closedWith: CloseReason | null = null;
   private disconnectTimer: NodeJS.Timeout | null = null;
@@ -142,8 +146,10 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   /** The video packets kept for NACKs, and the next H.264 sequence number (random start, RFC 3550 5.1). */
   private readonly resends = new ResendBuffer();
   private videoSequence = randomInt(0, 2 ** 16);
+  /** The next Opus sequence number (random start); the first packet carries the marker bit (a talkspurt's start, RFC 3551 4.1). */
+  private audioSequence = randomInt(0, 2 ** 16);
+  private audioStarted = false;
   private sentSamples: Array<{ at: number; bytes: number }> = [];
-  private lastRelativeRtt: number | null = null;
   private readonly counters = { videoFramesSent: 0, audioPacketsSent: 0, droppedBeforeOpen: 0, droppedAfterClose: 0, keyframeRequests: 0, micPackets: 0, channelMessagesSent: 0, channelMessagesDropped: 0 };
 
   private constructor(offer: string, options: CallPeerOptions) {
@@ -196,16 +202,15 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   sendVideo(data: Buffer, ptsNs: number): void {
     const track = this.videoTrack;
     const video = this.negotiated.video;
-    if (!track || !video || !this.videoConfig) return;
+    if (!track || !video) return;
     if (!track.isOpen()) {
       this.counters.droppedBeforeOpen++;
       return;
     }
-    const timestamp = this.rtpTimestamp(ptsNs, VIDEO_CLOCK_HZ, this.videoTsOffset);
-    this.videoConfig.timestamp = timestamp;
+    const timestamp = rtpTimestamp(ptsNs, VIDEO_CLOCK_HZ, this.videoTsOffset);
     let packets: Buffer[];
     if (video.codec === 'vp8') {
-      rewriteRtp(data, video.pt, this.videoSsrc);
+      rewriteRtp(data, video.pt, this.videoSsrc, timestamp);
       packets = [data];
     } else {
       const out = packetizeH264(data, { payloadType: video.pt, ssrc: this.videoSsrc, sequence: this.videoSequence, timestamp, maxPayload: VIDEO_PACKET_PAYLOAD });
@@ -219,23 +224,28 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
         return;
       }
       this.resends.keep(packet.readUInt16BE(2), packet, now);
+      this.reports.sent(this.videoSsrc, ptsNs, packet.length - 12);
       this.mediaBytesSent += packet.length + RTP_OVERHEAD_BYTES - 12;
     }
     if (video.codec !== 'vp8') this.counters.videoFramesSent++;
   }
 
   /** One Opus packet (20 ms). */
-  sendAudio(packet: Buffer, ptsNs: number): void {
+  sendAudio(opus: Buffer, ptsNs: number): void {
     const track = this.audioTrack;
-    if (!track || !this.audioConfig || this.negotiated.audio?.direction === 'sendonly') return;
+    const audio = this.negotiated.audio;
+    if (!track || !audio || audio.direction === 'sendonly') return;
     if (!track.isOpen()) {
       this.counters.droppedBeforeOpen++;
       return;
     }
-    this.audioConfig.timestamp = this.rtpTimestamp(ptsNs, OPUS_CLOCK_HZ, this.audioTsOffset);
+    const packet = rtpPacket(opus, { payloadType: audio.pt, ssrc: this.audioSsrc, sequence: this.audioSequence, timestamp: rtpTimestamp(ptsNs, OPUS_CLOCK_HZ, this.audioTsOffset), marker: !this.audioStarted });
     if (sentUnlessClosed(track, () => track.sendMessageBinary(packet))) {
+      this.audioSequence = (this.audioSequence + 1) & 0xffff;
+      this.audioStarted = true;
+      this.reports.sent(this.audioSsrc, ptsNs, opus.length);
       this.counters.audioPacketsSent++;
-      this.mediaBytesSent += packet.length + RTP_OVERHEAD_BYTES;
+      this.mediaBytesSent += opus.length + RTP_OVERHEAD_BYTES;
     } else this.counters.droppedAfterClose++;
   }
 
@@ -284,14 +294,10 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       description.addOpusCodec(audio.pt);
       if (direction !== 'RecvOnly') description.addSSRC(this.audioSsrc, CNAME, `${CNAME}-stream`, `${CNAME}-audio`);
       const track = this.pc.addTrack(description);
-      const config = new ndc.RtpPacketizationConfig(this.audioSsrc, CNAME, audio.pt, OPUS_CLOCK_HZ);
-      const packetizer = new ndc.RtpPacketizer(config);
-      packetizer.addToChain(new ndc.RtcpSrReporter(config));
-      track.setMediaHandler(packetizer);
+      if (direction !== 'RecvOnly') this.reports.addStream(this.audioSsrc, OPUS_CLOCK_HZ, this.audioTsOffset);
       track.onMessage((message) => this.onAudioMessage(message));
       releaseOnClose(track);
       this.audioTrack = track;
-      this.audioConfig = config;
     }
     if (video) {
       const description = new ndc.Video(video.mid, 'SendOnly');
@@ -299,16 +305,14 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       else description.addVP8Codec(video.pt);
       description.addSSRC(this.videoSsrc, CNAME, `${CNAME}-stream`, `${CNAME}-video`);
       const track = this.pc.addTrack(description);
-      const config = new ndc.RtpPacketizationConfig(this.videoSsrc, CNAME, video.pt, VIDEO_CLOCK_HZ);
-      // RTP packets are made here (H.264) or by GStreamer (VP8), and NACKs answered here
-      // (resend.ts): the reporter only sends the sender reports.
-      track.setMediaHandler(new ndc.RtcpSrReporter(config));
+      this.reports.addStream(this.videoSsrc, VIDEO_CLOCK_HZ, this.videoTsOffset);
       releaseOnClose(track);
       track.onOpen(() => this.requestKeyframe());
       track.onMessage((message) => this.onVideoFeedback(message));
       this.videoTrack = track;
-      this.videoConfig = config;
     }
+    this.reportTimer = setInterval(() => this.sendReports(), REPORT_INTERVAL_MS);
+    this.reportTimer.unref();
     this.pc.onDataChannel((channel) => this.adoptChannel(channel));
     let connectedOnce = false;
     this.pc.onStateChange((state) => {
@@ -395,7 +399,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     this.feedback.videoReports++;
     const now = performance.now();
     const kbps = this.rate.update(
-      { highestSequence: report.highestSequence, cumulativeLost: report.cumulativeLost, packetsSent: this.resends.stats.kept, packetsNacked: this.resends.stats.askedOnce, relativeRttMs: report.lastSr !== 0 ? this.relativeRtt(now, report.lastSr + report.delaySinceLastSr) : null },
+      { highestSequence: report.highestSequence, cumulativeLost: report.cumulativeLost, packetsSent: this.resends.stats.kept, packetsNacked: this.resends.stats.askedOnce, relativeRttMs: this.reports.roundTripMs(report.lastSr, report.delaySinceLastSr) },
       now,
       this.sentKbps(now),
     );
@@ -405,16 +409,12 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     }
   }
 
-  /**
-   * Arrival time minus LSR + DLSR (NTP middle 32 bits, 1/65536 s), ms: the round trip plus a
-   * constant, unwrapped across the 18-hour wrap of those 32 bits.
-   */
-  private relativeRtt(nowMs: number, sentAt: number): number {
-    const wrapMs = 2 ** 32 / 65.536;
-    let value = nowMs - (sentAt >>> 0) / 65.536;
-    if (this.lastRelativeRtt !== null) value += Math.round((this.lastRelativeRtt - value) / wrapMs) * wrapMs;
-    this.lastRelativeRtt = value;
-    return value;
+  /** Each sending stream's sender report, on its own track (RTCP is demultiplexed by SSRC there). */
+  private sendReports(): void {
+    for (const { ssrc, packet } of this.reports.reports()) {
+      const track = ssrc === this.audioSsrc ? this.audioTrack : this.videoTrack;
+      if (track?.isOpen()) sentUnlessClosed(track, () => track.sendMessageBinary(packet));
+    }
   }
 
   /** The media the call has been sending, kbit/s, over about SENT_RATE_WINDOW_MS (0 until known). */
@@ -430,15 +430,12 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     this.emit('keyframe_request');
   }
 
-  private rtpTimestamp(ptsNs: number, clockHz: number, offset: number): number {
-    return (Math.round((ptsNs * clockHz) / 1e9) + offset) >>> 0;
-  }
-
   private finish(reason: CloseReason): void {
     if (this.closedWith) return;
     this.closedWith = reason;
     openPeers--;
     if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
+    if (this.reportTimer) clearInterval(this.reportTimer);
     try {
       // Every native object is closed on its own: a track or channel left open keeps its callbacks,
       // and with them the process, alive after the peer connection is gone.

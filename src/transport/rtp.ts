@@ -1,9 +1,11 @@
 /**
- * The few RTP/RTCP facts the call transport reads and writes itself (node-datachannel's handlers
- * packetize, report and answer NACKs): the RTP header of the client's microphone packets, PLI and
- * FIR in RTCP (keyframe requests), the receiver's feedback that the sender's rate control reads
- * (report blocks, REMB, NACK and transport-cc counts), RTP-vs-RTCP demultiplexing (RFC 5761), and
- * the payload type and SSRC of packets forwarded as they were made (VP8 from GStreamer's payloader).
+ * The RTP/RTCP the call transport reads and writes itself (node-datachannel only carries packets:
+ * no media handler is set on its tracks): RTP packets around Opus packets and H.264 access units
+ * (FU-A), sender reports with their SDES CNAME, the RTP header of the client's microphone packets,
+ * PLI and FIR in RTCP (keyframe requests), the receiver's feedback that the sender's rate control
+ * reads (report blocks, REMB, NACK and transport-cc counts), RTP-vs-RTCP demultiplexing (RFC 5761),
+ * and the payload type, SSRC and timestamp of packets forwarded as they were made (VP8 from
+ * GStreamer's payloader).
  *
  * Every reader takes untrusted bytes: it returns null / false on anything malformed, never throws,
  * and never reads past the buffer.
@@ -68,10 +70,109 @@ export function requestsKeyframe(packet: Uint8Array): boolean {
   return false;
 }
 
-/** Sets the payload type (keeping the marker bit) and SSRC of an RTP packet, in place. */
-export function rewriteRtp(packet: Buffer, payloadType: number, ssrc: number): void {
+/** Sets the payload type (keeping the marker bit), SSRC and timestamp of an RTP packet, in place. */
+export function rewriteRtp(packet: Buffer, payloadType: number, ssrc: number, timestamp: number): void {
   packet[1] = (packet[1]! & 0x80) | (payloadType & 0x7f);
+  packet.writeUInt32BE(timestamp >>> 0, 4);
   packet.writeUInt32BE(ssrc >>> 0, 8);
+}
+
+/** The header fields of an RTP packet this server makes (version 2, no padding, extension or CSRC). */
+export interface RtpHeaderFields {
+  payloadType: number;
+  ssrc: number;
+  sequence: number;
+  timestamp: number;
+  marker: boolean;
+}
+
+/** An RTP packet around `payload` (an Opus packet, a NAL unit or FU-A fragment). */
+export function rtpPacket(payload: Uint8Array, h: RtpHeaderFields): Buffer {
+  const packet = Buffer.allocUnsafe(12 + payload.length);
+  packet[0] = 0x80;
+  packet[1] = (h.marker ? 0x80 : 0) | (h.payloadType & 0x7f);
+  packet.writeUInt16BE(h.sequence & 0xffff, 2);
+  packet.writeUInt32BE(h.timestamp >>> 0, 4);
+  packet.writeUInt32BE(h.ssrc >>> 0, 8);
+  packet.set(payload, 12);
+  return packet;
+}
+
+/** Seconds from the NTP epoch (1900) to the Unix epoch (1970). */
+const NTP_UNIX_OFFSET_S = 2_208_988_800;
+
+/** What a sender report says of one stream (RFC 3550 6.4.1). */
+export interface SenderReport {
+  ssrc: number;
+  /** Its NTP timestamp as Unix-epoch milliseconds (fractions kept to the NTP format's 2^-32 s). */
+  ntpMs: number;
+  /** The RTP timestamp that corresponds to that instant. */
+  rtpTimestamp: number;
+  /** Packets and payload octets sent since the stream began. */
+  packets: number;
+  octets: number;
+}
+
+/** The middle 32 bits of the NTP timestamp of `ntpMs`: what a report block's lastSr echoes. */
+export function ntpMiddle32(ntpMs: number): number {
+  const seconds = Math.floor(ntpMs / 1000);
+  const fraction = Math.floor(((ntpMs - seconds * 1000) / 1000) * 2 ** 32);
+  return ((((seconds + NTP_UNIX_OFFSET_S) & 0xffff) << 16) | (fraction >>> 16)) >>> 0;
+}
+
+/**
+ * A compound RTCP packet: the sender report of one stream (no report blocks: this server receives
+ * nothing it reports on, the microphone is not reported) and an SDES with its CNAME, as RFC 3550
+ * 6.1 requires every compound packet to carry.
+ */
+export function senderReport(r: SenderReport, cname: string): Buffer {
+  const name = Buffer.from(cname, 'utf8').subarray(0, 255);
+  // SDES chunk: SSRC, CNAME item (type, length, text), then at least one zero octet to the next word.
+  const chunk = 4 + 2 + name.length;
+  const sdesLength = 4 + chunk + (4 - (chunk % 4));
+  const packet = Buffer.alloc(28 + sdesLength);
+  packet[0] = 0x80;
+  packet[1] = 200;
+  packet.writeUInt16BE(28 / 4 - 1, 2);
+  packet.writeUInt32BE(r.ssrc >>> 0, 4);
+  const seconds = Math.floor(r.ntpMs / 1000);
+  packet.writeUInt32BE((seconds + NTP_UNIX_OFFSET_S) >>> 0, 8);
+  packet.writeUInt32BE(Math.floor(((r.ntpMs - seconds * 1000) / 1000) * 2 ** 32) >>> 0, 12);
+  packet.writeUInt32BE(r.rtpTimestamp >>> 0, 16);
+  packet.writeUInt32BE(r.packets >>> 0, 20);
+  packet.writeUInt32BE(r.octets >>> 0, 24);
+  packet[28] = 0x81;
+  packet[29] = 202;
+  packet.writeUInt16BE(sdesLength / 4 - 1, 30);
+  packet.writeUInt32BE(r.ssrc >>> 0, 32);
+  packet[36] = 1;
+  packet[37] = name.length;
+  name.copy(packet, 38);
+  return packet;
+}
+
+/** The first sender report in a compound RTCP packet; null when it holds none or is malformed. */
+export function parseSenderReport(packet: Uint8Array): SenderReport | null {
+  const view = new DataView(packet.buffer, packet.byteOffset, packet.byteLength);
+  let offset = 0;
+  while (offset + 4 <= packet.length) {
+    if (packet[offset]! >> 6 !== 2) return null;
+    const end = offset + 4 * (view.getUint16(offset + 2) + 1);
+    if (end > packet.length) return null;
+    if (packet[offset + 1] === 200) {
+      if (end - offset < 28) return null;
+      const seconds = view.getUint32(offset + 8) - NTP_UNIX_OFFSET_S;
+      return {
+        ssrc: view.getUint32(offset + 4),
+        ntpMs: seconds * 1000 + (view.getUint32(offset + 12) / 2 ** 32) * 1000,
+        rtpTimestamp: view.getUint32(offset + 16),
+        packets: view.getUint32(offset + 20),
+        octets: view.getUint32(offset + 24),
+      };
+    }
+    offset = end;
+  }
+  return null;
 }
 
 /** One report block of a receiver (or sender) report: how one of our streams reaches the peer (RFC 3550 6.4). */
@@ -212,13 +313,7 @@ export function packetizeH264(au: Buffer, p: H264Packetization): { packets: Buff
   }
   let sequence = p.sequence;
   const packets = payloads.map((payload, k) => {
-    const packet = Buffer.allocUnsafe(12 + payload.length);
-    packet[0] = 0x80;
-    packet[1] = (k === payloads.length - 1 ? 0x80 : 0) | (p.payloadType & 0x7f);
-    packet.writeUInt16BE(sequence, 2);
-    packet.writeUInt32BE(p.timestamp >>> 0, 4);
-    packet.writeUInt32BE(p.ssrc >>> 0, 8);
-    payload.copy(packet, 12);
+    const packet = rtpPacket(payload, { payloadType: p.payloadType, ssrc: p.ssrc, sequence, timestamp: p.timestamp, marker: k === payloads.length - 1 });
     sequence = (sequence + 1) & 0xffff;
     return packet;
   });

@@ -74,7 +74,7 @@ export interface RateReport {
   /** Video packets sent, and those NACKed at least once, since the call began. */
   packetsSent: number;
   packetsNacked: number;
-  /** Arrival time minus (LSR + DLSR), ms: the round trip plus a constant; null without an SR yet. */
+  /** The round trip, ms (any constant added to every value would not matter: only its rise above the window's floor counts); null without an SR echoed yet. */
   relativeRttMs: number | null;
 }
 

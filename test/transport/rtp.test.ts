@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isRtcp, parseRtp, requestsKeyframe, rewriteRtp } from '../../src/transport/rtp.js';
+import { isRtcp, ntpMiddle32, parseRtp, parseSenderReport, readRtcp, requestsKeyframe, rewriteRtp, rtpPacket, senderReport } from '../../src/transport/rtp.js';
 import { Rng, fuzzSeed } from '../helpers/fuzz.js';
 
 const Rtp = suite('RTP and RTCP');
@@ -39,11 +39,43 @@ Rtp('RTCP is told from RTP (RFC 5761), and PLI / FIR in a compound packet ask fo
   assert.not.ok(requestsKeyframe(Buffer.concat([rr, nack])));
 });
 
-Rtp('rewriteRtp sets payload type and SSRC and keeps the marker bit', () => {
+Rtp('rewriteRtp sets payload type, SSRC and timestamp and keeps the marker bit and sequence', () => {
   const p = rtp({ pt: 96, seq: 7, ts: 9, ssrc: 1, marker: true }, Buffer.from('vp8'));
-  rewriteRtp(p, 120, 0xfeedface);
+  rewriteRtp(p, 120, 0xfeedface, 4_000_000_123);
   const parsed = parseRtp(p)!;
-  assert.equal([parsed.payloadType, parsed.ssrc, parsed.marker, parsed.sequence], [120, 0xfeedface, true, 7]);
+  assert.equal([parsed.payloadType, parsed.ssrc, parsed.marker, parsed.sequence, parsed.timestamp], [120, 0xfeedface, true, 7, 4_000_000_123]);
+});
+
+Rtp('rtpPacket wraps a payload in a version-2 header that parseRtp reads back', () => {
+  const opus = Buffer.from([0xfc, 1, 2, 3, 4]);
+  const p = parseRtp(rtpPacket(opus, { payloadType: 111, ssrc: 0x80000001, sequence: 65535, timestamp: 2 ** 32 - 1, marker: true }))!;
+  assert.equal([p.payloadType, p.ssrc, p.sequence, p.timestamp, p.marker], [111, 0x80000001, 65535, 2 ** 32 - 1, true]);
+  assert.ok(p.payload.equals(opus));
+  assert.is(parseRtp(rtpPacket(opus, { payloadType: 111, ssrc: 1, sequence: 65536, timestamp: 0, marker: false }))!.sequence, 0, 'the sequence wraps');
+});
+
+Rtp('a sender report and its SDES CNAME: one compound packet, read back exactly, and its LSR value', () => {
+  const ntpMs = Date.UTC(2026, 10, 27, 22, 0, 0) + 123.456;
+  const packet = senderReport({ ssrc: 0xdeadbeef, ntpMs, rtpTimestamp: 3_000_000_000, packets: 70_000, octets: 9_000_000 }, 'avatar');
+  assert.is(packet.length % 4, 0, 'a whole number of 32-bit words');
+  assert.ok(isRtcp(packet));
+  const [sr, sdes] = [packet.subarray(0, 28), packet.subarray(28)];
+  assert.equal([sr[0], sr[1], sr.readUInt16BE(2)], [0x80, 200, 6]);
+  assert.equal([sdes[0], sdes[1], (sdes.readUInt16BE(2) + 1) * 4], [0x81, 202, sdes.length]);
+  assert.is(sdes.readUInt32BE(4), 0xdeadbeef);
+  assert.equal([sdes[8], sdes[9], sdes.subarray(10, 16).toString()], [1, 6, 'avatar']);
+  assert.ok(sdes.subarray(16).every((b) => b === 0) && sdes.length - 16 >= 1, 'the chunk ends with zero octets');
+  const back = parseSenderReport(packet)!;
+  assert.equal([back.ssrc, back.rtpTimestamp, back.packets, back.octets], [0xdeadbeef, 3_000_000_000, 70_000, 9_000_000]);
+  assert.ok(Math.abs(back.ntpMs - ntpMs) < 0.001, `NTP ${back.ntpMs} vs ${ntpMs}`);
+  // readRtcp walks the same compound packet (an SR with no report blocks, then SDES).
+  assert.equal(readRtcp(packet)!.reports, []);
+  // A receiver echoes the NTP time's middle 32 bits: 16 bits of seconds, 16 of fraction.
+  const seconds = Math.floor(ntpMs / 1000) + 2_208_988_800;
+  assert.is(ntpMiddle32(ntpMs), (((seconds & 0xffff) << 16) | Math.floor((0.123456 * 65536))) >>> 0);
+  assert.is(ntpMiddle32(ntpMs), ((packet.readUInt32BE(8) & 0xffff) * 65536 + (packet.readUInt32BE(12) >>> 16)) >>> 0);
+  assert.is(parseSenderReport(Buffer.from([0x81, 201, 0, 7, ...new Array(28).fill(0)])), null, 'a receiver report is not one');
+  assert.is(parseSenderReport(packet.subarray(0, 20)), null, 'a cut report is refused');
 });
 
 Rtp('random bytes never throw and never read out of bounds', () => {
@@ -54,6 +86,7 @@ Rtp('random bytes never throw and never read out of bounds', () => {
     parseRtp(bytes);
     requestsKeyframe(bytes);
     isRtcp(bytes);
+    parseSenderReport(bytes);
   }
 });
 
