@@ -221,8 +221,8 @@ pub fn psnr(a: &RgbImage, b: &RgbImage) -> f64 {
     10.0 * (255.0f64 * 255.0 / mse.max(1e-12)).log10()
 }
 
-/// A state from `key=value,...` (open, wide, press, eye, eyel, eyer, pitch, yaw, roll, tx, ty,
-/// scale) or `rest`.
+/// A state from `key=value,...` (open, wide, press, tongue, eye, eyel, eyer, brow, cheek, pitch,
+/// yaw, roll, tx, ty, scale) or `rest`.
 pub fn parse_state(s: &str) -> FaceState {
     let mut st = FaceState::default();
     if s == "rest" {
@@ -235,7 +235,10 @@ pub fn parse_state(s: &str) -> FaceState {
             "open" => st.mouth.open = v,
             "wide" => st.mouth.wide = v,
             "press" => st.mouth.press = v,
+            "tongue" => st.mouth.tongue = v,
             "eye" => st.eye_open = [v, v],
+            "brow" => st.brow = v,
+            "cheek" => st.cheek = v,
             "eyel" => st.eye_open[0] = v,
             "eyer" => st.eye_open[1] = v,
             "pitch" => st.pose.pitch_deg = v,
