@@ -5,15 +5,27 @@
  *
  *   render ms/frame         median over runs of the renderer's own time per frame (manual pacing,
  *                           speech with head motion, 250 frames)
- *   CPU per stream          process CPU time over wall time for ONE real-time session with the
- *                           WebRTC outputs (H.264 + Opus) for 10 s, as % of one core: render +
- *                           colour conversion + encode + event delivery to JS
- *   max concurrent sessions the largest N (1, 2, 4, 6, then by 1) for which N real-time sessions run 10 s
- *                           side by side with no late frame, no refused buffer and no dropped event
+ *   CPU per stream          process CPU time over wall time (getrusage of this process, every
+ *                           thread: the same count as /proc/self/stat) for ONE real-time session
+ *                           with the WebRTC outputs (H.264 + Opus) for the window (10 s, or
+ *                           MEDIA_BENCH_WINDOW_S), as % of one core: render + colour conversion +
+ *                           encode + event delivery to JS
+ *   largest N before the    N real-time sessions side by side for the window, N stepped 1, 2,
+ *   first late frame        4, 6, 8 … 16, then by ones, until
+ *                           the first step with a late frame, a refused buffer or a dropped event,
+ *                           and two steps more for the curve (lib/media-steps.ts); the largest N
+ *                           before that step, and the CPU per stream there. No fixed ceiling: a
+ *                           machine that never goes late is stopped when the CPU stays at 97 % of
+ *                           every core for two steps, or after 10 minutes of steps per size; the
+ *                           note says which, and N is then a lower bound. Every step is recorded
+ *                           in params.capacity_steps (the report's capacity curves, a line per
+ *                           size), the first late step per size in params.first_late_at
  *
- * Speech is espeak-ng audio pushed in a loop so the mouth moves throughout.
+ * Speech is espeak-ng audio pushed in a loop so the mouth moves throughout. A short run:
+ * `MEDIA_BENCH_SIZES=512x512 MEDIA_BENCH_WINDOW_S=3 npm run bench -- media --runs 1`.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseMotionTemplate } from '../src/assets/motion-template.js';
 import { OUTPUT_SIZES, outputDimensions, type OutputSize } from '../src/core/video-size.js';
@@ -22,11 +34,13 @@ import { MediaSession, type MediaSessionConfig } from '../src/media/media-sessio
 import { motionInputFromTemplate } from '../src/media/motion-input.js';
 import { espeak, toPcm16 } from '../test/helpers/speech.js';
 import { median, summarise, type Benchmark } from './lib/harness.js';
+import { describeStop, stepSessions, type MediaStep, type StoppedBy } from './lib/media-steps.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const FPS = 25;
 const REALTIME_S = 10;
-const MAX_SESSIONS_TRIED = 20;
+/** How long the concurrency steps of one size may take in all. */
+const STEPS_BOUND_MS = 10 * 60_000;
 /** What a WebRTC viewer needs: H.264 video and Opus audio (PCM deltas are for WebSocket clients). */
 const WEBRTC_OUTPUTS = { h264: true, opus: true } as const;
 
@@ -51,6 +65,46 @@ function speech(): { pcm: Int16Array; rate: number } {
   return { pcm: toPcm16(audio.samples), rate: audio.rateHz };
 }
 
+/** Seconds each real-time measure runs (one stream, each concurrency step): MEDIA_BENCH_WINDOW_S or REALTIME_S. */
+function stepWindowS(): number {
+  const given = process.env.MEDIA_BENCH_WINDOW_S;
+  if (given === undefined) return REALTIME_S;
+  const s = Number(given);
+  if (!Number.isFinite(s) || s < 1 || s > 600) throw new Error(`MEDIA_BENCH_WINDOW_S: seconds from 1 to 600, not '${given}'`);
+  return s;
+}
+
+type SessionBase = Awaited<ReturnType<typeof baseConfig>>;
+
+/**
+ * N real-time sessions with the WebRTC outputs (seeds from `seed`), all talking, side by side for
+ * `windowS`, every event delivered to JS as the server does; CPU is this process's over the window.
+ */
+async function realtimeStep(base: SessionBase, voice: { pcm: Int16Array; rate: number }, n: number, windowS: number, seed = 0): Promise<MediaStep> {
+  const sessions = await Promise.all(
+    Array.from({ length: n }, (_, i) => MediaSession.start({ ...base, outputs: WEBRTC_OUTPUTS, pacing: 'realtime', seed: seed + i })),
+  );
+  const stops = sessions.map((s) => {
+    s.on('event', () => {});
+    return keepTalking(s, voice, 2);
+  });
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, windowS * 1000));
+  const cpu = process.cpuUsage(cpu0);
+  const wallMs = performance.now() - t0;
+  stops.forEach((stop) => stop());
+  const stats = sessions.map((s) => s.stats());
+  await Promise.all(sessions.map((s) => s.close()));
+  return {
+    sessions: n,
+    late_frames: stats.reduce((a, s) => a + s.lateFrames, 0),
+    dropped: stats.reduce((a, s) => a + s.droppedBuffers + s.eventsDropped, 0),
+    cpu_percent: Math.round(((cpu.user + cpu.system) / 1000 / wallMs) * 1000) / 10,
+    frames: stats.reduce((a, s) => a + s.framesRendered, 0),
+  };
+}
+
 /** Keeps `seconds` of speech queued ahead of the session clock. */
 function keepTalking(session: MediaSession, voice: { pcm: Int16Array; rate: number }, seconds: number): () => void {
   const timer = setInterval(() => {
@@ -61,11 +115,16 @@ function keepTalking(session: MediaSession, voice: { pcm: Int16Array; rate: numb
 
 const bench: Benchmark = {
   name: 'media',
-  description: 'Avatar media plane at each output size, 25 fps: render time, CPU per stream, concurrent sessions on this machine',
+  description: 'Avatar media plane at each output size, 25 fps: render time, CPU per stream, concurrent sessions until the first late frame on this machine',
   async run(ctx) {
     const voice = speech();
+    const windowS = stepWindowS();
+    const cores = os.availableParallelism();
     const metrics = [];
     const notes: string[] = [];
+    const capacitySteps: Array<MediaStep & { load: string }> = [];
+    const firstLate: Record<string, number | null> = {};
+    const stoppedBy: Record<string, StoppedBy> = {};
     for (const size of sizes()) {
       const base = await baseConfig(size);
 
@@ -84,64 +143,47 @@ const bench: Benchmark = {
       // 2. CPU per stream: one real-time session with the WebRTC outputs.
       const cpuPct: number[] = [];
       for (let run = 0; run < ctx.runs; run++) {
-        const s = await MediaSession.start({ ...base, outputs: WEBRTC_OUTPUTS, pacing: 'realtime', seed: run });
-        s.on('event', () => {}); // deliver every event to JS, as the server will
-        const stop = keepTalking(s, voice, 2);
-        const cpu0 = process.cpuUsage();
-        const t0 = performance.now();
-        await new Promise((r) => setTimeout(r, REALTIME_S * 1000));
-        const cpu = process.cpuUsage(cpu0);
-        const wallMs = performance.now() - t0;
-        stop();
-        const st = s.stats();
-        await s.close();
-        cpuPct.push(((cpu.user + cpu.system) / 1000 / wallMs) * 100);
-        ctx.log(`${size} one stream: ${cpuPct.at(-1)!.toFixed(1)} % of a core, ${st.framesRendered} frames, ${st.lateFrames} late`);
+        const st = await realtimeStep(base, voice, 1, windowS, run);
+        cpuPct.push(st.cpu_percent);
+        ctx.log(`${size} one stream: ${st.cpu_percent.toFixed(1)} % of a core, ${st.frames} frames, ${st.late_frames} late`);
       }
 
-      // 3. Concurrent sessions: step N until one misses its deadlines.
-      let maxOk = 0;
-      const perN: string[] = [];
-      for (let n = 1; n <= MAX_SESSIONS_TRIED; n += n < 2 ? 1 : n < 6 ? 2 : 1) {
-        const sessions = await Promise.all(
-          Array.from({ length: n }, (_, i) =>
-            MediaSession.start({ ...base, outputs: WEBRTC_OUTPUTS, pacing: 'realtime', seed: i }),
-          ),
-        );
-        const stops = sessions.map((s) => {
-          s.on('event', () => {});
-          return keepTalking(s, voice, 2);
-        });
-        const cpu0 = process.cpuUsage();
-        const t0 = performance.now();
-        await new Promise((r) => setTimeout(r, REALTIME_S * 1000));
-        const cpu = process.cpuUsage(cpu0);
-        const wallMs = performance.now() - t0;
-        stops.forEach((stop) => stop());
-        const stats = sessions.map((s) => s.stats());
-        await Promise.all(sessions.map((s) => s.close()));
-        const late = stats.reduce((a, s) => a + s.lateFrames, 0);
-        const refused = stats.reduce((a, s) => a + s.droppedBuffers + s.eventsDropped, 0);
-        const frames = stats.reduce((a, s) => a + s.framesRendered, 0);
-        const load = ((cpu.user + cpu.system) / 1000 / wallMs) * 100;
-        perN.push(`${n}: ${late} late, ${refused} dropped, ${load.toFixed(0)} % CPU`);
-        ctx.log(`${size} ${n} sessions: ${frames} frames, ${late} late, ${refused} dropped, ${load.toFixed(0)} % of one core`);
-        if (late > 0 || refused > 0) break;
-        maxOk = n;
-      }
+      // 3. Concurrent sessions: step N until the first late step (and BEYOND more), or a guard.
+      const steps = await stepSessions((n) => realtimeStep(base, voice, n, windowS), {
+        cores,
+        boundMs: STEPS_BOUND_MS,
+        onStep: (st) => ctx.log(`${size} ${st.sessions} sessions: ${st.frames} frames, ${st.late_frames} late, ${st.dropped} dropped, ${st.cpu_percent.toFixed(0)} % of one core`),
+      });
+      const atMost = steps.steps.find((st) => st.sessions === steps.most);
+      capacitySteps.push(...steps.steps.map((st) => ({ load: `${size} media sessions`, ...st })));
       metrics.push(
         summarise(`${size} render`, 'ms/frame', renderMs),
         summarise(`${size} render+encode CPU, one stream`, '% of a core', cpuPct),
-        summarise(`${size} max concurrent sessions at 25 fps, no late frame`, 'sessions', [maxOk]),
+        summarise(`${size} largest N before the first late frame`, 'sessions', [steps.most]),
+        ...(atMost ? [summarise(`${size} CPU per stream at the largest N`, '% of a core', [atMost.cpu_percent / atMost.sessions])] : []),
       );
+      firstLate[size] = steps.firstLateAt;
+      stoppedBy[size] = steps.stoppedBy;
       notes.push(
-        `${size}: render ms/frame median ${median(renderMs).toFixed(2)}; CPU per stream median ${median(cpuPct).toFixed(1)} % of a core`,
-        `${size} concurrency steps: ${perN.join('; ')}`,
+        `${size}: render ms/frame median ${median(renderMs).toFixed(2)}; CPU per stream median ${median(cpuPct).toFixed(1)} % of a core` +
+          (atMost ? `; ${(atMost.cpu_percent / atMost.sessions).toFixed(1)} % per stream with ${atMost.sessions} side by side` : ''),
+        `${size} concurrency steps (${describeStop(steps, { cores, boundMs: STEPS_BOUND_MS })}): ${steps.steps.map((st) => `${st.sessions}: ${st.late_frames} late, ${st.dropped} dropped, ${st.cpu_percent.toFixed(0)} % CPU`).join('; ')}`,
       );
     }
 
     return {
-      params: { sizes: sizes().join(', '), fps: FPS, outputs: 'h264 (x264) + opus', realtime_window_s: REALTIME_S, runs: ctx.runs },
+      params: {
+        sizes: sizes().join(', '),
+        fps: FPS,
+        outputs: 'h264 (x264) + opus',
+        realtime_window_s: windowS,
+        capacity_window_s: windowS,
+        runs: ctx.runs,
+        cores,
+        first_late_at: firstLate,
+        steps_stopped_by: stoppedBy,
+        capacity_steps: capacitySteps,
+      },
       metrics,
       notes,
     };
