@@ -320,9 +320,14 @@ export function encodeWav16(samples: Float32Array | Int16Array, sampleRate: numb
     const s = samples[i] ?? 0;
     pcm.writeInt16LE(samples instanceof Int16Array ? s : Math.max(-32768, Math.min(32767, Math.round(s * 32767))), i * 2);
   }
+  return Buffer.concat([wav16Header(pcm.length, sampleRate), pcm]);
+}
+
+/** The 44-byte header of a RIFF/WAVE file of `dataBytes` of 16-bit PCM, mono (for a file written as it goes). */
+export function wav16Header(dataBytes: number, sampleRate: number): Buffer {
   const header = Buffer.alloc(44);
   header.write('RIFF', 0, 'latin1');
-  header.writeUInt32LE(36 + pcm.length, 4);
+  header.writeUInt32LE(36 + dataBytes, 4);
   header.write('WAVEfmt ', 8, 'latin1');
   header.writeUInt32LE(16, 16);
   header.writeUInt16LE(WAVE_FORMAT_PCM, 20);
@@ -332,6 +337,6 @@ export function encodeWav16(samples: Float32Array | Int16Array, sampleRate: numb
   header.writeUInt16LE(2, 32);
   header.writeUInt16LE(16, 34);
   header.write('data', 36, 'latin1');
-  header.writeUInt32LE(pcm.length, 40);
-  return Buffer.concat([header, pcm]);
+  header.writeUInt32LE(dataBytes, 40);
+  return header;
 }
