@@ -55,7 +55,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   transport: ['core'],
   signaling: ['core', 'audio', 'auth', 'store', 'sessions', 'realtime', 'transport', 'media', 'providers', ...PROVIDER_KINDS],
   server: ['core', 'audio', 'config', 'models', 'store', 'auth', 'assets', 'usage', 'sessions', 'fleet', 'media', 'realtime', 'transport', 'signaling', 'providers', ...PROVIDER_KINDS],
-  cli: ['core', 'config', 'models', 'store', 'auth', 'assets', 'media', 'server', 'fleet', 'main'],
+  cli: ['core', 'config', 'models', 'store', 'auth', 'assets', 'media', 'server', 'fleet', 'main', 'providers/tts'],
   main: ['core', 'config', 'server'],
 };
 
@@ -200,6 +200,7 @@ test('the checker catches deliberate forbidden imports', () => {
     ['src/signaling/realtime-connection.ts', "import type { SpeechService } from '../providers/tts/base.js';"],
     ['src/providers/asr/base.ts', "import { ProviderError } from '../provider-error.js';"],
     ['src/server/realtime-runtime.ts', "const tts = await import('../providers/tts/index.js');"],
+    ['src/cli/render-clip.ts', "import { EspeakVoice } from '../providers/tts/espeak.js';"],
     ['src/media/avatar-output.ts', "import type { AvatarOutput } from '../realtime/avatar-output.js';"],
     ['src/media/input-images.ts', "import type { InputImages } from '../realtime/input-images.js';"],
   ];
