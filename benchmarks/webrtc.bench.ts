@@ -15,7 +15,8 @@
  *    video of one tick leave the server together with the same pts, so the offset is a frame's
  *    time from its last packet to the screen (requestVideoFrameCallback receiveTime → callback)
  *    minus the audio's jitter-buffer delay (getStats). What a viewer sees: onset of mouth motion in
- *    the presented frames (grey level of the mouth box leaving its idle range) minus onset of the
+ *    the presented frames (grey level of the default face's mouth box in the framed 512x512 frame,
+ *    browser.ts DEFAULT_FACE_MOUTH_BOX, leaving its idle range) minus onset of the
  *    avatar's audio (played-out blocks above silence); this includes the animation's own timing
  *    and the first sound of a word being audible before the mouth opens for its vowel.
  * Capacity, with light node-datachannel callers (no decoding, so the browser does not take the
@@ -33,7 +34,7 @@
 import fs from 'node:fs';
 import type { Page } from 'playwright-core';
 import type { ServerProcess } from '../test/helpers/process.js';
-import { callIn, chromiumAvailable, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
+import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { espeak } from '../test/helpers/speech.js';
 import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, mostCalls, mouthOnset, sleep, startSampledCall, waitForEvent, withServer, type CapacityPoint } from './lib/call-measures.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
@@ -42,8 +43,6 @@ import { median, summarise, type Benchmark, type Metric } from './lib/harness.js
 const CALLS_PER_RUN = 2;
 const TEXT_TURNS = 2;
 const VOICE_TURNS = 2;
-/** The default face's mouth in the 512x512 frame (landmarks 61, 291, 0, 17, with room for the jaw). */
-const MOUTH_BOX = [190, 126, 68, 52];
 /** Capacity: seconds measured per step, after the calls have settled. */
 const WINDOW_S = 10;
 const QUESTIONS = ['What is the weather like today?', 'Can you tell me a short story?', 'How are you doing this morning?', 'What should I cook for dinner?'];
@@ -125,7 +124,7 @@ async function oneCall(browser: TestBrowser, server: ServerProcess, l: Latencies
   const page = await browser.newPage();
   try {
     const session = { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 500 } } } };
-    const { started, first } = await startSampledCall(page, server, session, MOUTH_BOX);
+    const { started, first } = await startSampledCall(page, server, session, DEFAULT_FACE_MOUTH_BOX);
     l.answer.push(started.postMs);
     l.firstFrame.push(first.firstFrameAt - first.answeredAt);
     await sleep(1500); // idle frames: the mouth's resting range
