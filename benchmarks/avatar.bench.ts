@@ -6,15 +6,17 @@
  *
  *  - WebSocket, JPEG frames and raw I420 frames: first append sent → first audio delta of the
  *    segment, → first frame of the segment (its pts at the segment's start), → first lip-synced
- *    frame (the mouth box of the decoded frame leaving its idle range), all on the client's clock;
- *    the lips against the audio in the stream (mouth onset frame pts − output_audio_buffer.started
- *    pts); a clear after 1.5 s: clear sent → the played audio silent (cut pts − the playout
+ *    frame (the mouth box of the decoded frame darkening from its level at rest), all on the
+ *    client's clock; the lips against the audio in the stream, per speech onset (the segment's
+ *    first sound and each phrase after a pause, from the audio deltas' PCM; lib/onsets.ts): mouth
+ *    onset frame pts − speech onset pts; a clear after 1.5 s: clear sent → the played audio silent (cut pts − the playout
  *    position the client had seen) and → the mouth still (pts); wire bytes per
  *    second and what a client pays to get RGB from each (JPEG decode by libjpeg-turbo via sharp,
  *    I420 → RGB in JavaScript).
  *  - WebRTC in headless Chromium (playwright-core), the speech sent on the data channel: first
  *    append sent → first avatar audio played at the receiver, → mouth opening in the presented
- *    frames; mouth onset − audio onset at the receiver (A/V offset); a clear → the receiver's audio
+ *    frames; mouth onset − speech onset at the receiver (A/V offset, per speech onset as above,
+ *    the audio timed on the page's audio thread at its output); a clear → the receiver's audio
  *    silent, → the mouth still.
  *  - Capacity with light WebRTC callers (benchmarks/lib/rtc-caller.ts): the most avatar-only calls
  *    all talking at once at 25 fps with no late frame, and CPU per call, beside full-agent calls
@@ -32,7 +34,8 @@ import type { ServerProcess } from '../test/helpers/process.js';
 import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { speak, toPcm16 } from '../test/helpers/speech.js';
 import type { RtcCaller } from './lib/rtc-caller.js';
-import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, idleMouth, mostCallsEach, mouthOnset, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
+import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, describeOnsets, idleMouth, mostCallsEach, pageOnsets, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
+import { greyOpening, lipOnsets, offsetsByKind, type OnsetOffsets, type OnsetPair, type SoundBlock } from './lib/onsets.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const AGENT_RATE = 16_000;
@@ -50,12 +53,18 @@ const SENTENCES = [
   'Your order has shipped and should arrive on Thursday before noon.',
 ];
 const [BOX_X, BOX_Y, BOX_W, BOX_H] = DEFAULT_FACE_MOUTH_BOX;
+/** The avatar's output audio (audio/pcm, the session's default: PCM16 at 24 kHz), cut in blocks of STREAM_BLOCK_MS for its speech onsets. */
+const OUTPUT_RATE = 24_000;
+const STREAM_BLOCK_MS = 10;
+/** Frames in the stream before this long ahead of the segment's first audio are the face at rest. */
+const REST_BEFORE_MS = 200;
 
 interface Segment {
   firstAudio: number;
   firstFrame: number;
   firstLipFrame: number | null;
-  lipOffset: number | null;
+  /** Each speech onset of the segment with its mouth onset, on the stream's pts (onsets.ts). */
+  onsets: OnsetPair[] | null;
   clearToSilent: number;
   clearToMouthStill: number | null;
 }
@@ -71,7 +80,7 @@ const bench: Benchmark = {
     const ws: Record<Mode, Segment[]> = { jpeg: [], i420: [] };
     const wire: Record<Mode, number[]> = { jpeg: [], i420: [] };
     const decode: Record<Mode, number[]> = { jpeg: [], i420: [] };
-    const rtc = { heard: [] as number[], mouth: [] as number[], av: [] as number[], started: [] as number[], silent: [] as number[], rest: [] as number[] };
+    const rtc: RtcFigures = { heard: [], mouth: [], onsets: { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }, started: [], silent: [], rest: [] };
     const webrtc = process.env.AVATAR_BENCH_WEBRTC !== '0';
     if (webrtc && !chromiumAvailable()) throw new Error('/usr/bin/chromium is missing (bash src/cli/setup.sh installs it)');
     const latency = process.env.AVATAR_BENCH_LATENCY !== '0';
@@ -93,11 +102,11 @@ const bench: Benchmark = {
         if (webrtc) {
           const browser = await launchBrowser({ microphone: 'silence' });
           try {
-            for (let c = 0; c < WEBRTC_CALLS_PER_RUN; c++) await rtcCall(browser, server, rtc);
+            for (let c = 0; c < WEBRTC_CALLS_PER_RUN; c++) await rtcCall(browser, server, rtc, ctx.log);
           } finally {
             await browser.close();
           }
-          ctx.log(`run ${run + 1} webrtc: heard ${median(rtc.heard).toFixed(0)} ms, mouth ${median(rtc.mouth).toFixed(0)} ms, A/V ${median(rtc.av).toFixed(0)} ms`);
+          ctx.log(`run ${run + 1} webrtc: heard ${median(rtc.heard).toFixed(0)} ms, mouth ${median(rtc.mouth).toFixed(0)} ms, A/V at the first sound ${median(rtc.onsets.firstSound).toFixed(0)} ms, after a pause ${median(rtc.onsets.afterPause).toFixed(0)} ms`);
         }
       });
     }
@@ -105,11 +114,14 @@ const bench: Benchmark = {
       const s = ws[mode];
       const p = `[websocket ${mode}] `;
       const defined = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
+      const streamOnsets = s.reduce((into, x) => (x.onsets ? offsetsByKind(x.onsets, into) : into), { firstSound: [], afterPause: [], missing: 0, bilabial: 0 } as OnsetOffsets);
+      notes.push(`[websocket ${mode}] speech onsets without a mouth onset from 400 ms before to 600 ms after: ${streamOnsets.missing}; bilabial starts left out: ${streamOnsets.bilabial}.`);
       metrics.push(
         summarise(`${p}first append sent → first audio delta of the segment`, 'ms', s.map((x) => x.firstAudio)),
         summarise(`${p}first append sent → first frame of the segment`, 'ms', s.map((x) => x.firstFrame)),
         summarise(`${p}first append sent → first lip-synced frame (mouth moving)`, 'ms', defined(s.map((x) => x.firstLipFrame))),
-        summarise(`${p}mouth onset − audio onset in the stream (pts)`, 'ms', defined(s.map((x) => x.lipOffset))),
+        summarise(`${p}mouth onset − the segment's first sound in the stream (pts)`, 'ms', streamOnsets.firstSound),
+        summarise(`${p}mouth onset − a phrase's first sound after a pause in the stream (pts)`, 'ms', streamOnsets.afterPause),
         summarise(`${p}clear → audio silent (cut pts − playout position seen)`, 'ms', s.map((x) => x.clearToSilent)),
         summarise(`${p}clear → mouth still (pts of the cut → first frame after which the mouth box stops changing)`, 'ms', defined(s.map((x) => x.clearToMouthStill))),
         summarise(`${p}bytes per second on the wire (events and frames)`, 'MB/s', wire[mode]),
@@ -121,7 +133,8 @@ const bench: Benchmark = {
         summarise('[webrtc] first append sent (data channel) → output_audio_buffer.started', 'ms', rtc.started),
         summarise('[webrtc] first append sent → first avatar audio played at the receiver', 'ms', rtc.heard),
         summarise('[webrtc] first append sent → mouth opening in the presented frames', 'ms', rtc.mouth),
-        summarise('[webrtc] mouth opening onset − avatar audio onset at the receiver', 'ms', rtc.av),
+        summarise("[webrtc] A/V offset at the receiver: mouth opening onset − the segment's first sound", 'ms', rtc.onsets.firstSound),
+        summarise("[webrtc] A/V offset at the receiver: mouth opening onset − a phrase's first sound after a pause", 'ms', rtc.onsets.afterPause),
         summarise('[webrtc] clear sent → receiver audio silent', 'ms', rtc.silent),
         summarise('[webrtc] clear sent → mouth still in the presented frames', 'ms', rtc.rest),
       );
@@ -191,7 +204,7 @@ class WsAvatar {
       if (isBinary) return this.onRaw(at, data);
       const event = JSON.parse(data.toString()) as Seen['event'];
       if (event.type === 'response.output_image.delta') return this.onJpeg(at, event);
-      this.events.push({ at, event: event.type === 'response.output_audio.delta' ? { type: event.type, pts_ms: event.pts_ms, segment_id: event.segment_id, silent: isSilent(event.delta as string) } : event });
+      this.events.push({ at, event: event.type === 'response.output_audio.delta' ? { type: event.type, pts_ms: event.pts_ms, segment_id: event.segment_id, silent: isSilent(event.delta as string), blocks: streamBlocks(event.delta as string, event.pts_ms as number) } : event });
     });
   }
 
@@ -236,7 +249,10 @@ class WsAvatar {
     await Promise.all(this.pendingGreys.splice(0));
     const frames = this.frames.filter((f) => f.ptsMs > startedPts - IDLE_MS);
     const firstFrame = frames.find((f) => f.ptsMs >= startedPts)!;
-    const onsetPts = mouthOnset({ frames: frames.map((f) => ({ t: f.ptsMs, grey: f.grey })) }, startedPts);
+    const grey = greyOpening(frames.map((f) => ({ t: f.ptsMs, grey: f.grey })), startedPts - IDLE_MS, startedPts - REST_BEFORE_MS);
+    const blocks = this.events.slice(from).flatMap((e): SoundBlock[] => (e.event.type === 'response.output_audio.delta' ? e.event.blocks : []));
+    const onsets = grey === null ? null : lipOnsets(blocks, STREAM_BLOCK_MS, startedPts - REST_BEFORE_MS, grey.series, grey.closedMax, grey.openMin);
+    const onsetPts = onsets?.find((p) => p.kind === 'first sound')?.mouthAt ?? null;
     const onsetFrame = onsetPts === null ? null : frames.find((f) => f.ptsMs === onsetPts)!;
     const rest = mouthStill(frames.map((f) => ({ t: f.ptsMs, grey: f.grey })), startedPts, cutPts);
     const silentFrom = this.events.slice(from).find((s) => s.event.type === 'response.output_audio.delta' && s.event.pts_ms >= seenPts && s.event.silent);
@@ -245,7 +261,7 @@ class WsAvatar {
       firstAudio: firstAudio.at - t0,
       firstFrame: firstFrame.at - t0,
       firstLipFrame: onsetFrame ? onsetFrame.at - t0 : null,
-      lipOffset: onsetPts === null ? null : onsetPts - startedPts,
+      onsets,
       clearToSilent: (silentFrom?.event.pts_ms ?? cutPts) - (seenPts + FRAME_MS),
       clearToMouthStill: rest === null ? null : rest - cutPts,
     };
@@ -305,6 +321,21 @@ class WsAvatar {
   }
 }
 
+/** A delta's PCM16 (OUTPUT_RATE) in blocks of STREAM_BLOCK_MS, each with its pts and RMS (full scale 1). */
+function streamBlocks(base64: string, ptsMs: number): SoundBlock[] {
+  const pcm = Buffer.from(base64, 'base64');
+  const perBlock = (OUTPUT_RATE * STREAM_BLOCK_MS) / 1000;
+  const n = Math.floor(pcm.length / 2);
+  const out: SoundBlock[] = [];
+  for (let start = 0; start < n; start += perBlock) {
+    let sum = 0;
+    const end = Math.min(n, start + perBlock);
+    for (let i = start; i < end; i++) sum += (pcm.readInt16LE(2 * i) / 32768) ** 2;
+    out.push({ t: ptsMs + (start / OUTPUT_RATE) * 1000, rms: Math.sqrt(sum / (end - start)) });
+  }
+  return out;
+}
+
 function isSilent(base64: string): boolean {
   return Buffer.from(base64, 'base64').every((b) => b === 0);
 }
@@ -353,7 +384,18 @@ function mouthStill(frames: MouthFrame[], onsetT: number, cutT: number): number 
   return null;
 }
 
-async function rtcCall(browser: TestBrowser, server: ServerProcess, rtc: { heard: number[]; mouth: number[]; av: number[]; started: number[]; silent: number[]; rest: number[] }): Promise<void> {
+interface RtcFigures {
+  heard: number[];
+  /** First append sent → the mouth onset paired with the first sound. */
+  mouth: number[];
+  /** Mouth onset − speech onset at the receiver, by kind (onsets.ts). */
+  onsets: OnsetOffsets;
+  started: number[];
+  silent: number[];
+  rest: number[];
+}
+
+async function rtcCall(browser: TestBrowser, server: ServerProcess, rtc: RtcFigures, log: (line: string) => void): Promise<void> {
   const page: Page = await browser.newPage();
   try {
     await startSampledCall(page, server, { type: 'avatar', audio: { input: { format: { type: 'audio/pcm', rate: AGENT_RATE } } } }, DEFAULT_FACE_MOUTH_BOX);
@@ -376,11 +418,12 @@ async function rtcCall(browser: TestBrowser, server: ServerProcess, rtc: { heard
     const heardAt = audioOnset(s, t0);
     if (heardAt !== null) {
       rtc.heard.push(heardAt - t0);
-      const mouthAt = mouthOnset(s, heardAt);
-      if (mouthAt !== null) {
-        rtc.mouth.push(mouthAt - t0);
-        rtc.av.push(mouthAt - heardAt);
-      }
+      // Onsets up to the clear (the cut's silence is no pause).
+      const onsets = pageOnsets({ loud: s.loud.filter((b) => b.t < clearAt), frames: s.frames }, t0);
+      log(`  webrtc onsets (mouth − sound, ${s.audioClock} clock): ${describeOnsets(onsets)}`);
+      if (onsets) offsetsByKind(onsets, rtc.onsets);
+      const mouthAt = onsets?.find((p) => p.kind === 'first sound')?.mouthAt ?? null;
+      if (mouthAt !== null) rtc.mouth.push(mouthAt - t0);
       const lastLoud = s.loud.filter((b) => b.t > clearAt).at(-1);
       rtc.silent.push(lastLoud ? lastLoud.t - clearAt : 0);
       const rest = mouthStill(s.frames, heardAt, clearAt);

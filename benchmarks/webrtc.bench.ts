@@ -14,11 +14,14 @@
  *  - A/V offset at the receiver, two ways (positive: the picture is late). The streams: audio and
  *    video of one tick leave the server together with the same pts, so the offset is a frame's
  *    time from its last packet to the screen (requestVideoFrameCallback receiveTime → callback)
- *    minus the audio's jitter-buffer delay (getStats). What a viewer sees: onset of mouth motion in
- *    the presented frames (grey level of the default face's mouth box in the framed 512x512 frame,
- *    browser.ts DEFAULT_FACE_MOUTH_BOX, leaving its idle range) minus onset of the
- *    avatar's audio (played-out blocks above silence); this includes the animation's own timing
- *    and the first sound of a word being audible before the mouth opens for its vowel.
+ *    minus the audio's jitter-buffer delay (getStats). What a viewer sees, per speech onset (the
+ *    reply's first sound, and each phrase after a pause of 150 ms or more, over SPEAK_MS of each
+ *    turn): the onset of the mouth opening in the presented frames (the grey level of the default
+ *    face's mouth box in the framed 512x512 frame, browser.ts DEFAULT_FACE_MOUTH_BOX, darkening
+ *    from its level before the turn) minus the speech onset in the played-out audio (blocks timed
+ *    on the audio thread at their output), paired from 400 ms early to 600 ms late
+ *    (lib/onsets.ts); this includes the animation's own timing and the first sound of a word being
+ *    audible before the mouth opens for its vowel.
  * Capacity, with light node-datachannel callers (no decoding, so the browser does not take the
  * server's CPU): the most calls at 25 fps with no late frame, both by the server's render loop
  * (its per-session `media session closed` log line) and at the receiver (frames arriving more than
@@ -36,13 +39,16 @@ import type { Page } from 'playwright-core';
 import type { ServerProcess } from '../test/helpers/process.js';
 import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { espeak } from '../test/helpers/speech.js';
-import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, mostCalls, mouthOnset, sleep, startSampledCall, waitForEvent, withServer, type CapacityPoint } from './lib/call-measures.js';
+import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, describeOnsets, mostCalls, pageOnsets, sleep, startSampledCall, waitForEvent, withServer, type CapacityPoint } from './lib/call-measures.js';
+import { offsetsByKind, type OnsetOffsets, type OnsetPair } from './lib/onsets.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 /** Calls per run in the browser; each has TEXT_TURNS text turns and VOICE_TURNS voice turns. */
 const CALLS_PER_RUN = 2;
 const TEXT_TURNS = 2;
 const VOICE_TURNS = 2;
+/** How long the avatar speaks in each turn before it is cancelled, ms: a few phrases. */
+const SPEAK_MS = 4000;
 /** Capacity: seconds measured per step, after the calls have settled. */
 const WINDOW_S = 10;
 const QUESTIONS = ['What is the weather like today?', 'Can you tell me a short story?', 'How are you doing this morning?', 'What should I cook for dinner?'];
@@ -60,7 +66,8 @@ interface Latencies {
   voiceToStarted: number[];
   voiceToHeard: number[];
   voiceStoppedToStarted: number[];
-  avOffset: number[];
+  /** Mouth onset − speech onset at the receiver, by kind of speech onset (onsets.ts). */
+  onsets: OnsetOffsets;
   streamOffset: number[];
 }
 
@@ -73,7 +80,7 @@ const bench: Benchmark = {
     const notes: string[] = [];
     const only = process.env.WEBRTC_BENCH_PROFILES?.split(',');
     for (const profile of PROFILES.filter((p) => !only || only.includes(p.name))) {
-      const l: Latencies = { answer: [], firstFrame: [], textToStarted: [], textToHeard: [], voiceToStarted: [], voiceToHeard: [], voiceStoppedToStarted: [], avOffset: [], streamOffset: [] };
+      const l: Latencies = { answer: [], firstFrame: [], textToStarted: [], textToHeard: [], voiceToStarted: [], voiceToHeard: [], voiceStoppedToStarted: [], onsets: { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }, streamOffset: [] };
       for (let run = 0; run < ctx.runs; run++) {
         await withServer(profile.env, async (server) => {
           const browser = await launchBrowser({ microphone: 'silence' });
@@ -83,7 +90,7 @@ const bench: Benchmark = {
             await browser.close();
           }
         });
-        ctx.log(`${profile.name} run ${run + 1}: answer p50 ${median(l.answer).toFixed(0)} ms, first frame ${median(l.firstFrame).toFixed(0)} ms, text → started ${median(l.textToStarted).toFixed(0)} ms, voice → started ${median(l.voiceToStarted).toFixed(0)} ms, A/V ${median(l.avOffset).toFixed(0)} ms`);
+        ctx.log(`${profile.name} run ${run + 1}: answer p50 ${median(l.answer).toFixed(0)} ms, first frame ${median(l.firstFrame).toFixed(0)} ms, text → started ${median(l.textToStarted).toFixed(0)} ms, voice → started ${median(l.voiceToStarted).toFixed(0)} ms, A/V at the first sound ${median(l.onsets.firstSound).toFixed(0)} ms, after a pause ${median(l.onsets.afterPause).toFixed(0)} ms`);
       }
       const p = `[${profile.name}] `;
       metrics.push(
@@ -95,9 +102,11 @@ const bench: Benchmark = {
         summarise(`${p}voice turn: end of user speech → first avatar audio played at the receiver`, 'ms', l.voiceToHeard),
         summarise(`${p}voice turn: speech_stopped (VAD) → output_audio_buffer.started`, 'ms', l.voiceStoppedToStarted),
         summarise(`${p}A/V offset of the streams at the receiver (video: last packet → presented, minus audio jitter-buffer delay)`, 'ms', l.streamOffset),
-        summarise(`${p}mouth opening onset − avatar audio onset at the receiver`, 'ms', l.avOffset),
+        summarise(`${p}A/V offset at the receiver: mouth opening onset − the reply's first sound`, 'ms', l.onsets.firstSound),
+        summarise(`${p}A/V offset at the receiver: mouth opening onset − a phrase's first sound after a pause`, 'ms', l.onsets.afterPause),
       );
       notes.push(`[${profile.name}] ${profile.label}.`);
+      notes.push(`[${profile.name}] speech onsets without a mouth onset from 400 ms before to 600 ms after: ${l.onsets.missing}; bilabial starts left out: ${l.onsets.bilabial}.`);
     }
     let capacitySteps: CapacityPoint[] | undefined;
     if (process.env.WEBRTC_BENCH_CAPACITY !== '0') {
@@ -133,10 +142,10 @@ async function oneCall(browser: TestBrowser, server: ServerProcess, l: Latencies
       await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: QUESTIONS[i % QUESTIONS.length] }] } });
       await waitForEvent(page, 'conversation.item.done', from);
       const t0 = await callIn<number>(page, 'send', { type: 'response.create' });
-      const turn = await measureTurn(page, t0, from);
+      const turn = await measureTurn(page, t0, from, log);
       l.textToStarted.push(turn.startedAt - t0);
       if (turn.heardAt) l.textToHeard.push(turn.heardAt - t0);
-      if (turn.avOffset !== null) l.avOffset.push(turn.avOffset);
+      if (turn.onsets) offsetsByKind(turn.onsets, l.onsets);
       if (turn.streamOffset !== null) l.streamOffset.push(turn.streamOffset);
     }
     for (let i = 0; i < VOICE_TURNS; i++) {
@@ -144,12 +153,12 @@ async function oneCall(browser: TestBrowser, server: ServerProcess, l: Latencies
       const since = Date.now();
       const speech = questionSpeech(QUESTIONS[(i + 1) % QUESTIONS.length]!);
       const endAt = await callIn<number>(page, 'speak', Array.from(speech.samples), speech.rateHz);
-      const turn = await measureTurn(page, endAt, from);
+      const turn = await measureTurn(page, endAt, from, log);
       if (process.env.WEBRTC_BENCH_VERBOSE === '1') logVoiceTurn((await eventsIn(page)).slice(from), endAt, serverLogEntries(server.stdout(), since), log);
       l.voiceToStarted.push(turn.startedAt - endAt);
       if (turn.stoppedAt) l.voiceStoppedToStarted.push(turn.startedAt - turn.stoppedAt);
       if (turn.heardAt) l.voiceToHeard.push(turn.heardAt - endAt);
-      if (turn.avOffset !== null) l.avOffset.push(turn.avOffset);
+      if (turn.onsets) offsetsByKind(turn.onsets, l.onsets);
       if (turn.streamOffset !== null) l.streamOffset.push(turn.streamOffset);
     }
     log(`  call: answer ${started.postMs.toFixed(0)} ms, first frame ${(first.firstFrameAt - first.answeredAt).toFixed(0)} ms`);
@@ -161,23 +170,26 @@ async function oneCall(browser: TestBrowser, server: ServerProcess, l: Latencies
 
 /**
  * One turn from `t0` (page ms): waits for output_audio_buffer.started, lets the avatar speak
- * about two seconds, cancels, and reads the onsets from the page's samples.
+ * SPEAK_MS, cancels, and reads the onsets from the page's samples: every speech onset (the first
+ * sound, each phrase after a pause) with its mouth onset (call-measures pageOnsets).
  */
 async function measureTurn(
   page: Page,
   t0: number,
   from: number,
-): Promise<{ startedAt: number; stoppedAt: number | null; heardAt: number | null; avOffset: number | null; streamOffset: number | null }> {
+  log: (line: string) => void,
+): Promise<{ startedAt: number; stoppedAt: number | null; heardAt: number | null; onsets: OnsetPair[] | null; streamOffset: number | null }> {
   const started = await waitForEvent(page, 'output_audio_buffer.started', from, 60_000);
   const stopped = (await eventsIn(page)).slice(from).find((e) => e.type === 'input_audio_buffer.speech_stopped');
-  await sleep(2000);
+  await sleep(SPEAK_MS);
   await callIn(page, 'send', { type: 'response.cancel' });
   await waitForEvent(page, 'response.done', from, 30_000);
   const s = await callIn<PageSamples>(page, 'takeSamples');
   await sleep(1500); // back to idle before the next turn, whose baseline comes from these frames
   if (process.env.WEBRTC_BENCH_DUMP) fs.appendFileSync(process.env.WEBRTC_BENCH_DUMP, JSON.stringify({ t0, startedAt: started.at, stoppedAt: stopped?.at, s, ev: (await eventsIn(page)).slice(from).filter((e) => !e.type.includes('delta')).map((e) => [e.type, Math.round(e.at - t0)]) }) + '\n');
   const heardAt = audioOnset(s, t0);
-  const mouthAt = heardAt === null ? null : mouthOnset(s, heardAt);
+  const onsets = pageOnsets(s, t0);
+  log(`    turn onsets (mouth − sound, ${s.audioClock} clock): ${describeOnsets(onsets)}`);
   // Both streams leave the server together (audio and frame of one tick, same pts): the offset
   // at the receiver is how much longer a frame takes from its last packet to the screen than a
   // sample from its packet to playout.
@@ -187,7 +199,7 @@ async function measureTurn(
     startedAt: started.at,
     stoppedAt: stopped?.at ?? null,
     heardAt,
-    avOffset: heardAt !== null && mouthAt !== null ? mouthAt - heardAt : null,
+    onsets,
     streamOffset: videoDelays.length > 10 && audioBufferMs > 0 ? median(videoDelays) - audioBufferMs : null,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * What the call benchmarks (webrtc, avatar, endpoint) share: a server of their own, waiting on a
- * page's events, the onsets of the avatar's audio and mouth in a browser's samples, the server's CPU
- * and resident memory, and capacity steps of light WebRTC callers (rtc-caller.ts) under a given load.
+ * page's events, the onsets of the avatar's audio and mouth in a browser's samples (onsets.ts),
+ * the server's CPU and resident memory, and capacity steps of light WebRTC callers (rtc-caller.ts)
+ * under a given load.
  *
  * CPU and memory are the server's whole process tree as /proc shows it (the process the bench
  * started and every process under it; `npm start` runs one node process whose model workers are
@@ -13,7 +14,8 @@ import ndc from 'node-datachannel';
 import type { Page } from 'playwright-core';
 import { spawnServer, type ServerProcess } from '../../test/helpers/process.js';
 import { tempDir } from '../../test/helpers/server.js';
-import { callIn, eventsIn, type CallStartResult, type PageSamples } from '../../test/helpers/browser.js';
+import { callIn, eventsIn, PLAYOUT_BLOCK_MS, type CallStartResult, type PageSamples } from '../../test/helpers/browser.js';
+import { greyOpening, lipOnsets, type OnsetPair } from './onsets.js';
 import { frameTiming, RtcCaller } from './rtc-caller.js';
 
 /** One frame at 25 fps: a frame later than this against its stream's clock is late. */
@@ -81,37 +83,39 @@ export interface MouthFrame {
   grey: number;
 }
 
-/** A picture up to this long before the sound still counts as the mouth's onset for it. */
-const MOUTH_LEAD_MS = 150;
+/** The idle face: the frames in the half second before this long ahead of a time. */
+const IDLE_LEAD_MS = 150;
 
 /**
- * The mouth box's grey levels in the half second before MOUTH_LEAD_MS ahead of `heardAt`: the
- * idle face before the speech; null when fewer than 8 frames were presented then.
+ * The mouth box's grey levels in the half second before IDLE_LEAD_MS ahead of `at`: the idle
+ * face before it; null when fewer than 8 frames were presented then.
  */
-export function idleMouth(frames: MouthFrame[], heardAt: number): number[] | null {
-  const from = heardAt - MOUTH_LEAD_MS;
+export function idleMouth(frames: MouthFrame[], at: number): number[] | null {
+  const from = at - IDLE_LEAD_MS;
   const idle = frames.filter((f) => f.t <= from && f.t > from - 500).map((f) => f.grey);
   return idle.length < 8 ? null : idle;
 }
 
+/** The face at rest before a reply: the frames this long before it is asked for (nothing of the reply exists yet). */
+const REST_MS = 1000;
+
 /**
- * The presented frame where the mouth starts moving for the speech heard at `heardAt`: the first
- * frame from MOUTH_LEAD_MS before it whose mouth box leaves the range of the frames in the half second
- * before that (widened by a quarter of the range plus 1 grey level), two frames in a row (one
- * odd frame is not an onset). Looking from just before the audio keeps idle motion earlier in a
- * slow turn from counting, while a picture up to MOUTH_LEAD_MS early is still seen as early.
+ * A turn's lip-sync onsets at a page (onsets.ts): every speech onset of the played-out audio
+ * after `t0` (when the reply was asked for: the reply's first sound and each phrase after a
+ * pause) paired with the onsets of the mouth box's darkening from its level in the REST_MS before
+ * `t0`. Null with fewer than 8 frames at rest. (This replaces a measure that took its resting
+ * range from just before the sound and so could not see a picture more than 150 ms early.)
  */
-export function mouthOnset(s: { frames: MouthFrame[] }, heardAt: number): number | null {
-  const from = heardAt - MOUTH_LEAD_MS;
-  const idle = idleMouth(s.frames, heardAt);
-  if (idle === null) return null;
-  const lo = Math.min(...idle);
-  const hi = Math.max(...idle);
-  const margin = (hi - lo) / 4 + 1;
-  const after = s.frames.filter((f) => f.t > from);
-  const out = (g: number) => g < lo - margin || g > hi + margin;
-  for (let i = 0; i + 1 < after.length; i++) if (out(after[i]!.grey) && out(after[i + 1]!.grey)) return after[i]!.t;
-  return null;
+export function pageOnsets(s: Pick<PageSamples, 'loud' | 'frames'>, t0: number): OnsetPair[] | null {
+  const grey = greyOpening(s.frames, t0 - REST_MS, t0);
+  return grey === null ? null : lipOnsets(s.loud, PLAYOUT_BLOCK_MS, t0, grey.series, grey.closedMax, grey.openMin);
+}
+
+/** A line for a log: each onset's kind and offset (or why none). */
+export function describeOnsets(pairs: OnsetPair[] | null): string {
+  if (pairs === null) return 'no resting frames before the turn';
+  if (pairs.length === 0) return 'no speech onset';
+  return pairs.map((p) => `${p.kind} ${p.offsetMs === null ? 'no mouth onset' : `${p.offsetMs > 0 ? '+' : ''}${Math.round(p.offsetMs)} ms${p.bilabial ? ' (bilabial)' : ''}`}`).join(', ');
 }
 
 

@@ -203,6 +203,32 @@ export interface CallStartResult {
   postMs: number;
 }
 
+/** Blocks of PLAYOUT_BLOCK_MS in which the page measures the played-out audio's level. */
+export const PLAYOUT_BLOCK_SAMPLES = 256;
+export const PLAYOUT_BLOCK_MS = (PLAYOUT_BLOCK_SAMPLES / 48_000) * 1000;
+
+/**
+ * The page's AudioWorklet (audio thread): the RMS of every PLAYOUT_BLOCK_SAMPLES of its input,
+ * posted with the context time of the block's first sample when over silence (0.002). A render
+ * quantum without input (the track not flowing yet) counts as silent.
+ */
+const PLAYOUT_LEVEL = `class PlayoutLevel extends AudioWorkletProcessor {
+  constructor() { super(); this.sum = 0; this.n = 0; this.start = 0; }
+  process(inputs) {
+    const x = inputs[0] && inputs[0][0];
+    if (this.n === 0) this.start = currentTime;
+    if (x) for (let i = 0; i < x.length; i++) this.sum += x[i] * x[i];
+    this.n += 128;
+    if (this.n >= ${PLAYOUT_BLOCK_SAMPLES}) {
+      const rms = Math.sqrt(this.sum / this.n);
+      if (rms > 0.002) this.port.postMessage({ time: this.start, rms });
+      this.sum = 0; this.n = 0;
+    }
+    return true;
+  }
+}
+registerProcessor('playout-level', PlayoutLevel);`;
+
 const HARNESS_PAGE = `<!doctype html>
 <html><body>
 <video id="video" autoplay playsinline muted width="512" height="512"></video>
@@ -210,7 +236,7 @@ const HARNESS_PAGE = `<!doctype html>
 <script>
 const call = {
   pc: null, dc: null, events: [], audioTrack: null, stream: new MediaStream(), answeredAt: 0, firstFrameAt: 0,
-  synth: null, playout: null, samples: [], frames: [], loud: [], thumbs: [], sampler: null,
+  synth: null, playout: null, samples: [], frames: [], loud: [], thumbs: [], sampler: null, audioClock: 'none',
   async start(o) {
     const pc = new RTCPeerConnection();
     this.pc = pc;
@@ -255,19 +281,18 @@ const call = {
         const a = new Audio();
         a.srcObject = new MediaStream([e.track]);
         a.play().catch(() => {});
-        // The played-out level every 256 samples (5.3 ms): when the avatar is first heard.
+        // The played-out level every 256 samples (5.3 ms), measured in an AudioWorklet on the
+        // audio thread: each block's context time, turned into page time when it is output.
         const ctx = new AudioContext({ sampleRate: 48000 });
-        const proc = ctx.createScriptProcessor(256, 1, 1);
-        proc.onaudioprocess = (ev) => {
-          if (!this.sampler) return;
-          const x = ev.inputBuffer.getChannelData(0);
-          let sum = 0;
-          for (let i = 0; i < x.length; i++) sum += x[i] * x[i];
-          const rms = Math.sqrt(sum / x.length);
-          if (rms > 0.002) this.loud.push({ t: performance.now(), rms });
-        };
-        ctx.createMediaStreamSource(new MediaStream([e.track])).connect(proc);
-        proc.connect(ctx.destination);
+        const source = ctx.createMediaStreamSource(new MediaStream([e.track]));
+        ctx.audioWorklet.addModule(URL.createObjectURL(new Blob([${JSON.stringify(PLAYOUT_LEVEL)}], { type: 'text/javascript' }))).then(() => {
+          const node = new AudioWorkletNode(ctx, 'playout-level');
+          node.port.onmessage = (m) => {
+            if (this.sampler) this.loud.push({ t: this.outputTime(ctx, m.data.time), rms: m.data.rms });
+          };
+          source.connect(node);
+          node.connect(ctx.destination);
+        });
         this.playout = ctx;
       }
     };
@@ -284,6 +309,19 @@ const call = {
     const result = { status: res.status, answer, location: res.headers.get('location'), sessionId: res.headers.get('x-session-id'), contentType: res.headers.get('content-type'), postMs };
     if (res.status === 201) { await pc.setRemoteDescription({ type: 'answer', sdp: answer }); this.answeredAt = performance.now(); }
     return result;
+  },
+  /**
+   * The page time (performance.now()) at which the sample of context time \`time\` (s) is output:
+   * getOutputTimestamp() pairs the context time of the sample the output device renders now with
+   * the page time it does (the output latency is inside that pair, not added again). Before the
+   * output has started (performanceTime 0) the render clock plus outputLatency stands in, and
+   * audioClock says so.
+   */
+  outputTime(ctx, time) {
+    const ts = ctx.getOutputTimestamp();
+    if (ts.performanceTime > 0) { this.audioClock = 'output'; return ts.performanceTime + (time - ts.contextTime) * 1000; }
+    this.audioClock = 'render';
+    return performance.now() + (time - ctx.currentTime + (ctx.outputLatency || 0)) * 1000;
   },
   /** Sends one event once the channel is open on this side (the server may see it open first); returns when it was sent (page ms). */
   async send(event) {
@@ -338,13 +376,19 @@ const call = {
       v.requestVideoFrameCallback(onFrame);
     };
     if (v.srcObject) v.requestVideoFrameCallback(onFrame);
+    const last = { audio: [0, 0], video: [0, 0] };
     const timer = setInterval(async () => {
       const t = performance.now();
-      const out = { t, energy: 0, frames: 0, audioBufferMs: 0, videoBufferMs: 0 };
+      const out = { t, energy: 0, frames: 0, audioBufferMs: 0, videoBufferMs: 0, audioBufferNowMs: null, videoBufferNowMs: null };
       (await this.pc.getStats()).forEach((s) => {
+        if (s.type !== 'inbound-rtp' || (s.kind !== 'audio' && s.kind !== 'video')) return;
         const buffered = s.jitterBufferEmittedCount ? (s.jitterBufferDelay / s.jitterBufferEmittedCount) * 1000 : 0;
-        if (s.type === 'inbound-rtp' && s.kind === 'audio') { out.energy = s.totalAudioEnergy || 0; out.audioBufferMs = buffered; }
-        if (s.type === 'inbound-rtp' && s.kind === 'video') { out.frames = s.framesDecoded || 0; out.videoBufferMs = buffered; }
+        // Since the last sample: the delay of what left the jitter buffer in these 10 ms.
+        const [delay, count] = last[s.kind];
+        const now = s.jitterBufferEmittedCount > count ? ((s.jitterBufferDelay - delay) / (s.jitterBufferEmittedCount - count)) * 1000 : null;
+        last[s.kind] = [s.jitterBufferDelay || 0, s.jitterBufferEmittedCount || 0];
+        if (s.kind === 'audio') { out.energy = s.totalAudioEnergy || 0; out.audioBufferMs = buffered; out.audioBufferNowMs = now; }
+        else { out.frames = s.framesDecoded || 0; out.videoBufferMs = buffered; out.videoBufferNowMs = now; }
       });
       this.samples.push(out);
     }, 10);
@@ -366,7 +410,7 @@ const call = {
     this.sampler = null;
   },
   takeSamples() {
-    const out = { samples: this.samples, frames: this.frames, loud: this.loud, thumbs: this.thumbs, firstFrameAt: this.firstFrameAt, answeredAt: this.answeredAt, now: performance.now() };
+    const out = { samples: this.samples, frames: this.frames, loud: this.loud, thumbs: this.thumbs, firstFrameAt: this.firstFrameAt, answeredAt: this.answeredAt, audioClock: this.audioClock, now: performance.now() };
     this.samples = []; this.frames = []; this.loud = []; this.thumbs = [];
     return out;
   },
@@ -402,12 +446,23 @@ export function eventsIn(page: Page): Promise<Array<{ type: string; at: number; 
 /** What `window.call.takeSamples()` returns (times are the page's performance.now(), ms). */
 export interface PageSamples {
   /**
-   * Every 10 ms: the received audio's total energy (as played out), the frames decoded so far, and
-   * the mean jitter-buffer delay of each stream so far (getStats).
+   * Every 10 ms: the received audio's total energy (as played out), the frames decoded so far, the
+   * mean jitter-buffer delay of each stream so far (getStats), and of what left each buffer since
+   * the sample before (null: nothing did, or getStats gave the same figures again: Chromium renews
+   * them about every 50 ms; the first sample's covers the whole call so far).
    */
-  samples: Array<{ t: number; energy: number; frames: number; audioBufferMs: number; videoBufferMs: number }>;
-  /** Blocks of 256 played-out samples (5.3 ms at 48 kHz) of the received audio louder than silence (RMS > 0.002). */
+  samples: Array<{ t: number; energy: number; frames: number; audioBufferMs: number; videoBufferMs: number; audioBufferNowMs: number | null; videoBufferNowMs: number | null }>;
+  /**
+   * Blocks of 256 played-out samples (PLAYOUT_BLOCK_MS, 5.3 ms at 48 kHz) of the received audio
+   * louder than silence (RMS > 0.002); `t` is when the block's first sample is output (see
+   * audioClock), measured on the audio thread: the page's main thread being busy does not move it.
+   */
   loud: Array<{ t: number; rms: number }>;
+  /**
+   * The clock of `loud[].t`: 'output' (AudioContext.getOutputTimestamp: when the output device
+   * plays it), 'render' (the output not started: render time plus outputLatency), 'none' (no audio yet).
+   */
+  audioClock: 'output' | 'render' | 'none';
   /** Every presented video frame: the mean grey level of the mouth box, and when its last packet arrived. */
   frames: Array<{ t: number; grey: number; receivedAt: number }>;
   /** JPEG data URLs of a box of the frame, when startSampling was given `thumbs` (`t` as in frames). */

@@ -31,7 +31,7 @@ import { seededRandom, summarise, type BenchOutput, type Metric } from '../harne
 import type { VoiceTurn } from '../voice-turns.js';
 import { openSession, closeSession, shownUrl, type EndpointTarget } from './session.js';
 import { endpointSpeech, type EndpointSpeech } from './speech.js';
-import { measureWebRtc, type LipSyncFigures } from './webrtc-measures.js';
+import { AV_AFTER_PAUSE, AV_FIRST_SOUND, measureWebRtc, type LipSyncFigures } from './webrtc-measures.js';
 import {
   INSTRUCTIONS,
   SERVER_VAD,
@@ -60,7 +60,8 @@ export const METRIC = {
   reply: 'voice turn › reply to first audio',
   rtcFrame: 'webrtc · first frame',
   rtcAudio: 'webrtc · text turn → first audio played',
-  rtcAv: 'webrtc · A/V offset',
+  rtcAv: AV_FIRST_SOUND,
+  rtcAvPause: AV_AFTER_PAUSE,
   rtcPacing: 'webrtc · frame interval',
   rtcLipR: 'webrtc · lip sync r',
   rtcLipLag: 'webrtc · lip sync lag',
@@ -225,11 +226,13 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
     log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium`);
     const httpBase = shownUrl(o.url).replace(/^ws/i, 'http');
     const r = await measureWebRtc({ url: httpBase, key: o.key, calls: counts.webrtcCalls, textTurns: counts.webrtcTurns, mouthBox: o.mouthBox ?? null, log });
-    if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcPacing, METRIC.rtcLipR]) unsupported.push({ measure: m, reason: r.unsupported });
+    if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing, METRIC.rtcLipR]) unsupported.push({ measure: m, reason: r.unsupported });
     else {
       for (const ms of r.firstFrameMs) add(METRIC.rtcFrame, ms);
       for (const ms of r.firstAudioPlayedMs) add(METRIC.rtcAudio, ms);
-      for (const ms of r.avOffsetMs) add(METRIC.rtcAv, ms);
+      for (const ms of r.onsets.firstSound) add(METRIC.rtcAv, ms);
+      for (const ms of r.onsets.afterPause) add(METRIC.rtcAvPause, ms);
+      if (r.onsets.missing + r.onsets.bilabial > 0) notes.push(`webrtc A/V offset: ${r.onsets.missing} speech onset(s) without a mouth onset from 400 ms before to 600 ms after, ${r.onsets.bilabial} bilabial start(s) left out`);
       for (const ms of r.frameIntervalsMs) add(METRIC.rtcPacing, ms);
       if (r.lipSync) {
         add(METRIC.rtcLipR, r.lipSync.r);
@@ -249,7 +252,7 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
     if (r.lipSyncTrace) lipSyncTrace = r.lipSyncTrace;
     lipSync = r.lipSync;
     webrtc = { calls: counts.webrtcCalls, text_turns_per_call: counts.webrtcTurns, offer: 'multipart; Opus send/receive; H.264 receive-only video; oai-events channel', mouth_box: r.mouthBox };
-  } else notMeasured.push(METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcPacing);
+  } else notMeasured.push(METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing);
   if (counts.voiceTurns === 0) notMeasured.push(METRIC.voiceAudio, METRIC.decision, METRIC.transcription, METRIC.reply);
   if (counts.bargeIns === 0) notMeasured.push(METRIC.bargeIn);
   if (counts.textTurns === 0) notMeasured.push(METRIC.textText, METRIC.textAudio, METRIC.textDone);

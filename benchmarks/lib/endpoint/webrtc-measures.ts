@@ -8,8 +8,12 @@
  *    what a person waits from pressing call to seeing the face (the SDP answer included);
  *  - text turn → first audio played: a user text item, then response.create → the first block of
  *    the avatar's audio played out louder than silence at the receiver (call-measures audioOnset);
- *  - A/V offset: onset of mouth motion in the presented frames − onset of the audio
- *    (call-measures mouthOnset on a mouth box's grey level), positive when the picture is late;
+ *  - A/V offset, per speech onset (the reply's first sound, and each phrase after a pause of
+ *    150 ms or more, over the SPEAK_MS the avatar speaks in each turn): onset of the mouth
+ *    opening in the presented frames − the speech onset in the played-out audio (call-measures
+ *    pageOnsets, lib/onsets.ts: the mouth box's darkening from its level before the turn, paired
+ *    from 400 ms early to 600 ms late), positive when the picture is late; reported apart for
+ *    first sounds and phrases after a pause;
  *    the box is the one found on the call's decoded frames (a snapshot after its first frame, face
  *    models as below), or `mouthBox` where given (ENDPOINT_MOUTH_BOX), so a target's face need
  *    not be known;
@@ -41,9 +45,10 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import sharp from 'sharp';
 import { FaceRegistry } from '../../../src/media/face-registration.js';
-import { callIn, chromiumAvailable, eventsIn, launchBrowser, type PageSamples } from '../../../test/helpers/browser.js';
+import { callIn, chromiumAvailable, eventsIn, launchBrowser, PLAYOUT_BLOCK_MS, type PageSamples } from '../../../test/helpers/browser.js';
 import { bestLagMs, closedOpenShares, median, MouthTracker, mouthBoxOf, type MouthReading } from '../../../test/helpers/mouth-opening.js';
-import { audioOnset, mouthOnset, sleep, startAvatarCall, until, waitForEvent } from '../call-measures.js';
+import { audioOnset, describeOnsets, pageOnsets, sleep, startAvatarCall, until, waitForEvent } from '../call-measures.js';
+import { offsetsByKind, type OnsetOffsets } from '../onsets.js';
 import { INSTRUCTIONS, SERVER_VAD, TEXT_QUESTIONS } from './websocket-measures.js';
 
 export interface WebRtcResult {
@@ -51,7 +56,8 @@ export interface WebRtcResult {
   unsupported: string | null;
   firstFrameMs: number[];
   firstAudioPlayedMs: number[];
-  avOffsetMs: number[];
+  /** Mouth onset − speech onset at the receiver, by kind of speech onset. */
+  onsets: OnsetOffsets;
   /** Time between consecutive presented frames, over every sampled stretch of every call but the lip-sync turn. */
   frameIntervalsMs: number[];
   lipSyncTrace: LipSyncTrace | null;
@@ -95,13 +101,17 @@ export interface LipSyncFigures {
 }
 
 export const LIP_SYNC_METHOD = 'face landmarks on decoded frames (FaceRegistry), mouth cavity';
+/** The A/V offset's measures (endpoint METRIC names). */
+export const AV_FIRST_SOUND = 'webrtc · A/V offset (first sound)';
+export const AV_AFTER_PAUSE = 'webrtc · A/V offset (after a pause)';
+/** How long the avatar speaks in each turn before it is cancelled, ms: a few phrases. */
+const SPEAK_MS = 4000;
 /** Lags tried for r, ms. */
 const MAX_LAG_MS = 40;
 const LAG_STEP_MS = 10;
 const WIDE_LAG_MS = 300;
 /** Speech RMS around a frame: the samples played within ±RMS_HALF_WINDOW_MS of it, in blocks of 256 at 48 kHz. */
 const RMS_HALF_WINDOW_MS = 20;
-const PLAYOUT_BLOCK_MS = (256 / 48_000) * 1000;
 /** Frames kept whole for the lip-sync measure: JPEGs of this side (px) of the 512x512 frame. */
 const FULL_FRAME_SIDE_PX = 256;
 const FULL_FRAMES = { everyMs: 0, box: [0, 0, 512, 512], side: FULL_FRAME_SIDE_PX, quality: 0.9 };
@@ -136,7 +146,7 @@ interface Faces {
 }
 
 export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
-  const out: WebRtcResult = { unsupported: null, firstFrameMs: [], firstAudioPlayedMs: [], avOffsetMs: [], frameIntervalsMs: [], lipSyncTrace: null, lipSync: null, mouthBox: null, missing: {}, notes: [] };
+  const out: WebRtcResult = { unsupported: null, firstFrameMs: [], firstAudioPlayedMs: [], onsets: { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }, frameIntervalsMs: [], lipSyncTrace: null, lipSync: null, mouthBox: null, missing: {}, notes: [] };
   if (!chromiumAvailable()) return { ...out, unsupported: 'Chromium is missing (/usr/bin/chromium; bash src/cli/setup.sh installs it)' };
   if (o.mouthBox) out.mouthBox = { box: [...o.mouthBox], from: 'ENDPOINT_MOUTH_BOX' };
   // The face models' per-image cache goes to a folder of this run's own.
@@ -163,7 +173,8 @@ export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
     await browser.close();
     await faces.registry.close();
     // A face found on a later call than one that found none: the A/V offset was measured.
-    if (out.avOffsetMs.length > 0 && out.missing['webrtc · A/V offset']?.startsWith('no face')) delete out.missing['webrtc · A/V offset'];
+    if (out.onsets.firstSound.length + out.onsets.afterPause.length > 0 && out.missing[AV_FIRST_SOUND]?.startsWith('no face')) delete out.missing[AV_FIRST_SOUND];
+    if (out.onsets.afterPause.length > 0 && out.missing[AV_AFTER_PAUSE]?.startsWith('no face')) delete out.missing[AV_AFTER_PAUSE];
     await rm(cacheDir, { recursive: true, force: true });
   }
   return out;
@@ -181,7 +192,7 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: F
   }
   const video = /^m=video (\d+)/m.exec(started.answer);
   const hasVideo = video !== null && video[1] !== '0';
-  if (!hasVideo) out.missing['webrtc · first frame'] = out.missing['webrtc · A/V offset'] = out.missing['webrtc · lip sync r'] = 'the SDP answer has no video';
+  if (!hasVideo) out.missing['webrtc · first frame'] = out.missing[AV_FIRST_SOUND] = out.missing[AV_AFTER_PAUSE] = out.missing['webrtc · lip sync r'] = 'the SDP answer has no video';
   await waitForEvent(page, 'session.created', 0);
   await callIn(page, 'startSampling', o.mouthBox ?? faces.found ?? ANY_BOX);
   let box: readonly number[] | null = o.mouthBox;
@@ -194,7 +205,7 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: F
       if (box) out.mouthBox = { box: [...box], from: 'found on the decoded frames' };
       else out.notes.push('webrtc: no face found in snapshots of the decoded frames (A/V offset not measured on this call)');
     }
-    if (!box) out.missing['webrtc · A/V offset'] ??= 'no face found in the decoded frames (ENDPOINT_MOUTH_BOX=x,y,w,h in a 512x512 frame gives the mouth box)';
+    if (!box) for (const m of [AV_FIRST_SOUND, AV_AFTER_PAUSE]) out.missing[m] ??= 'no face found in the decoded frames (ENDPOINT_MOUTH_BOX=x,y,w,h in a 512x512 frame gives the mouth box)';
     // Sampling again with the mouth box (and, for the trace turn, every frame kept whole).
     await callIn(page, 'startSampling', box ?? ANY_BOX, trace ? FULL_FRAMES : undefined);
     await sleep(1500); // idle frames before the first turn: the mouth's resting range
@@ -206,7 +217,7 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: F
     await until(() => eventsIn(page), (ev) => ev.slice(from).some((e) => added.includes(e.type) || e.type === 'error'), 'the item added', 15_000);
     const t0 = await callIn<number>(page, 'send', { type: 'response.create' });
     await waitForEvent(page, 'output_audio_buffer.started', from, 60_000).catch(() => null);
-    await sleep(2000); // the avatar speaks a while: its audio and mouth onsets are in the samples
+    await sleep(SPEAK_MS); // the avatar speaks a few phrases: their audio and mouth onsets are in the samples
     await callIn(page, 'send', { type: 'response.cancel' });
     await waitForEvent(page, 'response.done', from, 30_000).catch(() => null);
     const s = await callIn<PageSamples>(page, 'takeSamples');
@@ -229,9 +240,9 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: F
           if (!measured.figures) out.missing['webrtc · lip sync r'] = measured.trace.method;
         } else out.missing['webrtc · lip sync r'] = 'fewer than 10 frames presented around the first sound';
       }
-      const mouthAt = hasVideo && box ? mouthOnset(s, heardAt) : null;
-      if (mouthAt !== null) out.avOffsetMs.push(Math.round(mouthAt - heardAt));
-      else if (hasVideo && box) out.notes.push(`webrtc: no mouth motion onset found around the audio onset (turn ${i + 1})`);
+      const onsets = hasVideo && box ? pageOnsets(s, t0) : null;
+      if (onsets) offsetsByKind(onsets, out.onsets);
+      if (hasVideo && box && (onsets === null || onsets.some((p) => p.offsetMs === null))) out.notes.push(`webrtc: turn ${i + 1} onsets (mouth − sound, ${s.audioClock} clock): ${describeOnsets(onsets)}`);
     }
     o.log(`  webrtc turn ${i + 1}: first audio played ${heardAt === null ? '-' : Math.round(heardAt - t0)} ms`);
     await sleep(1500); // back to idle before the next turn, whose baseline comes from these frames
