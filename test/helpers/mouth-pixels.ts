@@ -12,8 +12,9 @@
  * - A MouthPixels measures frames of one video, each the size of the first: the region, the
  *   upper-face patch and the thresholds all come from the frame it is built with (give it a
  *   silent, closed-mouth frame) and are never changed after.
- * - dark: share of the region's pixels with luma under DARK_SHARE × the region's median luma at
- *   rest (the cavity); teeth: share brighter than the region's 90th percentile at rest with little
+ * - opening: the dark and teeth pixels over the mouth width squared (A's unit); dark: share of
+ *   the region's pixels with luma under DARK_SHARE × the region's median luma at rest (the
+ *   cavity); teeth: share brighter than the region's 90th percentile at rest with little
  *   colour (|Cb − 128| and |Cr − 128| under TEETH_CHROMA). Raw values: a smiling face's own teeth
  *   are in its rest level, which the caller subtracts (the median of its silent frames), as for A.
  * - The motion found is a translation and a scale about the patch's centre, in pixels of the frame.
@@ -42,7 +43,10 @@ export interface PixelPlanes {
 }
 
 export interface PixelReading {
-  /** dark + teeth: raw, the resting level not subtracted. */
+  /**
+   * Dark and teeth pixels over the mouth width squared (the unit of mouth-opening.ts, so its
+   * CLOSED_MAX and OPEN_MIN apply): raw, the resting level not subtracted.
+   */
   opening: number;
   dark: number;
   teeth: number;
@@ -136,7 +140,7 @@ export class MouthPixels {
       else if (px.y[i]! > this.teethAbove && Math.abs(px.cb[i]! - 128) < TEETH_CHROMA && Math.abs(px.cr[i]! - 128) < TEETH_CHROMA) teeth++;
     }
     const n = Math.max(1, px.y.length);
-    return { opening: (dark + teeth) / n, dark: dark / n, teeth: teeth / n, dx: best.dx, dy: best.dy, scale: best.scale };
+    return { opening: ((dark + teeth) / n) * (REGION_ABOVE + REGION_BELOW), dark: dark / n, teeth: teeth / n, dx: best.dx, dy: best.dy, scale: best.scale };
   }
 
   private centre(): [number, number] {

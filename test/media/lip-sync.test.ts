@@ -14,8 +14,13 @@
  * - closed (under CLOSED_MAX) in >= 95 % of silent frames (silent, and 3 frames from any sound);
  * - open (at least OPEN_MIN) in >= 90 % of loud frames (RMS over a quarter of the reply's peak);
  * - the face box found in the output is 35-50 % of the frame's width.
- * The same measure fails when the audio is shifted by 400 ms or reversed (negative controls), and
- * holds for audio-only lips (a voice that gives no phoneme timings, as OpenAI's does not).
+ * A second, independent method (B, test/helpers/mouth-pixels.ts: the dark and teeth pixels of a
+ * mouth region placed once on the first frame's landmarks and moved with the head by correlating
+ * the upper face; no landmarks after that frame) must reach r >= B_MIN_R on the same frames (its
+ * shares are logged). Each method fails when the audio is shifted 400 ms later or earlier, or
+ * reversed (negative controls). The onsets (benchmarks/lib/onsets.ts) of each method are logged,
+ * and audio 200 ms later moves them 150 ms or more earlier. The criteria hold for audio-only lips
+ * (a voice that gives no phoneme timings, as OpenAI's does not).
  */
 import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -30,7 +35,9 @@ import { MediaSession, type MediaEvent } from '../../src/media/media-session.js'
 import { motionInputFromTemplate } from '../../src/media/motion-input.js';
 import type { SpeechChunk } from '../../src/providers/tts/base.js';
 import { piperVoice } from '../../src/providers/tts/piper.js';
-import { bestLagFrames, closedOpenShares, median, MouthTracker } from '../helpers/mouth-opening.js';
+import { lipOnsets, type SoundBlock } from '../../benchmarks/lib/onsets.js';
+import { bestLagFrames, CLOSED_MAX, closedOpenShares, median, MouthTracker, OPEN_MIN } from '../helpers/mouth-opening.js';
+import { decodePlanes, MouthPixels } from '../helpers/mouth-pixels.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { suiteNeeding } from '../helpers/skip.js';
 
@@ -43,6 +50,10 @@ const REPLY = 'Hello there, my friend. How are you doing today? Shall we begin w
 const LEAD_FRAMES = 15;
 const TAIL_FRAMES = 20;
 const MAX_LAG_FRAMES = 3;
+/** The negative controls' shift: 400 ms. */
+const SHIFT_FRAMES = 10;
+/** Method B's r at the best lag must reach this (its closed and open shares are logged, not judged). */
+const B_MIN_R = 0.5;
 
 const MODEL = path.join(REPO_ROOT, 'models/weights/tts/en_US-joe-medium.onnx');
 const haveModel = fs.existsSync(MODEL) && fs.existsSync(`${MODEL}.json`);
@@ -51,6 +62,10 @@ const photo = (name: string): Buffer => fs.readFileSync(path.join(REPO_ROOT, `mo
 interface Measured {
   /** Visible opening per frame (cavity area over mouth width squared, rest subtracted). */
   opening: number[];
+  /** Method B (mouth-pixels.ts): dark and teeth pixels of the tracked region over mouth width squared, rest subtracted. */
+  pixels: number[];
+  /** The session's audio in 10 ms blocks (pts ms, RMS), for the onsets. */
+  blocks: SoundBlock[];
   /** RMS of the audio played in each frame. */
   rms: number[];
   /** Median face box width over frame width. */
@@ -106,21 +121,40 @@ async function playAndMeasure(registry: FaceRegistry, image: Buffer, speech: Spe
     });
   }
   const rms = energy.map((x, i) => Math.sqrt(x / Math.max(1, counts[i]!)));
+  const blocks: SoundBlock[] = [];
+  for (const e of events) {
+    if (e.type !== 'pcm') continue;
+    const pcm = new Int16Array(e.data.buffer, e.data.byteOffset, e.data.length / 2);
+    const per = OUT_RATE_HZ / 100;
+    for (let i = 0; i < pcm.length; i += per) {
+      const block = pcm.subarray(i, i + per);
+      blocks.push({ t: e.ptsNs / 1e6 + (i * 1000) / OUT_RATE_HZ, rms: Math.sqrt(block.reduce((a, v) => a + (v / 32768) ** 2, 0) / block.length) });
+    }
+  }
+  blocks.sort((a, b) => a.t - b.t);
 
   // Frames in order, the silent lead first: the tracker's cavity threshold comes from the first.
   const raw = new Array<number>(frames).fill(Number.NaN);
   const shares: number[] = [];
+  const rawB = new Array<number>(frames).fill(Number.NaN);
   const tracker = new MouthTracker(registry);
+  let pixels: MouthPixels | null = null;
   for (const e of events) {
     if (e.type !== 'jpeg' || e.frameIndex >= frames) continue;
-    const m = await tracker.measure(Buffer.from(e.data));
+    const jpeg = Buffer.from(e.data);
+    const m = await tracker.measure(jpeg);
+    // Method B: its region placed once, on the first (silent) frame's landmarks.
+    const planes = await decodePlanes(jpeg);
+    pixels ??= new MouthPixels(planes, (await registry.register(jpeg)).landmarks);
+    rawB[e.frameIndex] = pixels.measure(planes).opening;
     if (!m?.detected) continue;
     raw[e.frameIndex] = m.opening;
     shares.push(m.faceBox[2] / m.width);
   }
-  assert.ok(raw.every((x) => !Number.isNaN(x)), 'every frame came out as a JPEG with a face found in it');
+  assert.ok(raw.every((x) => !Number.isNaN(x)) && rawB.every((x) => !Number.isNaN(x)), 'every frame came out as a JPEG with a face found in it');
   const rest = median(raw.slice(0, LEAD_FRAMES));
-  return { opening: raw.map((x) => x - rest), rms, faceShare: median(shares) };
+  const restB = median(rawB.slice(0, LEAD_FRAMES));
+  return { opening: raw.map((x) => x - rest), pixels: rawB.map((x) => x - restB), blocks, rms, faceShare: median(shares) };
 }
 
 async function offCentrePhoto(): Promise<Buffer> {
@@ -164,13 +198,30 @@ for (const [name, load] of [
     assert.ok(v.open >= 0.9 * v.loud && v.loud >= 20, `open when loud: ${describe(v)}`);
     assert.ok(v.passes);
 
-    // Negative controls: the same frames against audio 400 ms later, or played backwards.
-    const shift = 10;
-    const shifted = judge(m.opening, [...new Array<number>(shift).fill(0), ...m.rms.slice(0, -shift)]);
-    const reversed = judge(m.opening, [...m.rms].reverse());
-    console.log(`      against shifted audio: ${describe(shifted)}; reversed: ${describe(reversed)}`);
-    for (const [what, c] of [['shifted by 400 ms', shifted], ['reversed', reversed]] as const) {
-      assert.ok(!c.passes && c.r < 0.5, `audio ${what} must fail the measure: ${describe(c)}`);
+    // Method B, the pixel statistics of the tracked region (it sees teeth, and runs no landmarks after the first frame).
+    const b = judge(m.pixels, m.rms);
+    console.log(`    ${name}, method B: ${describe(b)}`);
+    assert.ok(b.r >= B_MIN_R, `method B, opening against energy: ${describe(b)}`);
+
+    // Negative controls, each method: the same frames against audio 400 ms later or earlier, or played backwards.
+    for (const [method, opening] of [['A', m.opening], ['B', m.pixels]] as const) {
+      const controls = {
+        'shifted 400 ms later': judge(opening, [...new Array<number>(SHIFT_FRAMES).fill(0), ...m.rms.slice(0, -SHIFT_FRAMES)]),
+        'shifted 400 ms earlier': judge(opening, [...m.rms.slice(SHIFT_FRAMES), ...new Array<number>(SHIFT_FRAMES).fill(0)]),
+        reversed: judge(opening, [...m.rms].reverse()),
+      };
+      console.log(`      method ${method}: ${Object.entries(controls).map(([what, c]) => `${what}: ${describe(c)}`).join('; ')}`);
+      for (const [what, c] of Object.entries(controls)) assert.ok(!c.passes && c.r < 0.5, `method ${method}: audio ${what} must fail the measure: ${describe(c)}`);
+
+      // Onsets (benchmarks/lib/onsets.ts): each speech onset's mouth onset; with the audio 200 ms
+      // later every paired offset moves 200 ms earlier, so a "within 40 ms" goal fails.
+      const series = opening.map((o, i) => ({ t: i * (FRAME_NS / 1e6), opening: o }));
+      const aligned = lipOnsets(m.blocks, 10, 0, series, CLOSED_MAX, OPEN_MIN);
+      const late = lipOnsets(m.blocks.map((x) => ({ ...x, t: x.t + 200 })), 10, 0, series, CLOSED_MAX, OPEN_MIN);
+      const offsets = (pairs: typeof aligned) => pairs.filter((p) => p.offsetMs !== null).map((p) => p.offsetMs!);
+      console.log(`      method ${method} onsets (mouth − sound, ms): ${aligned.map((p) => `${p.kind} ${p.offsetMs ?? 'none'}`).join(', ')}; audio 200 ms later: ${offsets(late).join(', ')}`);
+      assert.ok(aligned.length >= 3 && offsets(aligned).length >= 2, `method ${method}: the first sound and the phrases after pauses have mouth onsets`);
+      assert.ok(median(offsets(late)) <= median(offsets(aligned)) - 150, `method ${method}: audio 200 ms later moves the onsets earlier`);
     }
   });
 }
