@@ -239,6 +239,9 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
         add(METRIC.rtcLipLag, r.lipSync.lag_ms);
         const share = (x: number | null) => (x === null ? '-' : `${Math.round(100 * x)} %`);
         log(`  webrtc lip sync: r ${r.lipSync.r} at ${r.lipSync.lag_ms} ms, closed in ${share(r.lipSync.closed_share)} of ${r.lipSync.silent_frames} silent frames, open in ${share(r.lipSync.open_share)} of ${r.lipSync.loud_frames} loud ones; r ${r.lipSync.r_audio_shifted_400ms} against audio shifted 400 ms; best within ±300 ms: r ${r.lipSync.wide.r} at ${r.lipSync.wide.lag_ms} ms; face found in ${share(r.lipSync.face_found_share)} of ${r.lipSync.frames_measured} frames`);
+        const b = r.lipSync.method_b;
+        if (b) log(`  webrtc lip sync, method B (pixels): r ${b.r} at ${b.lag_ms} ms, closed in ${share(b.closed_share)}, open in ${share(b.open_share)}; controls: r ${b.r_audio_shifted_400ms} (audio 400 ms later), ${b.r_audio_earlier_400ms} (earlier), ${b.r_audio_reversed} (reversed); A's controls: ${r.lipSync.r_audio_earlier_400ms} (earlier), ${r.lipSync.r_audio_reversed} (reversed)`);
+        else notes.push('webrtc lip sync: method B (pixels) not measured: the first frame with a face could not be registered again');
         if (Math.abs(r.lipSync.wide.lag_ms) > 40 && r.lipSync.wide.r > r.lipSync.r + 0.1) notes.push(`webrtc lip sync: the mouth follows the sound best ${Math.abs(r.lipSync.wide.lag_ms)} ms ${r.lipSync.wide.lag_ms < 0 ? 'ahead of' : 'behind'} it (r ${r.lipSync.wide.r}, against ${r.lipSync.r} within ±40 ms)`);
       }
       if (r.frameIntervalsMs.length > 0) {
