@@ -33,7 +33,7 @@ const STATES: [(&str, &str); 6] = [
     ("open vowel", "open=0.8,wide=0.1,tongue=0.1"),
     ("rounded vowel", "open=0.35,wide=-0.8,tongue=0.2"),
     ("closed lips", "press=1"),
-    ("stressed question", "open=0.28,wide=0.7,tongue=0.5,brow=0.8,cheek=0.5,pitch=-1.5"),
+    ("stressed question", "open=0.3,wide=0.7,tongue=0.5,brow=0.8,cheek=0.35,pitch=-2"),
     // Listening's deepest nod with its tilt and lean (animation's `listening`: 3°, 2.5°, 2 % closer).
     ("listening", "pitch=3,roll=2.5,scale=1.02"),
 ];

@@ -7,7 +7,7 @@
 //!   border are triangulated (constrained Delaunay, `delaunay`) with the inner lips and the
 //!   eyelids as constraints; the triangles inside those loops are the mouth and eye holes.
 //!   Each vertex gets displacement bases for open / wide / round / press / each eye shut
-//!   (`model`), a head-pose weight and a depth.
+//!   (`model`) and for the brows and cheeks (`expression_bases`), a head-pose weight and a depth.
 //! - `renderer`: per frame the vertices move (bases mixed by the state, then an approximate
 //!   3-D head rotation), the triangles that moved are re-warped over a cached fitted photo by
 //!   inverse mapping with bilinear sampling (`raster`, `sampler`), and the holes are filled
@@ -23,6 +23,10 @@ mod appearance;
 mod contours;
 mod delaunay;
 mod error;
+// In-crate tests share tests/common, which names the crate.
+#[cfg(test)]
+extern crate self as face_render;
+mod expression_bases;
 pub mod face_state;
 mod geom;
 pub mod image;

@@ -1,8 +1,8 @@
 //! `Renderer`: draws `FaceState`s of one `FaceRig` into RGB frames of a fixed size, one frame
 //! per call, without allocating.
 //!
-//! Per frame: (1) every mesh vertex is moved — expression bases mixed by the state's mouth and
-//! eye values, then the head pose (an approximate 3-D rotation about a pivot behind the face,
+//! Per frame: (1) every mesh vertex is moved — expression bases mixed by the state's mouth,
+//! eye, brow and cheek values, then the head pose (an approximate 3-D rotation about a pivot behind the face,
 //! using each vertex's depth, blended by its head weight so the background stays put), then
 //! the fit into the output; (2) the cached fitted photo is copied, and only the triangles with
 //! a moving vertex are re-warped over it; (3) the mouth and eye openings are filled (see
@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use crate::error::RigError;
+use crate::expression_bases;
 use crate::face_state::FaceState;
 use crate::geom::Affine;
 use crate::image::RgbImage;
@@ -264,6 +265,7 @@ impl Renderer {
         coef[model::B_EYE0] = 1.0 - st.eye_open[0];
         coef[model::B_EYE1] = 1.0 - st.eye_open[1];
         coef[model::B_ROUND_OPEN] = open * round;
+        let brow_cheek = expression_bases::coefficients(st.brow, st.cheek);
         let rig = self.rig.clone();
         let pose = PoseXf::new(&st.pose, rig.head.pivot, rig.head.face_width);
 
@@ -276,6 +278,7 @@ impl Renderer {
                     q[1] += (c * b[1]) as f64;
                 }
             }
+            expression_bases::displace(&mut q, &rig.expression[i], &brow_cheek);
             if let Some(p) = &pose {
                 q = p.apply(q, rig.depth[i] as f64, rig.head_weight[i] as f64);
             }

@@ -24,6 +24,7 @@ pub(crate) use crate::appearance::{MouthColours, PhotoMouth};
 use crate::contours::{dist, frame_lr, mean, sanitize_loop, sanitize_outer_lips};
 use crate::delaunay::{self, orient, TriError};
 use crate::error::RigError;
+use crate::expression_bases::{ExprBases, ExpressionModel};
 use crate::geom::{point_in_polygon, Frame};
 use crate::image::RgbImage;
 use crate::landmarks as lm;
@@ -109,6 +110,8 @@ pub struct FaceRig {
     pub(crate) source: Source,
     pub(crate) rest: Vec<[f32; 2]>,
     pub(crate) bases: Vec<[[f32; 2]; NUM_BASES]>,
+    /// Brow and cheek bases per vertex (`expression_bases`).
+    pub(crate) expression: Vec<ExprBases>,
     pub(crate) head_weight: Vec<f32>,
     pub(crate) depth: Vec<f32>,
     pub(crate) tris: Vec<[u32; 3]>,
@@ -489,6 +492,18 @@ impl FaceRig {
             .enumerate()
             .map(|(k, v)| bases_at(v.pos, v.landmark, k >= n_fixed_start))
             .collect();
+        let brows_cheeks = ExpressionModel::new(&pts, face_frame, face_width);
+        let expression: Vec<ExprBases> = verts
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                if k >= n_fixed_start {
+                    ExprBases::default()
+                } else {
+                    brows_cheeks.bases(v.pos, v.landmark, MIN_DISPLACEMENT_PX)
+                }
+            })
+            .collect();
 
         // Openings.
         let opening = |up: &[usize], lo: &[usize], frame: &Frame| -> Opening {
@@ -560,6 +575,7 @@ impl FaceRig {
                 .map(|v| [v.pos[0] as f32, v.pos[1] as f32])
                 .collect(),
             bases,
+            expression,
             head_weight: verts.iter().map(|v| v.head_weight).collect(),
             depth: depth.iter().map(|&d| d as f32).collect(),
             tris: tris32,

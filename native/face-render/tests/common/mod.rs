@@ -253,7 +253,8 @@ pub fn parse_state(s: &str) -> FaceState {
     st
 }
 
-/// The state of frame `i` at 25 fps: syllable-rate mouth, a blink every ~3 s, slow head sway.
+/// The state of frame `i` at 25 fps: syllable-rate mouth, a blink every ~3 s, slow head sway,
+/// brows lifting now and then and cheeks rising with spread lips (as animation's `expression`).
 pub fn speech_state(i: usize) -> FaceState {
     let t = i as f32 / 25.0;
     let open = (0.5 + 0.5 * (t * 2.0 * std::f32::consts::PI * 2.7).sin()).powf(1.5) * 0.9;
@@ -276,6 +277,7 @@ pub fn speech_state(i: usize) -> FaceState {
         },
         mouth: MouthShape { open, wide, press, tongue: 0.3 },
         eye_open: [eye, eye],
-        ..FaceState::default()
+        brow: 0.5 * (t * 1.7).sin().max(0.0),
+        cheek: 0.5 * wide.max(0.0) * open,
     }
 }
