@@ -41,7 +41,7 @@ fn session(audio: bool, visemes: bool) -> (Animator, Vec<i16>) {
     if visemes {
         let cycle = [Viseme::Open, Viseme::Closed, Viseme::Wide, Viseme::Narrow, Viseme::Rounded, Viseme::Mid];
         let events: Vec<VisemeEvent> = (0..FRAMES * 40 / 90)
-            .map(|i| VisemeEvent { start_ns: i * 90_000_000, end_ns: (i + 1) * 90_000_000, viseme: cycle[i as usize % 6] })
+            .map(|i| VisemeEvent::new(i * 90_000_000, (i + 1) * 90_000_000, cycle[i as usize % 6]))
             .collect();
         a.push_visemes(&events);
     }

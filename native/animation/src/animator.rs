@@ -14,6 +14,9 @@
 //! - Listening: while `set_listening(true)` (the user speaks), the `listening` layer adds
 //!   attention on top of the motion (tilt, lean, nods, gaze drift, an onset blink) and fades out
 //!   after; the mouth is left as the speech makes it.
+//! - Speaking face: the `expression` layer (brows, cheeks, nods, phrase-end blinks) from the pushed
+//!   phonemes' stress and phrase marks and the audio's `prosody`, after the motion and listening,
+//!   scaled by the speaking envelope and by what listening leaves of it.
 //!
 //! Invariants: `face_at` is meant to be called with non-decreasing `t` (the session clock); it
 //! does not allocate in the steady state. `interrupt(t)` drops every queued phoneme and sample,
@@ -24,9 +27,12 @@
 //! audio analysis (levels are learnt again).
 
 use crate::audio::AudioLips;
+use crate::audio::LOOKAHEAD_NS;
 use crate::blink::Blinker;
+use crate::expression::Expression;
 use crate::listening::Listening;
 use crate::motion::{DrivingMotion, MotionFrame};
+use crate::prosody::Prosody;
 use crate::timeline::ns_to_samples;
 use crate::track::{VisemeEvent, VisemeTrack};
 use face_render::{FaceState, MouthShape};
@@ -68,6 +74,9 @@ pub const AUDIO_MODULATION: f32 = 0.15;
 /// the audio's RMS per frame) the correlation peaks at 0 ms lag with this lead, at +40 ms without
 /// it (r 0.75 against 0.63).
 pub const VISEME_LEAD_NS: u64 = 40_000_000;
+/// The procedural blinker is probed every 20 ms (blinks last 150 ms or more) to see whether it
+/// leaves room for a phrase-end blink.
+const BLINK_PROBE_NS: u64 = 20_000_000;
 /// Openness the audio analysis gives at its adaptive peak (see `audio`).
 const AUDIO_OPEN_AT_PEAK: f32 = 0.8;
 
@@ -141,6 +150,8 @@ pub struct Animator {
     blinker: Blinker,
     track: VisemeTrack,
     lips: Option<AudioLips>,
+    prosody: Option<Prosody>,
+    expression: Expression,
     /// Speech before this time (the latest interrupt) is dropped on push.
     speech_floor_ns: u64,
     /// Speaking gain envelope 0..1 and the time it was last advanced to.
@@ -160,6 +171,8 @@ impl Animator {
             blinker: Blinker::new(seed),
             track: VisemeTrack::new(),
             lips: None,
+            prosody: None,
+            expression: Expression::new(),
             speech_floor_ns: 0,
             activity: 0.0,
             last_t_ns: None,
@@ -205,6 +218,12 @@ impl Animator {
         if let Some(lips) = self.lips.as_mut() {
             lips.push(pts_ns, samples);
         }
+        if self.prosody.as_ref().is_none_or(|p| p.sample_rate_hz() != sample_rate_hz) {
+            self.prosody = Some(Prosody::new(sample_rate_hz));
+        }
+        if let Some(p) = self.prosody.as_mut() {
+            p.push(pts_ns, samples);
+        }
     }
 
     /// Queues phoneme timings: for the span they cover they drive the mouth instead of the audio
@@ -217,6 +236,7 @@ impl Animator {
             .map(|e| VisemeEvent { start_ns: e.start_ns.max(floor), ..*e })
             .collect();
         self.track.push(&kept);
+        self.expression.push(&kept);
     }
 
     /// Drops all queued speech: the mouth is closed from the first frame at or after `t_ns`
@@ -228,6 +248,10 @@ impl Animator {
         if let Some(lips) = self.lips.as_mut() {
             lips.clear();
         }
+        if let Some(p) = self.prosody.as_mut() {
+            p.clear();
+        }
+        self.expression.interrupt(t_ns);
         self.speech_floor_ns = self.speech_floor_ns.max(t_ns);
     }
 
@@ -258,13 +282,18 @@ impl Animator {
             self.listening.set(on, t_ns);
         }
         self.listening.apply(t_ns, &mut frame);
+        let level = self.activity * (1.0 - self.listening.level());
+        let hops = self.prosody.as_mut().map(|p| p.take_until(t_ns + LOOKAHEAD_NS)).into_iter().flatten();
+        let blinker = &self.blinker;
+        let clear = |from: u64, len: u64| (0..=len / BLINK_PROBE_NS).all(|i| blinker.eye_open_at(from + i * BLINK_PROBE_NS)[0] >= 1.0);
+        let (brow, cheek) = self.expression.apply(t_ns, level, hops, &mouth, &mut frame, clear);
         let eyes = frame.eye_open.unwrap_or([1.0, 1.0]);
         FaceState {
             pose: frame.pose(),
             mouth,
             eye_open: [eyes[0].clamp(0.0, 1.0), eyes[1].clamp(0.0, 1.0)],
-            brow: 0.0,
-            cheek: 0.0,
+            brow,
+            cheek,
         }
     }
 

@@ -23,15 +23,31 @@
 //! It does not read audio or know the frame rate; queries are expected in non-decreasing time
 //! order (events more than `KEEP_HISTORY_NS` before the latest query are forgotten).
 
-use crate::viseme::{target_shape, Viseme};
+use crate::viseme::{phrase_mark_of, stress_of, target_shape, viseme_for_phoneme, PhraseMark, Viseme};
 use face_render::MouthShape;
 
-/// One phoneme's viseme over `[start_ns, end_ns)` on the session timeline.
+/// One phoneme's viseme over `[start_ns, end_ns)` on the session timeline, with what the
+/// phoneme said about the voice: its stress (0 none, 1 secondary, 2 primary) and whether a phrase
+/// ends there (the speaking face, `expression`, reads these; the mouth does not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VisemeEvent {
     pub start_ns: u64,
     pub end_ns: u64,
     pub viseme: Viseme,
+    pub stress: u8,
+    pub mark: PhraseMark,
+}
+
+impl VisemeEvent {
+    /// An unstressed event without a phrase mark.
+    pub fn new(start_ns: u64, end_ns: u64, viseme: Viseme) -> VisemeEvent {
+        VisemeEvent { start_ns, end_ns, viseme, stress: 0, mark: PhraseMark::None }
+    }
+
+    /// The event of a phoneme symbol (espeak-ng mnemonic or IPA, marks and punctuation included).
+    pub fn from_phoneme(start_ns: u64, end_ns: u64, phoneme: &str) -> VisemeEvent {
+        VisemeEvent { stress: stress_of(phoneme), mark: phrase_mark_of(phoneme), ..VisemeEvent::new(start_ns, end_ns, viseme_for_phoneme(phoneme)) }
+    }
 }
 
 /// Length of every transition (the smoothing window): 80 ms, the top of the 60–80 ms that lip
@@ -286,7 +302,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn ev(start_ms: u64, end_ms: u64, viseme: Viseme) -> VisemeEvent {
-        VisemeEvent { start_ns: start_ms * MS, end_ns: end_ms * MS, viseme }
+        VisemeEvent::new(start_ms * MS, end_ms * MS, viseme)
     }
 
     /// Deterministic pseudo-random phoneme sequence: 40–200 ms phonemes, sometimes pauses.

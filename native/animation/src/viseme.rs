@@ -10,6 +10,11 @@
 //! `Narrow`, the least conspicuous speaking shape. Matching is case-sensitive because espeak-ng
 //! is (`E` ɛ vs `e`, `O` ɔ vs `o`, `S` ʃ vs `s`, `T` θ vs `t`).
 //!
+//! `stress_of` and `phrase_mark_of` read what the same symbols say about the voice: a stress mark
+//! before a segment (`ˈ` or espeak-ng's `'`: primary, `ˌ` or `,`: secondary) and the punctuation
+//! Piper's phoneme stream carries (`?` a question, `.` `!` `,` `;` a phrase end; a `,` or `;`
+//! before a segment is espeak-ng's secondary stress or palatal mark instead, and `:` is length).
+//!
 //! It does not time or blend anything: that is `track`.
 
 use face_render::MouthShape;
@@ -50,6 +55,54 @@ impl Viseme {
         Viseme::Dental,
         Viseme::Narrow,
     ];
+}
+
+/// Where a phrase ends, from a phoneme's punctuation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum PhraseMark {
+    #[default]
+    None,
+    /// `.` `!` `,` `;`: the phrase (or sentence) ends.
+    End,
+    /// `?`: a question ends.
+    Question,
+}
+
+/// Stress of a phoneme symbol: 2 primary (`ˈ`, espeak-ng `'`), 1 secondary (`ˌ`, espeak-ng `,`),
+/// 0 none; only marks before a segment count (a lone `,` is punctuation).
+pub fn stress_of(p: &str) -> u8 {
+    let p = p.trim();
+    let has_segment = p.chars().any(|c| !is_mark(c) && !is_pause_char(c));
+    if !has_segment {
+        return 0;
+    }
+    let lead = p.chars().take_while(|&c| is_mark(c) || is_pause_char(c));
+    let mut stress = 0;
+    for c in lead {
+        stress = stress.max(match c {
+            'ˈ' | '\'' => 2,
+            'ˌ' | ',' => 1,
+            _ => 0,
+        });
+    }
+    stress
+}
+
+/// The phrase mark a phoneme symbol carries (see the module comment).
+pub fn phrase_mark_of(p: &str) -> PhraseMark {
+    let p = p.trim();
+    if p.contains('?') {
+        return PhraseMark::Question;
+    }
+    let segment_at = p.char_indices().find(|&(_, c)| !is_mark(c) && !is_pause_char(c)).map(|(i, _)| i);
+    let ends = |s: &str, all: bool| s.chars().any(|c| matches!(c, '.' | '!') || (all && matches!(c, ',' | ';')));
+    match segment_at {
+        // Punctuation after a segment ("ŋ."), never the marks before it.
+        Some(i) if ends(&p[i..], true) => PhraseMark::End,
+        Some(_) => PhraseMark::None,
+        None if ends(p, true) => PhraseMark::End,
+        None => PhraseMark::None,
+    }
 }
 
 /// Target mouth shape of a viseme, reached when the viseme is held long enough.
@@ -187,6 +240,32 @@ mod tests {
         all_map_to(&["q", "ʕ", "★", "xyz"], Viseme::Narrow);
         // A lone mark has no segment: treated as a pause rather than a shape.
         all_map_to(&["ˈ", "ː"], Viseme::Silence);
+    }
+
+    #[test]
+    fn stress_and_phrase_marks_are_read_and_the_viseme_ignores_them() {
+        for (p, stress) in [("ˈeɪ", 2), ("ˌaʊ", 1), ("'a", 2), (",aI", 1), ("eɪ", 0), ("ˈ", 0), (",", 0), ("_", 0), ("ŋ?", 0)] {
+            assert_eq!(stress_of(p), stress, "{p:?}");
+        }
+        for (p, mark) in [
+            ("?", PhraseMark::Question),
+            ("_?", PhraseMark::Question),
+            ("ŋ?", PhraseMark::Question),
+            (".", PhraseMark::End),
+            ("!", PhraseMark::End),
+            (",", PhraseMark::End),
+            (";", PhraseMark::End),
+            ("ɪŋ.", PhraseMark::End),
+            (",aI", PhraseMark::None),
+            ("_:", PhraseMark::None),
+            ("_", PhraseMark::None),
+            ("ˈeɪ", PhraseMark::None),
+            ("i:", PhraseMark::None),
+        ] {
+            assert_eq!(phrase_mark_of(p), mark, "{p:?}");
+        }
+        assert_eq!(viseme_for_phoneme("ˈeɪ"), viseme_for_phoneme("eɪ"));
+        assert_eq!(viseme_for_phoneme("?"), Viseme::Silence);
     }
 
     #[test]

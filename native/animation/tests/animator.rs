@@ -100,7 +100,7 @@ fn interrupt_closes_the_mouth_on_the_very_next_frame() {
     }
     // Viseme-driven; audio that arrives late for the interrupted span is dropped.
     let mut b = Animator::new(sway(0.0, 0.0, 3.0, 0.25, None), 1);
-    b.push_visemes(&[VisemeEvent { start_ns: 200 * MS, end_ns: 2_000 * MS, viseme: Viseme::Open }]);
+    b.push_visemes(&[VisemeEvent::new(200 * MS, 2_000 * MS, Viseme::Open)]);
     for f in 0..26 {
         b.face_at(t(f));
     }
@@ -108,12 +108,12 @@ fn interrupt_closes_the_mouth_on_the_very_next_frame() {
     b.interrupt(t(25) + 5 * MS);
     let loud = vec![8_000i16; 12_000];
     b.push_audio(t(5), 16_000, &loud[..]); // stale: [0.2 s, 0.95 s), all before the interrupt
-    b.push_visemes(&[VisemeEvent { start_ns: 0, end_ns: t(25), viseme: Viseme::Open }]); // stale
+    b.push_visemes(&[VisemeEvent::new(0, t(25), Viseme::Open)]); // stale
     assert_eq!(b.face_at(t(26)).mouth, MouthShape::CLOSED);
     assert_eq!(b.face_at(t(27)).mouth, MouthShape::CLOSED);
     assert!(!b.is_speaking(t(27)));
     // A new response after the interrupt animates normally.
-    b.push_visemes(&[VisemeEvent { start_ns: t(30), end_ns: t(60), viseme: Viseme::Rounded }]);
+    b.push_visemes(&[VisemeEvent::new(t(30), t(60), Viseme::Rounded)]);
     let face = b.face_at(t(45));
     assert!((face.mouth.wide + 0.8).abs() < 1e-4, "{face:?}");
 }
@@ -213,7 +213,7 @@ fn speech_moves_the_mouth_and_livens_the_head() {
 fn visemes_shape_their_span_and_the_audio_sets_the_least_opening() {
     let feeder = Feeder::utterance(0);
     // Phonemes for 0.5 .. 1.0 s only: a held rounded vowel.
-    let span = VisemeEvent { start_ns: 500 * MS, end_ns: 1_000 * MS, viseme: Viseme::Rounded };
+    let span = VisemeEvent::new(500 * MS, 1_000 * MS, Viseme::Rounded);
     let mut with = Animator::new(DrivingMotion::rest(), 2);
     let mut without = Animator::new(DrivingMotion::rest(), 2);
     with.push_visemes(&[span]);
@@ -243,7 +243,7 @@ fn visemes_lead_the_frame_and_bilabials_close_however_loud() {
     // No audio: the track alone, read VISEME_LEAD_NS ahead, so a frame 40 ms before a vowel
     // already shows half its opening (the smoothing window is centred on the read time).
     let mut a = Animator::new(DrivingMotion::rest(), 0);
-    a.push_visemes(&[VisemeEvent { start_ns: 1_000 * MS, end_ns: 1_400 * MS, viseme: Viseme::Open }]);
+    a.push_visemes(&[VisemeEvent::new(1_000 * MS, 1_400 * MS, Viseme::Open)]);
     let half = a.face_at(1_000 * MS - VISEME_LEAD_NS).mouth.open;
     assert!((half - 0.4).abs() < 1e-3, "{half}");
     assert!(a.face_at(1_040 * MS - VISEME_LEAD_NS).mouth.open > 0.79);
@@ -264,9 +264,9 @@ fn visemes_lead_the_frame_and_bilabials_close_however_loud() {
     // The frame at `at` reads the track at `centre`: put a bilabial there, vowels around it.
     let centre = t(at) + VISEME_LEAD_NS;
     loud.push_visemes(&[
-        VisemeEvent { start_ns: centre - 200 * MS, end_ns: centre - 40 * MS, viseme: Viseme::Open },
-        VisemeEvent { start_ns: centre - 40 * MS, end_ns: centre + 40 * MS, viseme: Viseme::Closed },
-        VisemeEvent { start_ns: centre + 40 * MS, end_ns: centre + 200 * MS, viseme: Viseme::Open },
+        VisemeEvent::new(centre - 200 * MS, centre - 40 * MS, Viseme::Open),
+        VisemeEvent::new(centre - 40 * MS, centre + 40 * MS, Viseme::Closed),
+        VisemeEvent::new(centre + 40 * MS, centre + 200 * MS, Viseme::Open),
     ]);
     for f in 0..=at {
         feeder.feed(&mut loud, f);

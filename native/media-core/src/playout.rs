@@ -174,7 +174,7 @@ impl Playout {
             self.pending.extend(visemes.iter().map(|v| VisemeEvent {
                 start_ns: v.start_ns + start_ns,
                 end_ns: v.end_ns + start_ns,
-                viseme: v.viseme,
+                ..*v
             }));
         }
         Ok(PushResult {

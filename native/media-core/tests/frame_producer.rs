@@ -258,11 +258,7 @@ fn a_second_producer_drives_a_real_session() {
     // Speech at 24 kHz with visemes: the next frames are as bright as their tick's audio, the
     // audio the Pcm event of the same pts carries.
     let speech: Vec<i16> = (0..9_600).map(|i| ((i % 48) as i16 - 24) * 1_000).collect();
-    let visemes = [VisemeEvent {
-        start_ns: 0,
-        end_ns: 200_000_000,
-        viseme: Viseme::Open,
-    }];
+    let visemes = [VisemeEvent::new(0, 200_000_000, Viseme::Open)];
     session.push_audio(&speech, 24_000, &visemes, None).unwrap();
     session.set_listening(true).unwrap();
     session.advance(3).unwrap();

@@ -21,11 +21,7 @@ fn interrupt_drops_speech_and_the_next_frame_is_idle() {
     // Syllables with an open vowel in the middle of every 250 ms: the mouth is open mid-speech.
     let speech = speech_like(24_000, 3.0);
     let vis: Vec<VisemeEvent> = (0..12u64)
-        .map(|i| VisemeEvent {
-            start_ns: i * 250_000_000,
-            end_ns: (i + 1) * 250_000_000,
-            viseme: Viseme::Open,
-        })
+        .map(|i| VisemeEvent::new(i * 250_000_000, (i + 1) * 250_000_000, Viseme::Open))
         .collect();
     session.push_audio(&speech, 24_000, &vis, None).unwrap();
     session.advance(25).unwrap();

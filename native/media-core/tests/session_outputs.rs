@@ -31,11 +31,7 @@ fn visemes(secs: f64) -> Vec<VisemeEvent> {
     ];
     let n = (secs * 8.0) as u64;
     (0..n)
-        .map(|i| VisemeEvent {
-            start_ns: i * 125_000_000,
-            end_ns: (i + 1) * 125_000_000,
-            viseme: cycle[i as usize % cycle.len()],
-        })
+        .map(|i| VisemeEvent::new(i * 125_000_000, (i + 1) * 125_000_000, cycle[i as usize % cycle.len()]))
         .collect()
 }
 

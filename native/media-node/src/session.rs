@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use media_core::frames::cpu::{CpuFactory, CpuOptions};
-use media_core::frames::{viseme_for_phoneme, DrivingMotion, VisemeEvent};
+use media_core::frames::{DrivingMotion, VisemeEvent};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -573,11 +573,7 @@ fn visemes(phonemes: &[PhonemeTiming]) -> JsResult<Vec<VisemeEvent>> {
                     "options.phonemes[{i}]: endNs is before startNs"
                 )));
             }
-            Ok(VisemeEvent {
-                start_ns,
-                end_ns,
-                viseme: viseme_for_phoneme(&p.phoneme),
-            })
+            Ok(VisemeEvent::from_phoneme(start_ns, end_ns, &p.phoneme))
         })
         .collect()
 }
