@@ -25,6 +25,7 @@
 //! motion frame is returned untouched and brow and cheek are exactly 0 (the face between turns is
 //! exactly what the motion and listening make of it).
 
+use crate::listening::bump;
 use crate::motion::MotionFrame;
 use crate::prosody::ProsodyHop;
 use crate::track::VisemeEvent;
@@ -109,14 +110,6 @@ pub struct Expression {
     last_closed_ns: Option<u64>,
 }
 
-/// A raised-cosine bump 0 -> 1 -> 0 over `len_ns`, `x_ns` into it.
-fn bump(x_ns: u64, len_ns: u64) -> f32 {
-    if x_ns >= len_ns {
-        return 0.0;
-    }
-    0.5 * (1.0 - (std::f32::consts::TAU * x_ns as f32 / len_ns as f32).cos())
-}
-
 impl Expression {
     pub fn new() -> Expression {
         Expression::default()
@@ -178,7 +171,7 @@ impl Expression {
         };
         follow(&mut self.brow, brow_target);
         follow(&mut self.tilt, tilt_target);
-        let nod = self.nod_at.map_or(0.0, |n| bump(t_ns.saturating_sub(n), NOD_NS) * f32::from(t_ns >= n));
+        let nod = self.nod_at.map_or(0.0, |n| bump(t_ns.saturating_sub(n), NOD_NS, t_ns >= n));
 
         // Phrase-end blinks.
         let end = self.phrase_end_due(t_ns);
@@ -189,7 +182,7 @@ impl Expression {
                 self.last_closed_ns = Some(t_ns);
             }
         }
-        let closed = self.blink_at.map_or(0.0, |b| bump(t_ns - b, BLINK_NS));
+        let closed = self.blink_at.map_or(0.0, |b| bump(t_ns.saturating_sub(b), BLINK_NS, t_ns >= b));
 
         let settled = level < SETTLED && self.brow.abs() < SETTLED && self.tilt.abs() < SETTLED;
         if settled && nod == 0.0 && closed == 0.0 {

@@ -128,7 +128,7 @@ impl Listening {
 }
 
 /// A raised-cosine bump 0 -> 1 -> 0 over `len_ns`, `x_ns` into it (0 when not `started` or past it).
-fn bump(x_ns: u64, len_ns: u64, started: bool) -> f32 {
+pub(crate) fn bump(x_ns: u64, len_ns: u64, started: bool) -> f32 {
     if !started || x_ns >= len_ns {
         return 0.0;
     }
