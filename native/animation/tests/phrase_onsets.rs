@@ -41,7 +41,7 @@ fn first_open_ms(a: &mut Animator, sound_ms: u64) -> Option<i64> {
 
 /// Two phrases, the second after a 500 ms pause, each starting with `first` for 80 ms then a vowel.
 fn two_phrases(first: Viseme) -> (Vec<VisemeEvent>, Vec<i16>, [u64; 2]) {
-    let ev = |a: u64, b: u64, v| VisemeEvent { start_ns: a * MS, end_ns: b * MS, viseme: v };
+    let ev = |a: u64, b: u64, v| VisemeEvent::new(a * MS, b * MS, v);
     let events = vec![
         ev(0, 1000, Viseme::Silence),
         ev(1000, 1080, first),
