@@ -26,10 +26,19 @@ use crate::landmarks as lm;
 pub const OPEN_GAP_FRAC: f64 = 0.30;
 /// Share of the added gap taken by the lower lip (the jaw); the rest lifts the upper lip.
 pub const OPEN_LOWER_SHARE: f64 = 0.82;
+/// The rigid jaw's drop (image pixels, along the mouth frame's `down`) at `open = 1` for a mouth
+/// `width` wide: what the lower lip's middle and the chin move by (the lower teeth move with it).
+pub fn jaw_drop(width: f64) -> f64 {
+    OPEN_GAP_FRAC * OPEN_LOWER_SHARE * width
+}
 /// Mouth corners move down by this fraction of the added gap at `open = 1`...
 pub const OPEN_CORNER_DOWN: f64 = 0.12;
 /// ...and inward by this fraction of the mouth width each (the mouth narrows as it opens).
 pub const OPEN_CORNER_IN_FRAC: f64 = 0.05;
+/// Open vowels roll the lower lip out: its inner edge drops this much further than the jaw
+/// (share of the jaw's drop, fading to nothing at the lip's outer edge), so the vermilion turns
+/// out and shows more of itself, and more of the lower teeth show above it.
+pub const LOWER_LIP_ROLL: f64 = 0.15;
 /// Distance below the mouth line over which the lip's opening profile hands over to the rigid
 /// jaw (chin), as a fraction of the mouth width.
 pub const JAW_BLEND_FRAC: f64 = 0.55;
@@ -268,7 +277,10 @@ impl MouthModel {
                 let blend = smoothstep(0.0, JAW_BLEND_FRAC * w, v - m);
                 let share = lerp(self.profile(u, rounded), self.jaw_lateral(u), blend);
                 let neck = 1.0 - smoothstep(self.v_chin, self.v_chin + NECK_FADE_FRAC * w, v);
-                gap * OPEN_LOWER_SHARE * share * neck
+                // The roll: 1 at the lip's inner edge, 0 from its outer edge down.
+                let (inner, outer) = (self.inner_lo.at(u), self.outer_lo.at(u));
+                let roll = 1.0 - smoothstep(inner, outer.max(inner + 0.5), v);
+                jaw_drop(w) * (share + LOWER_LIP_ROLL * roll * self.profile(u, rounded)) * neck
             }
             _ => {
                 // The upper lip lifts as a block, the skin up to the nose stretches.
@@ -425,5 +437,52 @@ impl EyeModel {
             }
         };
         self.frame.vector([0.0, dv])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A synthetic closed mouth 100 px wide at (200, 200): lips 10 px thick, inner lips meeting
+    /// on a flat line, chin 80 px below, nose 40 px above.
+    fn mouth() -> MouthModel {
+        let mut pts = vec![[0.0f64; 2]; lm::LANDMARKS_WITH_IRIS];
+        let n = lm::INNER_UPPER.len();
+        for k in 0..n {
+            let t = k as f64 / (n - 1) as f64 * 2.0 - 1.0;
+            let (x, inner_w, bulge) = (200.0 + 50.0 * t, 200.0 + 40.0 * t, 1.0 - t * t);
+            pts[lm::OUTER_UPPER[k]] = [x, 200.0 - 10.0 * bulge];
+            pts[lm::OUTER_LOWER[k]] = [x, 200.0 + 10.0 * bulge];
+            pts[lm::INNER_UPPER[k]] = [inner_w, 200.0];
+            pts[lm::INNER_LOWER[k]] = [inner_w, 200.0];
+        }
+        pts[lm::CHIN] = [200.0, 280.0];
+        pts[lm::NOSE_BASE] = [200.0, 160.0];
+        MouthModel::new(&pts, 300.0)
+    }
+
+    #[test]
+    fn open_vowels_roll_the_lower_lip_out() {
+        let m = mouth();
+        let inner = m.open([200.0, 200.0], Side::Lower)[1];
+        let outer = m.open([200.0, 210.0], Side::Lower)[1];
+        let chin = m.open([200.0, 235.0], Side::Lower)[1];
+        assert!((outer - jaw_drop(m.width)).abs() < 1e-6, "outer edge {outer} moves with the jaw");
+        assert!(
+            (inner - jaw_drop(m.width) * (1.0 + LOWER_LIP_ROLL)).abs() < 1e-6,
+            "inner edge {inner} drops further than the jaw"
+        );
+        assert!((chin - outer).abs() < 1e-6, "below the lip everything moves with the jaw");
+        // Continuous through the lip (no step between neighbouring points).
+        let mut prev = inner;
+        for k in 1..=100 {
+            let d = m.open([200.0, 200.0 + 0.1 * k as f64], Side::Lower)[1];
+            assert!((d - prev).abs() < 0.5, "step {} at {k}", d - prev);
+            prev = d;
+        }
+        // Toward the inner corners the roll fades with the opening profile.
+        let side = m.open([235.0, 200.0], Side::Lower)[1];
+        assert!(side < inner, "{side} vs {inner}");
     }
 }
