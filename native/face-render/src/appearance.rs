@@ -3,8 +3,9 @@
 //! the lips parted) and the colours for a synthesised interior (teeth, cavity, tongue), matched
 //! to the photo's lips, skin and lighting.
 //!
-//! Invariants: the mask covers the inner-lip loop dilated by `PHOTO_MOUTH_DILATE_PX`, so at rest
-//! the photographed interior meets the lips without a fringe; colours are 0..255 linear RGB.
+//! Invariants: the mask covers the inner-lip loop dilated by `PHOTO_MOUTH_DILATE_PX` (its edge
+//! feathered over `PHOTO_MOUTH_FEATHER_PX`), so at rest the photographed interior meets the lips
+//! without a fringe; colours are 0..255 linear RGB.
 //!
 //! Not here: drawing (`interior`).
 
@@ -19,6 +20,10 @@ const PHOTO_MOUTH_MIN_GAP_PX: f64 = 2.0;
 /// The photographed mouth interior is sampled this far (pixels) beyond the inner-lip contour,
 /// so that at rest it matches the lips around it without a dark fringe.
 const PHOTO_MOUTH_DILATE_PX: f64 = 1.0;
+
+/// The mask's edge ramps over this many pixels (centred on the dilated contour), so the seam
+/// between the photographed interior and the synthesised one below it is soft.
+const PHOTO_MOUTH_FEATHER_PX: f64 = 1.5;
 
 /// The photographed mouth interior: coverage of the (dilated) inner-lip loop in photo pixels.
 #[derive(Clone, Debug)]
@@ -87,7 +92,8 @@ pub(crate) fn photo_mouth_mask(
     for y in 0..h {
         for x in 0..w {
             let p = [(x0 + x) as f64 + 0.5, (y0 + y) as f64 + 0.5];
-            let a = (signed_distance(p, poly) + PHOTO_MOUTH_DILATE_PX + 0.5).clamp(0.0, 1.0);
+            let d = signed_distance(p, poly) + PHOTO_MOUTH_DILATE_PX;
+            let a = (d / PHOTO_MOUTH_FEATHER_PX + 0.5).clamp(0.0, 1.0);
             mask[(y * w + x) as usize] = (a * 255.0).round() as u8;
         }
     }

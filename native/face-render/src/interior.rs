@@ -5,16 +5,22 @@
 //! An opening is the region between an upper and a lower contour (render pixels, left to
 //! right, shared corners). Coverage is computed analytically per pixel from `SUBCOLUMNS`
 //! vertical sub-columns: in each, the opening is the interval between the two contours, and
-//! the pixel's share of it is its overlap with the pixel's row. The interior colour is then
-//! blended over what the warp drew (the lips and lids themselves), so edges are anti-aliased
-//! and a gap thinner than a pixel shows as a faint line, not a jagged one.
+//! the pixel's share of it is its overlap with the pixel's row, optionally feathered vertically
+//! (a ramp centred on each contour, so the lips meet the mouth's inside softly; the total
+//! coverage is kept). The interior colour is then blended over what the warp drew (the lips and
+//! lids themselves), so edges are anti-aliased and a gap thinner than a pixel shows as a faint
+//! line, not a jagged one.
 //!
-//! The synthesised mouth interior: a dark red-brown cavity, darker towards the centre and back;
-//! an upper-teeth band hanging from the upper lip (unless the photo's own teeth are shown);
-//! lower teeth and the tongue rising from the lower lip as the mouth opens wide. Colours come
-//! from the rig (matched to the photo's lips and lighting). When the photo itself shows the
-//! mouth open (teeth in a smile), that photographed interior is kept, moving with the upper lip,
-//! and the synthesised one only fills what opens beyond it.
+//! The synthesised mouth interior, back to front: a dark red-brown cavity, darkest deep in the
+//! middle; a tongue (a dome behind the lower teeth, higher and narrower as `tongue` rises); the
+//! lower incisors, rigid with the jaw (they move by the jaw's drop, not with the lip's curve, and
+//! show more as the lower lip rolls down, less for rounded lips); the upper incisors, rigid with
+//! the skull, hanging from the upper lip's rest line (unless the photo's own teeth are shown);
+//! then the lips' shadow just inside their edges. The lower row never rises above the upper
+//! row's edge (behind it, it is hidden). Colours come from the rig (matched to the photo's lips,
+//! lighting and, when it shows them, teeth). When the photo itself shows the mouth open (teeth
+//! in a smile), that photographed interior is kept, moving with the upper lip, and the
+//! synthesised one (cavity, tongue, lower teeth) fills what opens beyond it.
 //!
 //! Not here: the warp, and any allocation (`Columns` is sized once by the renderer).
 
@@ -30,10 +36,12 @@ pub struct Columns {
     bot: Vec<f32>,
     rest_top: Vec<f32>,
     rest_bot: Vec<f32>,
-    /// Per pixel column (at its centre): upper contour, lower contour, upper-contour shift.
+    /// Per pixel column (at its centre): upper contour, lower contour, upper-contour shift, lower
+    /// contour at rest.
     ctop: Vec<f32>,
     cbot: Vec<f32>,
     cshift: Vec<f32>,
+    crest_bot: Vec<f32>,
 }
 
 impl Columns {
@@ -47,6 +55,7 @@ impl Columns {
             ctop: vec![0.0; width + 2],
             cbot: vec![0.0; width + 2],
             cshift: vec![0.0; width + 2],
+            crest_bot: vec![0.0; width + 2],
         }
     }
 }
@@ -62,6 +71,59 @@ pub struct Pixel {
     pub top: f32,
     pub bot: f32,
     pub shift: f32,
+    /// The lower contour at rest (posed like the frame) at this column; `bot` when no rest
+    /// contours were given.
+    pub rest_bot: f32,
+}
+
+/// What `composite` draws between the contours, besides the colour function.
+#[derive(Clone, Copy, Debug)]
+pub struct Edges<'a> {
+    /// The same contours at rest (posed like the frame), if known.
+    pub rest: Option<RestContours<'a>>,
+    /// Take the rest gap at each column off the opening — for a synthesised interior, so an
+    /// opening that has not grown past the photographed one draws nothing (no pop when motion
+    /// starts).
+    pub subtract_rest: bool,
+    /// Vertical feathering (pixels): coverage ramps over this width centred on each contour
+    /// (narrowed where the gap is thinner), so an edge is soft instead of a one-pixel step. The
+    /// opening's total coverage is kept. 0: exact coverage.
+    pub feather: f32,
+    /// Pixels the lower contour is moved down by (over the lower lip's inner edge: a photo whose
+    /// teeth touch the lower lip leaves a sliver of them on the warped lip).
+    pub grow_lower: f32,
+}
+
+/// Antiderivative of the ramp clamp(z / f, 0, 1) from 0 (z >= 0).
+#[inline]
+fn ramp_area(z: f32, f: f32) -> f32 {
+    if z <= f {
+        z * z / (2.0 * f)
+    } else {
+        z - 0.5 * f
+    }
+}
+
+/// A sub-column's share of the row [yt, yb] inside the opening [a, b], each edge feathered over
+/// `feather` pixels centred on it.
+#[inline]
+fn coverage(a: f32, b: f32, yt: f32, yb: f32, feather: f32) -> f32 {
+    if b <= a || a.is_nan() || b.is_nan() {
+        return 0.0;
+    }
+    let h = (0.5 * feather).min(0.5 * (b - a));
+    if h < 1e-3 {
+        let (lo, hi) = (a.max(yt), b.min(yb));
+        return (hi - lo).max(0.0);
+    }
+    // Ramps 0 -> 1 over [a - h, a + h] and 1 -> 0 over [b - h, b + h]; where they do not overlap
+    // the weight is their sum minus one.
+    let (a, b, f) = (a - h, b + h, 2.0 * h);
+    let (lo, hi) = (a.max(yt), b.min(yb));
+    if hi <= lo {
+        return 0.0;
+    }
+    ramp_area(hi - a, f) - ramp_area(lo - a, f) + ramp_area(b - lo, f) - ramp_area(b - hi, f) - (hi - lo)
 }
 
 /// Fills `out[i]` (column `x0 + i / per`, sample position `x0 + (i + 0.5) / per`) with the
@@ -121,17 +183,15 @@ fn rasterise_contour(
 
 /// Blends `shade`'s colour over the target inside the opening between `upper` and `lower`.
 /// `upper_shift`: per upper-contour point, its vertical displacement (passed through to the
-/// colour function). `rest`: the same contours at rest (posed like the frame); when given, the
-/// rest gap at each column is taken off the opening — for a synthesised interior, so an opening
-/// that has not grown past the photographed one draws nothing (no pop when motion starts).
-/// Returns the rectangle touched.
+/// colour function). `edges`: rest contours and feathering (see `Edges`). Returns the rectangle
+/// touched.
 pub fn composite(
     t: &mut Target,
     cols: &mut Columns,
     upper: &[[f32; 2]],
     lower: &[[f32; 2]],
     upper_shift: &[f32],
-    rest: Option<RestContours>,
+    edges: Edges,
     mut shade: impl FnMut(Pixel) -> [f32; 3],
 ) -> Rect {
     let mut r = Rect::around(upper)
@@ -160,7 +220,7 @@ pub fn composite(
         f32::NEG_INFINITY,
         false,
     );
-    if let Some((ru, rl)) = rest {
+    if let (Some((ru, rl)), true) = (edges.rest, edges.subtract_rest) {
         rasterise_contour(
             ru,
             None,
@@ -185,6 +245,11 @@ pub fn composite(
                 cols.top[j] += g * 0.5;
                 cols.bot[j] -= g * 0.5;
             }
+        }
+    }
+    if edges.grow_lower != 0.0 {
+        for b in &mut cols.bot[..ns] {
+            *b += edges.grow_lower;
         }
     }
     rasterise_contour(
@@ -214,6 +279,23 @@ pub fn composite(
         0.0,
         true,
     );
+    if edges.grow_lower != 0.0 {
+        for b in &mut cols.cbot[..wpx] {
+            *b += edges.grow_lower;
+        }
+    }
+    match edges.rest {
+        Some((_, rl)) => rasterise_contour(
+            rl,
+            None,
+            r.x0,
+            1,
+            &mut cols.crest_bot[..wpx],
+            f32::NEG_INFINITY,
+            false,
+        ),
+        None => cols.crest_bot[..wpx].fill(f32::NEG_INFINITY),
+    }
     // Rows actually covered.
     let (mut ymin, mut ymax) = (f32::INFINITY, f32::NEG_INFINITY);
     for j in 0..ns {
@@ -225,8 +307,9 @@ pub fn composite(
     if ymin >= ymax {
         return Rect::EMPTY;
     }
-    r.y0 = r.y0.max(ymin.floor() as i32);
-    r.y1 = r.y1.min(ymax.ceil() as i32);
+    let fh = 0.5 * edges.feather.max(0.0) + edges.grow_lower.max(0.0);
+    r.y0 = ((ymin - fh).floor() as i32).max(0);
+    r.y1 = ((ymax + fh).ceil() as i32).min(t.height as i32);
     let stride = t.width * 3;
     let inv = 1.0 / SUBCOLUMNS as f32;
     for y in r.y0..r.y1 {
@@ -234,10 +317,7 @@ pub fn composite(
         for i in 0..wpx {
             let mut cov = 0.0f32;
             for j in i * SUBCOLUMNS..(i + 1) * SUBCOLUMNS {
-                let (a, b) = (cols.top[j].max(yt), cols.bot[j].min(yb));
-                if b > a {
-                    cov += b - a;
-                }
+                cov += coverage(cols.top[j], cols.bot[j], yt, yb, edges.feather);
             }
             cov *= inv;
             if cov <= 1.0 / 512.0 {
@@ -251,12 +331,14 @@ pub fn composite(
                 bot = yb;
             }
             let x = r.x0 + i as i32;
+            let rb = cols.crest_bot[i];
             let c = shade(Pixel {
                 x: x as f32 + 0.5,
                 y: y as f32 + 0.5,
                 top,
                 bot,
                 shift: cols.cshift[i],
+                rest_bot: if rb.is_finite() { rb } else { bot },
             });
             let a = (cov.min(1.0) * 256.0).round() as u32;
             let o = y as usize * stride + x as usize * 3;
@@ -283,7 +365,15 @@ pub struct MouthLook {
     pub mouth_width: f32,
     /// Effective jaw opening 0..1.
     pub open: f32,
-    /// Draw an upper-teeth band (false when the photo's own teeth are shown).
+    /// Lip spreading, -1 rounded .. +1 spread (rounded lips cover the lower teeth).
+    pub wide: f32,
+    /// Tongue position, 0 low and back .. 1 tip raised to the upper teeth.
+    pub tongue: f32,
+    /// The jaw's drop from rest (render pixels, downward): the lower teeth and the tongue move
+    /// by exactly this everywhere (rigidly), whatever the lower lip's curve does.
+    pub jaw: f32,
+    /// Draw an upper-teeth band (false when the photo's own teeth are shown: the upper row then
+    /// ends where the photo's lower lip was, moved with the upper lip).
     pub upper_teeth: bool,
 }
 
@@ -292,13 +382,19 @@ pub struct MouthLook {
 /// at most `UPPER_TEETH_FRAC` of the mouth width is ever visible.
 const TEETH_EDGE_FRAC: f32 = 0.03;
 const UPPER_TEETH_FRAC: f32 = 0.09;
-/// Lower teeth at the widest opening, as a fraction of the mouth width.
-const LOWER_TEETH_FRAC: f32 = 0.045;
-/// Tongue height at the widest opening, as a fraction of the gap.
-const TONGUE_FRAC: f32 = 0.28;
+/// Lower incisors: their tips sit this far (fraction of the mouth width) above the lower lip's
+/// rest line, moved down with the jaw; a lower lip that rolls down shows more of them. Below
+/// `LOWER_CROWN_FRAC` of the mouth width under the tips is gum.
+const LOWER_TEETH_SHOW_FRAC: f32 = 0.03;
+const LOWER_CROWN_FRAC: f32 = 0.1;
+/// The tongue's dome rises this share of the dark room between the rows: low (0) .. raised (1).
+const TONGUE_LOW: f32 = 0.25;
+const TONGUE_HIGH: f32 = 0.9;
 /// Boundaries between the upper front teeth, in units of the opening's half width (centre
 /// line, incisor/lateral, lateral/canine): faint shading lines that make the band read as teeth.
 const TOOTH_LINES: [f32; 5] = [-0.62, -0.34, 0.0, 0.34, 0.62];
+/// The lower incisors are narrower.
+const LOWER_TOOTH_LINES: [f32; 7] = [-0.66, -0.44, -0.22, 0.0, 0.22, 0.44, 0.66];
 
 #[inline]
 fn sstep(e0: f32, e1: f32, x: f32) -> f32 {
@@ -320,7 +416,37 @@ fn scale3(a: [f32; 3], k: f32) -> [f32; 3] {
     [a[0] * k, a[1] * k, a[2] * k]
 }
 
-/// Colour of the synthesised mouth interior at one pixel.
+/// Faint dark lines between teeth (`lines` in units of the half width `half`, `t` the position).
+#[inline]
+fn tooth_gaps(t: f32, half: f32, lines: &[f32], depth: f32, width_px: f32) -> f32 {
+    let mut k = 1.0;
+    for line in lines {
+        let d = (t - line).abs() * half;
+        k *= 1.0 - depth * (1.0 - sstep(0.0, width_px, d));
+    }
+    k
+}
+
+/// Where the rows of teeth are in one column: the upper row's edge and the lower row's tips
+/// (render y). The lower row never rises above the upper one's edge: behind it, it is hidden.
+pub fn teeth_rows(p: &Pixel, look: &MouthLook, t: f32) -> (f32, f32) {
+    let w = look.mouth_width;
+    let upper_edge = if look.upper_teeth {
+        // The teeth hang from the skull: their edge stays put while the lip lifts (shift < 0).
+        p.top
+            + (TEETH_EDGE_FRAC * w - p.shift).clamp(0.0, UPPER_TEETH_FRAC * w)
+                * (1.0 - t * t).max(0.0).sqrt()
+    } else {
+        p.rest_bot + p.shift
+    };
+    let tips = (p.rest_bot + look.jaw - LOWER_TEETH_SHOW_FRAC * w).max(upper_edge + 1.0);
+    (upper_edge, tips)
+}
+
+/// Colour of the synthesised mouth interior at one pixel. Back to front: the cavity (dark,
+/// darkest deep in the middle), the tongue (a dome behind the lower teeth), the lower incisors
+/// (rigid with the jaw), the upper incisors (rigid with the skull; unless the photo's own are
+/// shown), then the shadow the lips cast just inside their edges and the light an opening lets in.
 pub fn mouth_interior(p: &Pixel, look: &MouthLook, c: &MouthColours) -> [f32; 3] {
     let half = ((look.x_right - look.x_left) * 0.5).max(0.5);
     let t = ((p.x - (look.x_left + look.x_right) * 0.5) / half).clamp(-1.0, 1.0);
@@ -328,46 +454,68 @@ pub fn mouth_interior(p: &Pixel, look: &MouthLook, c: &MouthColours) -> [f32; 3]
     let vy = p.y - p.top;
     let dy = p.bot - p.y;
     let w = look.mouth_width;
+    let round = (-look.wide).max(0.0);
+    let (upper_edge, tips) = teeth_rows(p, look, t);
     // Cavity: darker toward the middle and the back, lit a little at the lips.
     let depth_v = ((vy / gap) - 0.4) / 0.6;
     let rr = t * t + depth_v * depth_v;
     let mut col = mix3(c.cavity_deep, c.cavity_edge, sstep(0.3, 1.2, rr));
     // Small openings: little light gets in.
     let light = 0.25 + 0.75 * sstep(0.0, 0.14 * w, gap);
-    // Tongue: a low dome from the lower lip, darker at its back edge.
-    let tongue_h = TONGUE_FRAC * gap * sstep(0.25, 0.85, look.open) * (1.0 - t * t).max(0.0).sqrt();
-    if tongue_h > 0.05 && dy < tongue_h + 0.5 {
-        let a = (tongue_h - dy + 0.5).clamp(0.0, 1.0) * 0.9;
-        let shade = 0.5 + 0.5 * sstep(0.0, tongue_h, tongue_h - dy);
-        col = mix3(col, scale3(c.tongue, shade * (1.0 - 0.4 * t * t)), a);
+    // Tongue: a dome rising behind the lower teeth into the room between the rows, narrower and
+    // higher as its tip rises; lit along its front, darker toward the sides.
+    let room = (tips - upper_edge).max(0.0);
+    let reach = (TONGUE_LOW + (TONGUE_HIGH - TONGUE_LOW) * look.tongue) * room * sstep(0.05, 0.3, look.open);
+    let hw = 0.8 - 0.35 * look.tongue;
+    let dome = (1.0 - (t / hw) * (t / hw)).max(0.0);
+    let tongue_top = tips - reach * dome;
+    if reach * dome > 0.05 && p.y > tongue_top - 1.0 {
+        // A soft silhouette (the surface turns away), darker at its rim.
+        let under = p.y - tongue_top;
+        let a = sstep(-1.0, 1.0, under) * sstep(0.0, 0.3, dome);
+        let shade = (0.6 + 0.3 * look.tongue)
+            * (1.0 - 0.35 * t * t)
+            * (0.7 + 0.3 * sstep(0.0, 0.4 * reach.max(2.0), under))
+            * tooth_gaps(t, half, &[0.0], 0.15, 0.04 * w);
+        col = mix3(col, scale3(c.tongue, shade), a);
     }
-    // Lower teeth: a dim band just above the lower lip when wide open, mostly in the middle,
-    // half in the lower lip's shadow.
-    let lower_h = LOWER_TEETH_FRAC * w * sstep(0.55, 1.0, look.open) * (1.0 - 2.0 * t * t).max(0.0);
-    if lower_h > 0.05 && dy < lower_h + 0.5 {
-        let a = (lower_h - dy + 0.5).clamp(0.0, 1.0) * 0.75;
-        let tone = mix3(scale3(c.teeth, 0.62), scale3(c.tongue, 0.6), 0.3);
-        col = mix3(
-            col,
-            scale3(tone, 0.75 + 0.25 * sstep(0.0, lower_h, lower_h - dy)),
-            a,
-        );
+    // Lower incisors: rigid with the jaw, from `tips` down behind the lower lip; the lip covers
+    // them more when rounded and while the jaw barely opens.
+    let vis = sstep(0.06, 0.35, look.open) * (1.0 - 0.7 * round);
+    if vis > 0.0 && p.y > tips - 0.5 {
+        // A sliver under a pixel or two would read as a line along the lip, not as teeth.
+        // The lower arch is narrower than the opening: it fades out within the rest mouth width.
+        let arch = (p.x - (look.x_left + look.x_right) * 0.5).abs() / (0.5 * w).max(0.5);
+        let a = (p.y - tips + 0.5).clamp(0.0, 1.0)
+            * vis
+            * sstep(0.62, 0.35, arch)
+            * sstep(0.5, 2.5, p.bot - tips);
+        let below = p.y - tips;
+        let shade = 0.95 * (1.0 - 0.5 * t * t) * tooth_gaps(t, half, &LOWER_TOOTH_LINES, 0.1, 0.7);
+        let tooth = if below < LOWER_CROWN_FRAC * w {
+            scale3(c.teeth, shade)
+        } else {
+            scale3(c.tongue, 0.9)
+        };
+        col = mix3(col, tooth, a);
     }
-    // Upper teeth hanging from the upper lip, shadowed right under it and toward the corners.
+    // Upper incisors, shadowed right under the lip and toward the corners.
     if look.upper_teeth {
-        // The teeth hang from the skull: their edge stays put while the lip lifts (shift < 0).
-        let upper_h = (TEETH_EDGE_FRAC * w - p.shift).clamp(0.0, UPPER_TEETH_FRAC * w)
-            * (1.0 - t * t).max(0.0).sqrt();
+        let upper_h = upper_edge - p.top;
         if upper_h > 0.05 && vy < upper_h + 0.5 {
             let a = (upper_h - vy + 0.5).clamp(0.0, 1.0) * sstep(0.97, 0.75, t.abs());
-            let mut shade =
-                (1.0 - 0.45 * t * t) * (0.7 + 0.3 * sstep(0.0, 0.5 * upper_h.max(1.0), vy));
-            for line in TOOTH_LINES {
-                let d = (t - line).abs() * half;
-                shade *= 1.0 - 0.16 * (1.0 - sstep(0.0, 0.9, d));
-            }
+            let shade = (1.0 - 0.45 * t * t)
+                * (0.7 + 0.3 * sstep(0.0, 0.5 * upper_h.max(1.0), vy))
+                * tooth_gaps(t, half, &TOOTH_LINES, 0.16, 0.9);
             col = mix3(col, scale3(c.teeth, shade), a);
         }
     }
-    scale3(col, light)
+    // The lips' shadow just inside their edges.
+    let s = (0.12 * gap).max(1.0);
+    let occ = (0.75 + 0.25 * sstep(-0.5, s, vy)) * (0.8 + 0.2 * sstep(-0.5, s, dy));
+    scale3(col, light * occ)
 }
+
+#[cfg(test)]
+#[path = "interior_tests.rs"]
+mod tests;

@@ -29,7 +29,7 @@ use crate::expression_bases;
 use crate::face_state::FaceState;
 use crate::geom::Affine;
 use crate::image::RgbImage;
-use crate::interior::{self, Columns, MouthLook, Pixel};
+use crate::interior::{self, Columns, Edges, MouthLook, Pixel};
 use crate::model::{self, NUM_BASES};
 use crate::pose::{sanitize, PoseXf};
 use crate::raster::{self, Rect, Target};
@@ -44,6 +44,9 @@ const MAX_SIDE_PX: u32 = 4096;
 const REDUCE_BELOW_SCALE: f64 = 0.75;
 /// A vertex counts as moving once it is this far (canvas pixels) from its rest position.
 const MOVE_EPS_PX: f32 = 1e-3;
+/// The mouth opening's edge is feathered vertically over this fraction of the mouth width (at
+/// least a pixel), so the lips meet the inside softly.
+const MOUTH_FEATHER_FRAC: f32 = 0.02;
 /// A renderer moves to its session's thread.
 const _: () = {
     const fn is_send<T: Send>() {}
@@ -361,7 +364,12 @@ impl Renderer {
                 &up[..n],
                 &lo[..n],
                 &zero[..n],
-                None,
+                Edges {
+                    rest: None,
+                    subtract_rest: false,
+                    feather: 0.0,
+                    grow_lower: 0.0,
+                },
                 |p: Pixel| {
                     let q = source.to_sample(inv.apply([p.x as f64, p.y as f64]));
                     let c = source.sample_clamped(
@@ -406,11 +414,18 @@ impl Renderer {
                 rest_up[k] = [pu[0] as f32, pu[1] as f32];
                 rest_lo[k] = [pl[0] as f32, pl[1] as f32];
             }
+            // The jaw drops rigidly by the open basis' drop at the middle of the mouth, posed.
+            let drop = open as f64 * model::jaw_drop(rig.mouth.width);
+            let (dx, dy) = (rig.mouth.down[0] * drop, rig.mouth.down[1] * drop);
+            let mouth_width = (rig.mouth.width * self.fit.m[0]) as f32;
             let look = MouthLook {
                 x_left: up[0][0],
                 x_right: up[n - 1][0],
-                mouth_width: (rig.mouth.width * self.fit.m[0]) as f32,
+                mouth_width,
                 open,
+                wide: m.wide,
+                tongue: m.tongue,
+                jaw: (a.m[2] * dx + a.m[3] * dy) as f32,
                 upper_teeth: rig.mouth.photo.is_none(),
             };
             let colours = rig.mouth.colours;
@@ -421,7 +436,14 @@ impl Renderer {
                 &up[..n],
                 &lo[..n],
                 &shift[..n],
-                synthesised.then_some((&rest_up[..n], &rest_lo[..n])),
+                Edges {
+                    rest: Some((&rest_up[..n], &rest_lo[..n])),
+                    subtract_rest: synthesised,
+                    feather: (MOUTH_FEATHER_FRAC * mouth_width).max(1.0),
+                    // A photo showing its teeth leaves a sliver of them on the lower lip's
+                    // inner edge; cover it as the jaw opens (from nothing, so no pop).
+                    grow_lower: if synthesised { 0.0 } else { (0.5 * look.jaw).clamp(0.0, 1.0) },
+                },
                 |p: Pixel| {
                     let synth = interior::mouth_interior(&p, &look, &colours);
                     let Some(pm) = photo_mouth else {

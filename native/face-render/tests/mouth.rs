@@ -1,0 +1,75 @@
+//! The open mouth on the standard faces (the default face smiles with its upper teeth showing;
+//! face1 is neutral with closed lips): what a column through the middle of the mouth shows.
+
+mod common;
+
+use std::sync::Arc;
+
+use face_render::{FaceRig, FaceState, MouthShape, Renderer, RgbImage};
+
+/// Classes of the pixels down the middle of the mouth (x at the inner lips' middle, ±2 px),
+/// from just above the upper inner lip to just above where the lower lip's inner edge has moved
+/// (the jaw's drop and the lip's roll, model.rs: 0.3 × 0.82 × 1.15 of the mouth width at open 1):
+/// 't' teeth (bright, little colour), 'd' dark cavity, '-' anything else; one letter per run.
+fn middle_runs(name: &str, state: &FaceState) -> String {
+    let f = common::face(name).expect("standard face fixture");
+    let rig = Arc::new(FaceRig::new(f.photo.clone(), &f.landmarks).expect("rig"));
+    let mut r = Renderer::new(rig, f.photo.width, f.photo.height, 1.0).unwrap();
+    let mut img = RgbImage::new(f.photo.width, f.photo.height);
+    r.render(state, &mut img);
+    let l = &f.landmarks;
+    let w = l[291][0] - l[61][0];
+    let x = ((l[13][0] + l[14][0]) * 0.5) as u32;
+    let drop = state.mouth.open * 0.3 * 0.82 * 1.15 * w;
+    let (y0, y1) = ((l[13][1] - 4.0) as u32, (l[14][1] + drop - 1.0) as u32);
+    let mut s = String::new();
+    for y in y0..y1 {
+        let mut votes = [0; 3];
+        for dx in 0..5 {
+            let c = img.pixel(x + dx - 2, y);
+            let (hi, lo) = (*c.iter().max().unwrap() as i32, *c.iter().min().unwrap() as i32);
+            let k = if common::luma(c) > 120.0 && hi - lo < 70 {
+                0
+            } else if common::luma(c) < 60.0 {
+                1
+            } else {
+                2
+            };
+            votes[k] += 1;
+        }
+        let k = (0..3).max_by_key(|&k| votes[k]).unwrap();
+        let ch = ['t', 'd', '-'][k];
+        if !s.ends_with(ch) {
+            s.push(ch);
+        }
+    }
+    s
+}
+
+fn mouth(open: f32, wide: f32) -> FaceState {
+    FaceState {
+        mouth: MouthShape { open, wide, press: 0.0, tongue: 0.3 },
+        ..FaceState::default()
+    }
+}
+
+#[test]
+fn an_open_mouth_shows_both_rows_of_teeth_around_the_cavity() {
+    for name in ["default", "face1"] {
+        let rest = middle_runs(name, &FaceState::default());
+        assert!(!rest.contains("td") && !rest.contains("dt"), "{name} at rest: {rest}");
+        for open in [0.4, 0.6] {
+            let runs = middle_runs(name, &mouth(open, 0.0));
+            let (first_dark, last_dark) = (runs.find('d'), runs.rfind('d'));
+            let (Some(a), Some(b)) = (first_dark, last_dark) else {
+                panic!("{name} open {open}: no cavity in {runs}");
+            };
+            assert!(runs[..a].contains('t'), "{name} open {open}: no upper teeth in {runs}");
+            assert!(runs[b..].contains('t'), "{name} open {open}: no lower teeth in {runs}");
+        }
+        // Rounded lips cover the lower row.
+        let round = middle_runs(name, &mouth(0.4, -0.9));
+        let b = round.rfind('d').unwrap_or(0);
+        assert!(!round[b..].contains('t'), "{name} rounded: lower teeth in {round}");
+    }
+}
