@@ -33,6 +33,9 @@ pub(crate) struct PhotoMouth {
     pub w: i32,
     pub h: i32,
     pub mask: Vec<u8>,
+    /// Whether the photographed interior shows teeth (else it is a dark gap between parted
+    /// lips, and the interior draws its own upper teeth below it).
+    pub teeth: bool,
 }
 
 /// Colours for the synthesised mouth interior, linear 0..255 RGB.
@@ -97,19 +100,24 @@ pub(crate) fn photo_mouth_mask(
             mask[(y * w + x) as usize] = (a * 255.0).round() as u8;
         }
     }
-    Some(PhotoMouth { x0, y0, w, h, mask })
+    Some(PhotoMouth { x0, y0, w, h, mask, teeth: false })
 }
 
 fn luma(c: [f32; 3]) -> f32 {
     0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2]
 }
 
-/// Colours for the synthesised mouth interior, matched to the photo's lips and lighting.
+/// A photographed mouth shows teeth when at least this share of its inner-lip loop is bright.
+const PHOTO_TEETH_MIN_SHARE: f64 = 0.25;
+
+/// Colours for the synthesised mouth interior, matched to the photo's lips and lighting; and
+/// whether the photo's mouth (`photo_mouth`: its inner-lip loop, when it counts as open) shows
+/// teeth (their colour is then the teeth colour).
 pub(crate) fn mouth_colours(
     photo: &RgbImage,
     pts: &[[f64; 2]],
     photo_mouth: Option<&Vec<[f64; 2]>>,
-) -> MouthColours {
+) -> (MouthColours, bool) {
     let sample = |p: [f64; 2]| -> [f32; 3] {
         let x = (p[0].floor().max(0.0) as u32).min(photo.width - 1);
         let y = (p[1].floor().max(0.0) as u32).min(photo.height - 1);
@@ -139,6 +147,7 @@ pub(crate) fn mouth_colours(
     // Synthesised teeth: a little brighter than the skin, mostly neutral with some of the
     // photo's colour cast (pure white looks cold against a warm photo).
     let mut teeth = [0, 1, 2].map(|k| (skin_l * 1.12 * (0.4 + 0.6 * skin[k] / skin_l)).min(245.0));
+    let mut teeth_seen = false;
     if let Some(poly) = photo_mouth {
         // Photographed teeth: the bright pixels inside the mouth.
         let (x0, x1) = (
@@ -150,12 +159,14 @@ pub(crate) fn mouth_colours(
             poly.iter().map(|p| p[1]).fold(f64::MIN, f64::max),
         );
         let mut bright = Vec::new();
+        let mut inside = 0usize;
         let mut y = y0.floor();
         while y <= y1 {
             let mut x = x0.floor();
             while x <= x1 {
                 let p = [x + 0.5, y + 0.5];
                 if point_in_polygon(p, poly) {
+                    inside += 1;
                     let c = sample(p);
                     if luma(c) > luma(skin) * 0.85 {
                         bright.push(c);
@@ -165,16 +176,18 @@ pub(crate) fn mouth_colours(
             }
             y += 1.0;
         }
-        if bright.len() >= 4 {
+        teeth_seen = bright.len() >= 4 && bright.len() as f64 >= PHOTO_TEETH_MIN_SHARE * inside as f64;
+        if teeth_seen {
             teeth = avg(&bright);
         }
     }
     let s = illum.sqrt();
-    MouthColours {
+    let colours = MouthColours {
         teeth,
         cavity_edge: [lip[0] * 0.42, lip[1] * 0.30, lip[2] * 0.30],
         cavity_deep: [30.0 * s, 10.0 * s, 12.0 * s],
         // The tongue sits in the mouth's shadow: a darker, redder lip colour.
         tongue: [lip[0] * 0.68, lip[1] * 0.42, lip[2] * 0.42],
-    }
+    };
+    (colours, teeth_seen)
 }

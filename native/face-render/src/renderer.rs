@@ -426,7 +426,7 @@ impl Renderer {
                 wide: m.wide,
                 tongue: m.tongue,
                 jaw: (a.m[2] * dx + a.m[3] * dy) as f32,
-                upper_teeth: rig.mouth.photo.is_none(),
+                upper_teeth: !rig.mouth.photo.as_ref().is_some_and(|pm| pm.teeth),
             };
             let colours = rig.mouth.colours;
             let photo_mouth = rig.mouth.photo.as_ref();

@@ -564,8 +564,12 @@ impl FaceRig {
             d[0] * mouth.frame.down[0] + d[1] * mouth.frame.down[1]
         };
 
-        let photo_mouth = photo_mouth_mask(&mouth_poly, rest_gap, photo.width, photo.height);
-        let colours = mouth_colours(&photo, &pts, photo_mouth.is_some().then_some(&mouth_poly));
+        let mut photo_mouth = photo_mouth_mask(&mouth_poly, rest_gap, photo.width, photo.height);
+        let (colours, teeth_seen) =
+            mouth_colours(&photo, &pts, photo_mouth.is_some().then_some(&mouth_poly));
+        if let Some(pm) = photo_mouth.as_mut() {
+            pm.teeth = teeth_seen;
+        }
         let source = Source::from_photo(&photo, 1);
 
         Ok(FaceRig {

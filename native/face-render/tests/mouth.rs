@@ -12,7 +12,10 @@ use face_render::{FaceRig, FaceState, MouthShape, Renderer, RgbImage};
 /// (the jaw's drop and the lip's roll, model.rs: 0.3 × 0.82 × 1.15 of the mouth width at open 1):
 /// 't' teeth (bright, little colour), 'd' dark cavity, '-' anything else; one letter per run.
 fn middle_runs(name: &str, state: &FaceState) -> String {
-    let f = common::face(name).expect("standard face fixture");
+    middle_runs_of(common::face(name).expect("standard face fixture"), state)
+}
+
+fn middle_runs_of(f: common::Face, state: &FaceState) -> String {
     let rig = Arc::new(FaceRig::new(f.photo.clone(), &f.landmarks).expect("rig"));
     let mut r = Renderer::new(rig, f.photo.width, f.photo.height, 1.0).unwrap();
     let mut img = RgbImage::new(f.photo.width, f.photo.height);
@@ -72,4 +75,18 @@ fn an_open_mouth_shows_both_rows_of_teeth_around_the_cavity() {
         let b = round.rfind('d').unwrap_or(0);
         assert!(!round[b..].contains('t'), "{name} rounded: lower teeth in {round}");
     }
+}
+
+#[test]
+fn parted_lips_without_teeth_in_the_photo_get_synthesised_upper_teeth() {
+    // face1 at twice its size: its lips part by a few pixels (the photographed interior is kept)
+    // but show no teeth; an open mouth must still show an upper row above the cavity.
+    let f = common::face("face1").expect("standard face fixture");
+    let big = common::Face {
+        photo: common::enlarge(&f.photo, 2),
+        landmarks: f.landmarks.iter().map(|p| [p[0] * 2.0, p[1] * 2.0, p[2] * 2.0]).collect(),
+    };
+    let runs = middle_runs_of(big, &mouth(0.5, 0.0));
+    let a = runs.find('d').unwrap_or_else(|| panic!("no cavity in {runs}"));
+    assert!(runs[..a].contains('t'), "no upper teeth in {runs}");
 }
