@@ -62,17 +62,6 @@ pub fn coefficients(brow: f32, cheek: f32) -> [f32; NUM_EXPR] {
     [brow.max(0.0), (-brow).max(0.0), cheek]
 }
 
-/// Adds the mixed bases to `q` (photo pixels); zero weights add nothing, not even a rounding.
-#[inline]
-pub fn displace(q: &mut [f64; 2], bases: &ExprBases, coef: &[f32; NUM_EXPR]) {
-    for (&c, b) in coef.iter().zip(bases) {
-        if c != 0.0 {
-            q[0] += (c * b[0]) as f64;
-            q[1] += (c * b[1]) as f64;
-        }
-    }
-}
-
 /// One cheek: the bump's centre (face frame) and radii.
 struct Cheek {
     centre: [f64; 2],
@@ -229,6 +218,7 @@ mod test_common;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::displace;
     use crate::delaunay::orient;
     use crate::rig::FaceRig;
     use std::sync::Arc;
@@ -270,7 +260,7 @@ mod tests {
                 assert!(b[E_KNIT][1] as f64 > 0.6 * KNIT_DOWN_FRAC * fw, "{name}: {l} knit {:?}", b[E_KNIT]);
             }
             // At full strength, alone and together, no triangle turns over.
-            for coef in [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0]] {
+            for coef in [[1.0f32, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0]] {
                 let at = |v: u32| {
                     let mut q = [rig.rest[v as usize][0] as f64, rig.rest[v as usize][1] as f64];
                     displace(&mut q, &rig.expression[v as usize], &coef);

@@ -75,6 +75,18 @@ pub const LID_SKIN_UP_FRAC: f64 = 0.45;
 /// Skin below the lower lid follows it over this many eye widths.
 pub const LID_SKIN_DOWN_FRAC: f64 = 0.35;
 
+/// Adds `bases` (one displacement per basis, photo pixels) mixed by `coef` to `q`; zero weights
+/// add nothing, not even a rounding (a state that leaves a basis at 0 renders as if it did not exist).
+#[inline]
+pub(crate) fn displace(q: &mut [f64; 2], bases: &[[f32; 2]], coef: &[f32]) {
+    for (&c, b) in coef.iter().zip(bases) {
+        if c != 0.0 {
+            q[0] += (c * b[0]) as f64;
+            q[1] += (c * b[1]) as f64;
+        }
+    }
+}
+
 /// Number of expression bases and their order (`B_ROUND_OPEN` is weighted by open × rounding).
 pub const NUM_BASES: usize = 7;
 pub const B_OPEN: usize = 0;

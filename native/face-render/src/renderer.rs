@@ -275,13 +275,8 @@ impl Renderer {
         // 1. Vertices.
         for i in 0..rig.rest.len() {
             let mut q = [rig.rest[i][0] as f64, rig.rest[i][1] as f64];
-            for (&c, b) in coef.iter().zip(&rig.bases[i]) {
-                if c != 0.0 {
-                    q[0] += (c * b[0]) as f64;
-                    q[1] += (c * b[1]) as f64;
-                }
-            }
-            expression_bases::displace(&mut q, &rig.expression[i], &brow_cheek);
+            model::displace(&mut q, &rig.bases[i], &coef);
+            model::displace(&mut q, &rig.expression[i], &brow_cheek);
             if let Some(p) = &pose {
                 q = p.apply(q, rig.depth[i] as f64, rig.head_weight[i] as f64);
             }
