@@ -35,7 +35,7 @@ import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type 
 import { speak, toPcm16 } from '../test/helpers/speech.js';
 import type { RtcCaller } from './lib/rtc-caller.js';
 import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, describeOnsets, idleMouth, mostCallsEach, pageOnsets, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
-import { greyOpening, lipOnsets, offsetsByKind, type OnsetOffsets, type OnsetPair, type SoundBlock } from './lib/onsets.js';
+import { greyOpening, lipOnsets, noOffsets, offsetsByKind, pcmBlocks, type OnsetOffsets, type OnsetPair, type SoundBlock } from './lib/onsets.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const AGENT_RATE = 16_000;
@@ -80,7 +80,7 @@ const bench: Benchmark = {
     const ws: Record<Mode, Segment[]> = { jpeg: [], i420: [] };
     const wire: Record<Mode, number[]> = { jpeg: [], i420: [] };
     const decode: Record<Mode, number[]> = { jpeg: [], i420: [] };
-    const rtc: RtcFigures = { heard: [], mouth: [], onsets: { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }, started: [], silent: [], rest: [] };
+    const rtc: RtcFigures = { heard: [], mouth: [], onsets: noOffsets(), started: [], silent: [], rest: [] };
     const webrtc = process.env.AVATAR_BENCH_WEBRTC !== '0';
     if (webrtc && !chromiumAvailable()) throw new Error('/usr/bin/chromium is missing (bash src/cli/setup.sh installs it)');
     const latency = process.env.AVATAR_BENCH_LATENCY !== '0';
@@ -114,7 +114,7 @@ const bench: Benchmark = {
       const s = ws[mode];
       const p = `[websocket ${mode}] `;
       const defined = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
-      const streamOnsets = s.reduce((into, x) => (x.onsets ? offsetsByKind(x.onsets, into) : into), { firstSound: [], afterPause: [], missing: 0, bilabial: 0 } as OnsetOffsets);
+      const streamOnsets = s.reduce((into, x) => (x.onsets ? offsetsByKind(x.onsets, into) : into), noOffsets());
       notes.push(`[websocket ${mode}] speech onsets without a mouth onset from 400 ms before to 600 ms after: ${streamOnsets.missing}; bilabial starts left out: ${streamOnsets.bilabial}.`);
       metrics.push(
         summarise(`${p}first append sent → first audio delta of the segment`, 'ms', s.map((x) => x.firstAudio)),
@@ -323,17 +323,10 @@ class WsAvatar {
 
 /** A delta's PCM16 (OUTPUT_RATE) in blocks of STREAM_BLOCK_MS, each with its pts and RMS (full scale 1). */
 function streamBlocks(base64: string, ptsMs: number): SoundBlock[] {
-  const pcm = Buffer.from(base64, 'base64');
-  const perBlock = (OUTPUT_RATE * STREAM_BLOCK_MS) / 1000;
-  const n = Math.floor(pcm.length / 2);
-  const out: SoundBlock[] = [];
-  for (let start = 0; start < n; start += perBlock) {
-    let sum = 0;
-    const end = Math.min(n, start + perBlock);
-    for (let i = start; i < end; i++) sum += (pcm.readInt16LE(2 * i) / 32768) ** 2;
-    out.push({ t: ptsMs + (start / OUTPUT_RATE) * 1000, rms: Math.sqrt(sum / (end - start)) });
-  }
-  return out;
+  const bytes = Buffer.from(base64, 'base64');
+  const pcm = new Int16Array(bytes.length >> 1);
+  for (let i = 0; i < pcm.length; i++) pcm[i] = bytes.readInt16LE(2 * i);
+  return pcmBlocks(pcm, OUTPUT_RATE, ptsMs, STREAM_BLOCK_MS);
 }
 
 function isSilent(base64: string): boolean {

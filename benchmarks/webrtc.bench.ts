@@ -40,7 +40,7 @@ import type { ServerProcess } from '../test/helpers/process.js';
 import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
 import { espeak } from '../test/helpers/speech.js';
 import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, describeOnsets, mostCalls, pageOnsets, sleep, startSampledCall, waitForEvent, withServer, type CapacityPoint } from './lib/call-measures.js';
-import { offsetsByKind, type OnsetOffsets, type OnsetPair } from './lib/onsets.js';
+import { noOffsets, offsetsByKind, type OnsetOffsets, type OnsetPair } from './lib/onsets.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 /** Calls per run in the browser; each has TEXT_TURNS text turns and VOICE_TURNS voice turns. */
@@ -80,7 +80,7 @@ const bench: Benchmark = {
     const notes: string[] = [];
     const only = process.env.WEBRTC_BENCH_PROFILES?.split(',');
     for (const profile of PROFILES.filter((p) => !only || only.includes(p.name))) {
-      const l: Latencies = { answer: [], firstFrame: [], textToStarted: [], textToHeard: [], voiceToStarted: [], voiceToHeard: [], voiceStoppedToStarted: [], onsets: { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }, streamOffset: [] };
+      const l: Latencies = { answer: [], firstFrame: [], textToStarted: [], textToHeard: [], voiceToStarted: [], voiceToHeard: [], voiceStoppedToStarted: [], onsets: noOffsets(), streamOffset: [] };
       for (let run = 0; run < ctx.runs; run++) {
         await withServer(profile.env, async (server) => {
           const browser = await launchBrowser({ microphone: 'silence' });

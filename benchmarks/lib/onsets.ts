@@ -77,6 +77,19 @@ export function soundBlocks(rmsAt: (t: number) => number, from: number, to: numb
   return out;
 }
 
+/** PCM16 samples (full scale 32768) at `rateHz` starting at `startMs`, as blocks of `blockMs` with their RMS (the last may be shorter). */
+export function pcmBlocks(pcm: Int16Array, rateHz: number, startMs: number, blockMs: number): SoundBlock[] {
+  const per = Math.round((rateHz * blockMs) / 1000);
+  const out: SoundBlock[] = [];
+  for (let start = 0; start < pcm.length; start += per) {
+    const end = Math.min(pcm.length, start + per);
+    let sum = 0;
+    for (let i = start; i < end; i++) sum += (pcm[i]! / 32768) ** 2;
+    out.push({ t: startMs + (start * 1000) / rateHz, rms: Math.sqrt(sum / (end - start)) });
+  }
+  return out;
+}
+
 /** A frame of a mouth series: when it was shown, its opening, and whether the lips are seen pressed (where a method can tell). */
 export interface MouthSample {
   t: number;
@@ -148,7 +161,12 @@ export interface OnsetOffsets {
   bilabial: number;
 }
 
-export function offsetsByKind(pairs: OnsetPair[], into: OnsetOffsets = { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }): OnsetOffsets {
+/** No offsets yet: what offsetsByKind adds to. */
+export function noOffsets(): OnsetOffsets {
+  return { firstSound: [], afterPause: [], missing: 0, bilabial: 0 };
+}
+
+export function offsetsByKind(pairs: OnsetPair[], into: OnsetOffsets = noOffsets()): OnsetOffsets {
   for (const p of pairs) {
     if (p.offsetMs === null) into.missing++;
     else if (p.bilabial) into.bilabial++;

@@ -25,6 +25,7 @@ import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { wav16Header } from '../assets/audio-file.js';
 import { parseMotionTemplate } from '../assets/motion-template.js';
@@ -331,7 +332,7 @@ export function gstLaunch(args: string[], timeoutMs = GST_TIMEOUT_MS): Promise<v
   });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const started = performance.now();
   Promise.resolve()
     .then(() => renderClip(parseClipArgs(process.argv.slice(2)), (line) => console.log(`render:clip: ${line}`)))

@@ -113,11 +113,16 @@ export interface SenderReport {
   octets: number;
 }
 
+/** The NTP timestamp of Unix-epoch `ntpMs`: its seconds (from 1900) and 2^-32 fractions, each 32 bits. */
+function ntpTime(ntpMs: number): { seconds: number; fraction: number } {
+  const unix = Math.floor(ntpMs / 1000);
+  return { seconds: (unix + NTP_UNIX_OFFSET_S) >>> 0, fraction: Math.floor(((ntpMs - unix * 1000) / 1000) * 2 ** 32) >>> 0 };
+}
+
 /** The middle 32 bits of the NTP timestamp of `ntpMs`: what a report block's lastSr echoes. */
 export function ntpMiddle32(ntpMs: number): number {
-  const seconds = Math.floor(ntpMs / 1000);
-  const fraction = Math.floor(((ntpMs - seconds * 1000) / 1000) * 2 ** 32);
-  return ((((seconds + NTP_UNIX_OFFSET_S) & 0xffff) << 16) | (fraction >>> 16)) >>> 0;
+  const { seconds, fraction } = ntpTime(ntpMs);
+  return (((seconds & 0xffff) << 16) | (fraction >>> 16)) >>> 0;
 }
 
 /**
@@ -135,9 +140,9 @@ export function senderReport(r: SenderReport, cname: string): Buffer {
   packet[1] = 200;
   packet.writeUInt16BE(28 / 4 - 1, 2);
   packet.writeUInt32BE(r.ssrc >>> 0, 4);
-  const seconds = Math.floor(r.ntpMs / 1000);
-  packet.writeUInt32BE((seconds + NTP_UNIX_OFFSET_S) >>> 0, 8);
-  packet.writeUInt32BE(Math.floor(((r.ntpMs - seconds * 1000) / 1000) * 2 ** 32) >>> 0, 12);
+  const ntp = ntpTime(r.ntpMs);
+  packet.writeUInt32BE(ntp.seconds, 8);
+  packet.writeUInt32BE(ntp.fraction, 12);
   packet.writeUInt32BE(r.rtpTimestamp >>> 0, 16);
   packet.writeUInt32BE(r.packets >>> 0, 20);
   packet.writeUInt32BE(r.octets >>> 0, 24);

@@ -149,11 +149,18 @@ export class MouthTracker {
 // ---------------------------------------------------------------------------------------------
 // Statistics: an opening series against the speech energy (RMS, full scale 1) of the same frames.
 
-export function pearson(a: number[], b: number[]): number {
+/** Pearson r of two equal-length series (NaN under 3 values; 0 where either is flat). */
+export function pearson(a: ArrayLike<number>, b: ArrayLike<number>): number {
   const n = a.length;
   if (n < 3) return Number.NaN;
-  const ma = a.reduce((s, x) => s + x, 0) / n;
-  const mb = b.reduce((s, x) => s + x, 0) / n;
+  let ma = 0;
+  let mb = 0;
+  for (let i = 0; i < n; i++) {
+    ma += a[i]!;
+    mb += b[i]!;
+  }
+  ma /= n;
+  mb /= n;
   let num = 0;
   let da = 0;
   let db = 0;

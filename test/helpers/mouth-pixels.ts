@@ -21,6 +21,7 @@
  */
 import sharp from 'sharp';
 import type { FaceLandmarks } from '../../src/media/face-registration.js';
+import { pearson } from './mouth-opening.js';
 
 /** Cavity: luma under this share of the region's median luma at rest (as mouth-opening.ts CAVITY_SHARE). */
 export const DARK_SHARE = 0.4;
@@ -109,7 +110,8 @@ export class MouthPixels {
   /** The head motion against the first frame, and the region's statistics moved by it. */
   measure(frame: PixelPlanes): PixelReading {
     const c = this.centre();
-    const score = (dx: number, dy: number, s: number) => ncc(this.patchLuma, sample(frame.y, frame.width, this.patch, c, dx, dy, s));
+    // Normalised cross-correlation of the patches: Pearson r of their pixels.
+    const score = (dx: number, dy: number, s: number) => pearson(this.patchLuma, sample(frame.y, frame.width, this.patch, c, dx, dy, s));
     let best = { dx: 0, dy: 0, scale: 1, r: -2 };
     for (const s of SCALES)
       for (let dy = -SEARCH_PX; dy <= SEARCH_PX; dy += 2)
@@ -169,29 +171,6 @@ function sample(y: Uint8Array, width: number, box: Box, c: [number, number], dx:
       out[k++] = y[Math.max(0, Math.min(height - 1, py)) * width + Math.max(0, Math.min(width - 1, px))]!;
     }
   return out;
-}
-
-/** Normalised cross-correlation of two equal-length series (−1..1; 0 where either is flat). */
-function ncc(a: Float64Array, b: Float64Array): number {
-  const n = a.length;
-  let ma = 0;
-  let mb = 0;
-  for (let i = 0; i < n; i++) {
-    ma += a[i]!;
-    mb += b[i]!;
-  }
-  ma /= n;
-  mb /= n;
-  let ab = 0;
-  let aa = 0;
-  let bb = 0;
-  for (let i = 0; i < n; i++) {
-    const [da, db] = [a[i]! - ma, b[i]! - mb];
-    ab += da * db;
-    aa += da * da;
-    bb += db * db;
-  }
-  return aa === 0 || bb === 0 ? 0 : ab / Math.sqrt(aa * bb);
 }
 
 /** The planes' pixels inside `box` (rounded to whole pixels, clipped to the frame). */

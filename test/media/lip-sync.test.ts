@@ -36,7 +36,7 @@ import { MediaSession, type MediaEvent } from '../../src/media/media-session.js'
 import { motionInputFromTemplate } from '../../src/media/motion-input.js';
 import type { SpeechChunk } from '../../src/providers/tts/base.js';
 import { piperVoice } from '../../src/providers/tts/piper.js';
-import { lipOnsets, type SoundBlock } from '../../benchmarks/lib/onsets.js';
+import { lipOnsets, pcmBlocks, type SoundBlock } from '../../benchmarks/lib/onsets.js';
 import { bestLagFrames, CLOSED_MAX, closedOpenShares, median, MouthTracker, OPEN_MIN } from '../helpers/mouth-opening.js';
 import { decodePlanes, MouthPixels } from '../helpers/mouth-pixels.js';
 import { REPO_ROOT } from '../helpers/server.js';
@@ -122,17 +122,9 @@ async function playAndMeasure(registry: FaceRegistry, image: Buffer, speech: Spe
     });
   }
   const rms = energy.map((x, i) => Math.sqrt(x / Math.max(1, counts[i]!)));
-  const blocks: SoundBlock[] = [];
-  for (const e of events) {
-    if (e.type !== 'pcm') continue;
-    const pcm = new Int16Array(e.data.buffer, e.data.byteOffset, e.data.length / 2);
-    const per = OUT_RATE_HZ / 100;
-    for (let i = 0; i < pcm.length; i += per) {
-      const block = pcm.subarray(i, i + per);
-      blocks.push({ t: e.ptsNs / 1e6 + (i * 1000) / OUT_RATE_HZ, rms: Math.sqrt(block.reduce((a, v) => a + (v / 32768) ** 2, 0) / block.length) });
-    }
-  }
-  blocks.sort((a, b) => a.t - b.t);
+  const blocks: SoundBlock[] = events
+    .flatMap((e) => (e.type === 'pcm' ? pcmBlocks(new Int16Array(e.data.buffer, e.data.byteOffset, e.data.length / 2), OUT_RATE_HZ, e.ptsNs / 1e6, 10) : []))
+    .sort((a, b) => a.t - b.t);
 
   // Frames in order, the silent lead first: the tracker's cavity threshold comes from the first.
   const raw = new Array<number>(frames).fill(Number.NaN);

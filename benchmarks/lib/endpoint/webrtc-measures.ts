@@ -52,7 +52,7 @@ import { callIn, chromiumAvailable, eventsIn, launchBrowser, PLAYOUT_BLOCK_MS, t
 import { bestLagMs, closedOpenShares, median, MouthTracker, mouthBoxOf, type MouthReading } from '../../../test/helpers/mouth-opening.js';
 import { decodePlanes, MouthPixels } from '../../../test/helpers/mouth-pixels.js';
 import { audioOnset, describeOnsets, pageOnsets, sleep, startAvatarCall, until, waitForEvent } from '../call-measures.js';
-import { offsetsByKind, type OnsetOffsets } from '../onsets.js';
+import { noOffsets, offsetsByKind, type OnsetOffsets } from '../onsets.js';
 import { INSTRUCTIONS, SERVER_VAD, TEXT_QUESTIONS } from './websocket-measures.js';
 
 export interface WebRtcResult {
@@ -110,11 +110,11 @@ export interface LipSyncFigures {
    * region placed once on the first frame with a face, moved by correlating the upper face), the
    * same figures and controls; null where that frame's face could not be registered again.
    */
-  method_b: PixelFigures | null;
+  method_b: MethodFigures | null;
 }
 
 /** The figures of one method over one series (see LipSyncFigures). */
-type PixelFigures = Pick<LipSyncFigures, 'r' | 'lag_ms' | 'closed_share' | 'open_share' | 'silent_frames' | 'loud_frames' | 'r_audio_shifted_400ms' | 'r_audio_earlier_400ms' | 'r_audio_reversed' | 'wide'> & { method: string };
+type MethodFigures = Pick<LipSyncFigures, 'r' | 'lag_ms' | 'closed_share' | 'open_share' | 'silent_frames' | 'loud_frames' | 'r_audio_shifted_400ms' | 'r_audio_earlier_400ms' | 'r_audio_reversed' | 'wide'> & { method: string };
 
 export const LIP_SYNC_METHOD = 'face landmarks on decoded frames (FaceRegistry), mouth cavity';
 export const PIXEL_METHOD = 'dark and teeth pixels of a mouth region placed once, moved with the upper face (mouth-pixels.ts)';
@@ -163,7 +163,7 @@ interface Faces {
 }
 
 export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
-  const out: WebRtcResult = { unsupported: null, firstFrameMs: [], firstAudioPlayedMs: [], onsets: { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }, frameIntervalsMs: [], lipSyncTrace: null, lipSync: null, mouthBox: null, missing: {}, notes: [] };
+  const out: WebRtcResult = { unsupported: null, firstFrameMs: [], firstAudioPlayedMs: [], onsets: noOffsets(), frameIntervalsMs: [], lipSyncTrace: null, lipSync: null, mouthBox: null, missing: {}, notes: [] };
   if (!chromiumAvailable()) return { ...out, unsupported: 'Chromium is missing (/usr/bin/chromium; bash src/cli/setup.sh installs it)' };
   if (o.mouthBox) out.mouthBox = { box: [...o.mouthBox], from: 'ENDPOINT_MOUTH_BOX' };
   // The face models' per-image cache goes to a folder of this run's own.
@@ -419,7 +419,7 @@ function aboveRest(raw: number[]): number[] {
 }
 
 /** One method's figures (LipSyncFigures) for an opening series at `times` against the speech around each. */
-function figuresOf(times: number[], opening: number[], rmsAt: (t: number) => number, method: string): PixelFigures {
+function figuresOf(times: number[], opening: number[], rmsAt: (t: number) => number, method: string): MethodFigures {
   const best = bestLagMs(times, opening, rmsAt, MAX_LAG_MS, LAG_STEP_MS);
   const control = (at: (t: number) => number) => round3(bestLagMs(times, opening, at, MAX_LAG_MS, LAG_STEP_MS).r);
   const wide = bestLagMs(times, opening, rmsAt, WIDE_LAG_MS, 20);
@@ -441,7 +441,7 @@ function figuresOf(times: number[], opening: number[], rmsAt: (t: number) => num
 }
 
 /** Method B (PIXEL_METHOD) over the kept frames from the first with a face found; null where that face cannot be registered again. */
-async function pixelFigures(readings: Array<{ t: number; m: MouthReading; jpeg: Buffer }>, registry: FaceRegistry, rmsAt: (t: number) => number): Promise<PixelFigures | null> {
+async function pixelFigures(readings: Array<{ t: number; m: MouthReading; jpeg: Buffer }>, registry: FaceRegistry, rmsAt: (t: number) => number): Promise<MethodFigures | null> {
   const from = readings.findIndex((x) => x.m.detected);
   if (from < 0) return null;
   const kept = readings.slice(from);
