@@ -214,7 +214,7 @@ for (const [name, load] of [
       const offsets = (pairs: typeof aligned) => pairs.filter((p) => p.offsetMs !== null).map((p) => p.offsetMs!);
       console.log(`      method ${method} onsets (mouth − sound, ms): ${aligned.map((p) => `${p.kind} ${p.offsetMs ?? 'none'}`).join(', ')}; audio 200 ms later: ${offsets(late).join(', ')}`);
       assert.ok(aligned.length >= 3 && offsets(aligned).length === aligned.length, `method ${method}: the first sound and every phrase after a pause have a mouth onset`);
-      assert.ok(offsets(aligned).every((o) => Math.abs(o) <= ONSET_WITHIN_MS), `method ${method}: every mouth onset within ${ONSET_WITHIN_MS} ms of its sound`);
+      assert.ok(offsets(aligned).every((o) => Math.abs(o) <= ONSET_WITHIN_MS), `method ${method}: every mouth onset within ${ONSET_WITHIN_MS} ms of its sound: ${offsets(aligned).join(', ')} ms`);
       assert.ok(median(offsets(late)) <= median(offsets(aligned)) - 150, `method ${method}: audio 200 ms later moves the onsets earlier`);
     }
   });

@@ -93,13 +93,7 @@ export class PiperModel {
       throw new Error(`${files.config} is not a Piper voice config (phoneme_id_map, audio.sample_rate, espeak.voice)`);
     }
     if ((config.num_speakers ?? 1) > 1) throw new Error(`${files.model}: multi-speaker Piper models are not supported`);
-    const session = await ort.InferenceSession.create(files.model, {
-      intraOpNumThreads: threads,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-    });
-    return new PiperModel(session, config);
+    return new PiperModel(await onnxSession(files.model, threads), config);
   }
 
   /** Model input ids for a sentence's IPA (clauses joined by spaces). */
@@ -134,17 +128,33 @@ export class PiperModel {
   }
 }
 
+const sessions = new Map<string, Promise<ort.InferenceSession>>();
 const loaded = new Map<string, Promise<PiperModel>>();
 
-/** The process-wide model for `files`, loaded on first use. A failed load is not cached. */
+/** The process-wide ONNX session of a model file (its threads are those of the first load). A failed load is not cached. */
+function onnxSession(model: string, threads: number): Promise<ort.InferenceSession> {
+  return loadOnce(sessions, model, () =>
+    ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' }),
+  );
+}
+
+/**
+ * The process-wide model for `files`, loaded on first use. Keyed by the model and its config: a
+ * config of its own (other inference scales, as the lip-sync test's noise-free voice has) gets a
+ * model of its own, sharing the model file's ONNX session. A failed load is not cached.
+ */
 export function loadPiperModel(files: PiperModelFiles, threads: number): Promise<PiperModel> {
-  let model = loaded.get(files.model);
-  if (!model) {
-    model = PiperModel.load(files, threads);
-    loaded.set(files.model, model);
-    model.catch(() => loaded.delete(files.model));
+  return loadOnce(loaded, `${files.model}\0${files.config}`, () => PiperModel.load(files, threads));
+}
+
+function loadOnce<T>(cache: Map<string, Promise<T>>, key: string, load: () => Promise<T>): Promise<T> {
+  let value = cache.get(key);
+  if (!value) {
+    value = load();
+    cache.set(key, value);
+    value.catch(() => cache.delete(key));
   }
-  return model;
+  return value;
 }
 
 export interface PiperVoiceSettings {

@@ -3,6 +3,7 @@
  * has been fetched into models/weights/tts/ (skipped with the reason printed otherwise).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -92,6 +93,24 @@ if (!haveModel) {
       controller.abort();
     }
     assert.is(chunks.length, 1);
+  });
+
+  test('a config of its own gets a model of its own: with the noise off, after the default voice has loaded, a clause speaks the same every time', async () => {
+    const noisy = await piperVoice('joe', FILES, 2);
+    const text = 'Shall we begin with a short walk?';
+    const pcmOf = async (voice: typeof noisy) => Buffer.concat((await collect(voice, text)).map((c) => Buffer.from(c.pcm.buffer, c.pcm.byteOffset, c.pcm.byteLength)));
+    assert.not.ok((await pcmOf(noisy)).equals(await pcmOf(noisy)), 'the default config varies (noise_scale, noise_w)');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'piper-steady-'));
+    try {
+      const config = JSON.parse(fs.readFileSync(FILES.config, 'utf8')) as { inference: Record<string, number> };
+      config.inference = { ...config.inference, noise_scale: 0, noise_w: 0 };
+      const steadyConfig = path.join(dir, 'steady.onnx.json');
+      fs.writeFileSync(steadyConfig, JSON.stringify(config));
+      const steady = await piperVoice('joe', { model: FILES.model, config: steadyConfig }, 2);
+      assert.ok((await pcmOf(steady)).equals(await pcmOf(steady)), 'the noise-free config was used, not the default one loaded first');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('piperVoice() rejects with ProviderError tts_unavailable for a broken model file', async () => {
