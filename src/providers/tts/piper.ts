@@ -17,7 +17,9 @@
  * ms off). Where that cannot run (a clause over 8 s), they are mapped piecewise linearly: the
  * leading silence onto Piper's leading silence, the speech onto Piper's speech (found from the
  * energy envelope), the trailing silence onto its trailing silence. Both engines pronounce the
- * same espeak-ng phonemes, so the order is exact and only the durations are estimated.
+ * same espeak-ng phonemes, so the order is exact and only the durations are estimated. The
+ * events name bare segments; the stress and punctuation of the clause's IPA are carried onto
+ * them (phoneme-marks.ts: `ˈeɪ`, `ŋ?`) for the speaking face's brows, nods and blinks.
  *
  * The ONNX session is loaded once per process per model file, lazily, and shared by every voice
  * (onnxruntime's Run is thread-safe and asynchronous: inference never runs on the event loop).
@@ -39,6 +41,7 @@ import {
 } from './base.js';
 import { nativeTtsError } from './native-voice.js';
 import { alignByWarping } from './phoneme-align.js';
+import { markPhonemes } from './phoneme-marks.js';
 import { normalizeSpeechText, splitClauses, splitSentences } from './text.js';
 
 /** Piper scales each utterance to full scale; we stop a little short to leave headroom. */
@@ -214,8 +217,9 @@ export class PiperVoice implements Voice {
     const maxTailNs = endsSentence ? MAX_SENTENCE_TAIL_SILENCE_NS : MAX_CLAUSE_TAIL_SILENCE_NS;
     const { pcm, bounds } = trimSilence(normalisePeak(audio), rate, MAX_LEAD_SILENCE_NS, maxTailNs);
     const espeakEndNs = samplesToNs(timing.pcm.length, timing.sampleRateHz);
-    const warped = alignByWarping(timing.phonemes, timing.pcm, timing.sampleRateHz, pcm, rate);
-    return { pcm, sampleRateHz: rate, phonemes: warped ?? alignTimings(timing.phonemes, espeakEndNs, bounds) };
+    const phonemes = markPhonemes(timing.phonemes, ipa);
+    const warped = alignByWarping(phonemes, timing.pcm, timing.sampleRateHz, pcm, rate);
+    return { pcm, sampleRateHz: rate, phonemes: warped ?? alignTimings(phonemes, espeakEndNs, bounds) };
   }
 }
 

@@ -1,13 +1,18 @@
 /**
- * Piper (src/providers/tts/piper.ts): the timing alignment always; the voice itself when the model
- * has been fetched into models/weights/tts/ (skipped with the reason printed otherwise).
+ * Piper (src/providers/tts/piper.ts): the timing alignment always; the voice itself, and the stress
+ * and phrase marks its phonemes carry, when the model has been fetched into models/weights/tts/
+ * (skipped with the reason printed otherwise).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { alignTimings, piperVoice, speechBounds, trimSilence } from '../../../src/providers/tts/piper.js';
+import { phonemizeIpa, synthesizeEspeak } from '../../../src/media/speech-synth.js';
+import type { PhonemeTiming } from '../../../src/providers/tts/base.js';
+import { alignByWarping } from '../../../src/providers/tts/phoneme-align.js';
+import { markPhonemes } from '../../../src/providers/tts/phoneme-marks.js';
+import { alignTimings, loadPiperModel, piperVoice, speechBounds, trimSilence } from '../../../src/providers/tts/piper.js';
 import { assertTimeline, collect, peak, pitchOf, seconds, spokenPhonemes, TYPICAL_SENTENCE } from './tts-helpers.js';
 
 const MODEL = path.resolve(import.meta.dirname, '../../../models/weights/tts/en_US-joe-medium.onnx');
@@ -39,6 +44,15 @@ test('alignTimings() ends the last phoneme where the target speech ends when the
   ]);
 });
 
+test('alignTimings() keeps the names it is given, stress and phrase marks included', () => {
+  const source = [
+    { phoneme: 'h', startNs: 0, endNs: 100 },
+    { phoneme: 'ˈaɪ?', startNs: 100, endNs: 300 },
+    { phoneme: '_', startNs: 300, endNs: 400 },
+  ];
+  assert.equal(alignTimings(source, 400, { startNs: 0, endNs: 600, totalNs: 800 }).map((p) => p.phoneme), ['h', 'ˈaɪ?', '_']);
+});
+
 test('speechBounds() and trimSilence() find and trim the silence around a burst', () => {
   const rate = 10000;
   const pcm = new Int16Array(rate); // 1 s, speech from 0.3 to 0.5 s
@@ -68,6 +82,31 @@ if (!haveModel) {
     const spoken = spokenPhonemes(chunks);
     assert.ok(spoken.includes('ʃ') && spoken.includes('h'), spoken.join(' ')); // "sure", "help"
     assert.ok(pitchOf(chunks) > 70 && pitchOf(chunks) < 140, `joe at ${pitchOf(chunks)} Hz`); // a male voice
+  });
+
+  test('PiperVoice marks "Is it raining?" with a primary stress and a closing ?, on the times the bare names get', async () => {
+    const voice = await piperVoice('joe', FILES, 2);
+    const chunks = await collect(voice, 'Is it raining?');
+    assert.is(chunks.length, 1);
+    const chunk = chunks[0]!;
+    const spoken = spokenPhonemes(chunks);
+    assert.ok(spoken.at(-1)?.endsWith('?'), spoken.join(' '));
+    assert.ok(spoken.some((p) => p.startsWith('ˈ')), spoken.join(' '));
+    // espeak-ng's timing run is not sample-exact from one call to the next (its phoneme times move
+    // by tens of ms), so the bare and the marked names are warped from one run onto this audio.
+    const { espeakVoice } = await loadPiperModel(FILES, 2);
+    const [ipa, bare] = await Promise.all([
+      phonemizeIpa('Is it raining?', espeakVoice),
+      synthesizeEspeak('Is it raining?', { voice: espeakVoice, rateWpm: 175 }),
+    ]);
+    const marked = markPhonemes(bare.phonemes, ipa);
+    const warp = (phonemes: PhonemeTiming[]) => alignByWarping(phonemes, bare.pcm, bare.sampleRateHz, chunk.pcm, chunk.sampleRateHz);
+    const [fromBare, fromMarked] = [warp(bare.phonemes), warp(marked)];
+    assert.ok(fromBare && fromMarked, 'a short clause is warped');
+    assert.equal(fromMarked.map((p) => [p.startNs, p.endNs]), fromBare.map((p) => [p.startNs, p.endNs]));
+    assert.equal(fromMarked.map((p) => p.phoneme), marked.map((p) => p.phoneme));
+    assert.equal(fromMarked.map((p) => p.phoneme.replace(/^[ˈˌ]|[?.!,;]$/g, '')), fromBare.map((p) => p.phoneme));
+    assert.ok(fromMarked.some((p) => p.phoneme.startsWith('ˈ')) && fromMarked.some((p) => p.phoneme.endsWith('?')));
   });
 
   test('PiperVoice speed and rate change the length; abort stops after the current clause', async () => {
