@@ -33,10 +33,10 @@ import ndc from 'node-datachannel';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { ResendBuffer } from './resend.js';
-import { isRtcp, packetizeH264, parseRtp, readRtcp, rewriteRtp, rtpPacket, type RtpPacket } from './rtp.js';
+import { isRtcp, packetizeH264, parseRtp, PLAYOUT_DELAY_URI, playoutDelayExtension, readRtcp, rewriteRtp, rtpHeaderLength, rtpPacket, withHeaderExtension, type RtpPacket } from './rtp.js';
 import { rtpTimestamp, SenderReports } from './sender-reports.js';
 import { SendRateControl } from './send-rate.js';
-import { negotiate, parseOffer, type Negotiated, type VideoCodec } from './sdp.js';
+import { negotiate, parseOffer, withExtmap, type Negotiated, type VideoCodec } from './sdp.js';
 
 /** Waiting for ICE candidates to gather, when they do not all come at once. */
 const GATHER_TIMEOUT_MS = 2000;
@@ -62,6 +62,18 @@ const SENT_RATE_WINDOW_MS = 1000;
 const RTP_OVERHEAD_BYTES = 24;
 const VIDEO_PACKET_PAYLOAD = 1188;
 const CNAME = 'avatar';
+/**
+ * The least time a receiver that offered the playout-delay header extension (Chromium does) is
+ * asked to hold the video before showing it, and the most (no ceiling in practice, so that its
+ * own A/V sync is never capped). A receiver lines the picture up with the sound by our sender
+ * reports, but Chromium's synchroniser moves a few tens of ms a second: measured at a Chromium
+ * receiver on this server's calls, its video jitter buffer held 3-15 ms in a call's first
+ * seconds against the audio's 60-130 ms, reaching the audio only 15-20 s in, so for a call's
+ * first replies the mouth moved 100-240 ms before it was heard. Starting the video near the
+ * audio's usual delay leaves the synchroniser a few tens of ms to correct instead.
+ */
+const VIDEO_MIN_PLAYOUT_DELAY_MS = 80;
+const VIDEO_MAX_PLAYOUT_DELAY_MS = 10_000;
 /** Each sending stream's RTCP sender report goes out this often (RFC 3550's 5 s minimum scaled down, as browsers do). */
 const REPORT_INTERVAL_MS = 1000;
 
@@ -145,6 +157,8 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   private mediaBytesSent = 0;
   /** The video packets kept for NACKs, and the next H.264 sequence number (random start, RFC 3550 5.1). */
   private readonly resends = new ResendBuffer();
+  /** The playout-delay header extension every video packet carries, when the client offered it. */
+  private readonly videoExtension: Buffer | null;
   private videoSequence = randomInt(0, 2 ** 16);
   /** The next Opus sequence number (random start); the first packet carries the marker bit (a talkspurt's start, RFC 3551 4.1). */
   private audioSequence = randomInt(0, 2 ** 16);
@@ -156,6 +170,8 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     super();
     this.log = options.log;
     this.negotiated = negotiate(parseOffer(offer), options.videoCodec);
+    const delayId = this.negotiated.video?.playoutDelayId ?? null;
+    this.videoExtension = delayId === null ? null : playoutDelayExtension(delayId, VIDEO_MIN_PLAYOUT_DELAY_MS, VIDEO_MAX_PLAYOUT_DELAY_MS);
     this.pc = new ndc.PeerConnection('call', {
       iceServers: [],
       bindAddress: options.bindAddress,
@@ -211,9 +227,9 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     let packets: Buffer[];
     if (video.codec === 'vp8') {
       rewriteRtp(data, video.pt, this.videoSsrc, timestamp);
-      packets = [data];
+      packets = [this.videoExtension ? withHeaderExtension(data, this.videoExtension) : data];
     } else {
-      const out = packetizeH264(data, { payloadType: video.pt, ssrc: this.videoSsrc, sequence: this.videoSequence, timestamp, maxPayload: VIDEO_PACKET_PAYLOAD });
+      const out = packetizeH264(data, { payloadType: video.pt, ssrc: this.videoSsrc, sequence: this.videoSequence, timestamp, maxPayload: VIDEO_PACKET_PAYLOAD, extension: this.videoExtension });
       this.videoSequence = out.sequence;
       packets = out.packets;
     }
@@ -224,7 +240,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
         return;
       }
       this.resends.keep(packet.readUInt16BE(2), packet, now);
-      this.reports.sent(this.videoSsrc, ptsNs, packet.length - 12);
+      this.reports.sent(this.videoSsrc, ptsNs, packet.length - rtpHeaderLength(packet));
       this.mediaBytesSent += packet.length + RTP_OVERHEAD_BYTES - 12;
     }
     if (video.codec !== 'vp8') this.counters.videoFramesSent++;
@@ -332,7 +348,8 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     if (this.pc.gatheringState() !== 'complete') await this.gathered();
     const local = this.pc.localDescription();
     if (!local?.sdp) throw new Error('no local description');
-    return local.sdp;
+    // libdatachannel's descriptions have no header extensions: the answer names the one we write.
+    return video?.playoutDelayId != null ? withExtmap(local.sdp, video.mid, video.playoutDelayId, PLAYOUT_DELAY_URI) : local.sdp;
   }
 
   private gathered(): Promise<void> {

@@ -77,25 +77,96 @@ export function rewriteRtp(packet: Buffer, payloadType: number, ssrc: number, ti
   packet.writeUInt32BE(ssrc >>> 0, 8);
 }
 
-/** The header fields of an RTP packet this server makes (version 2, no padding, extension or CSRC). */
+/** The header fields of an RTP packet this server makes (version 2, no padding or CSRC; a header extension when given). */
 export interface RtpHeaderFields {
   payloadType: number;
   ssrc: number;
   sequence: number;
   timestamp: number;
   marker: boolean;
+  /** A header extension block (`headerExtension()`), written after the fixed header with the X bit set. */
+  extension?: Buffer | null;
 }
 
 /** An RTP packet around `payload` (an Opus packet, a NAL unit or FU-A fragment). */
 export function rtpPacket(payload: Uint8Array, h: RtpHeaderFields): Buffer {
-  const packet = Buffer.allocUnsafe(12 + payload.length);
-  packet[0] = 0x80;
+  const ext = h.extension ?? null;
+  const header = 12 + (ext?.length ?? 0);
+  const packet = Buffer.allocUnsafe(header + payload.length);
+  packet[0] = ext ? 0x90 : 0x80;
   packet[1] = (h.marker ? 0x80 : 0) | (h.payloadType & 0x7f);
   packet.writeUInt16BE(h.sequence & 0xffff, 2);
   packet.writeUInt32BE(h.timestamp >>> 0, 4);
   packet.writeUInt32BE(h.ssrc >>> 0, 8);
-  packet.set(payload, 12);
+  ext?.copy(packet, 12);
+  packet.set(payload, header);
   return packet;
+}
+
+/**
+ * `packet` (one made elsewhere: GStreamer's VP8 payloader) with `extension` inserted after its
+ * fixed header and CSRCs, the X bit set. A packet that already has an extension is returned as it
+ * is (two blocks cannot be merged without parsing the first).
+ */
+export function withHeaderExtension(packet: Buffer, extension: Buffer): Buffer {
+  if (packet.length < 12 || (packet[0]! & 0x10) !== 0) return packet;
+  const fixed = 12 + 4 * (packet[0]! & 0x0f);
+  if (packet.length < fixed) return packet;
+  const out = Buffer.concat([packet.subarray(0, fixed), extension, packet.subarray(fixed)]);
+  out[0] = out[0]! | 0x10;
+  return out;
+}
+
+/** The length of an RTP packet's header: fixed part, CSRCs and header extension (0 when malformed). */
+export function rtpHeaderLength(packet: Uint8Array): number {
+  if (packet.length < 12) return 0;
+  let length = 12 + 4 * (packet[0]! & 0x0f);
+  if ((packet[0]! & 0x10) !== 0) {
+    if (packet.length < length + 4) return 0;
+    length += 4 + 4 * ((packet[length + 2]! << 8) | packet[length + 3]!);
+  }
+  return length <= packet.length ? length : 0;
+}
+
+/** The playout-delay header extension's URI (libwebrtc; Chromium offers it for video). */
+export const PLAYOUT_DELAY_URI = 'http://www.webrtc.org/experiments/rtp-hdrext/playout-delay';
+
+/**
+ * A one-byte-header extension block (RFC 8285: 0xBEDE, its length in words, then the element,
+ * padded to a word) carrying one playout-delay element with id `id` (1-14): the smallest and
+ * largest delay the receiver should hold the frames for, in 10 ms units on 12 bits each
+ * (0-40 950 ms).
+ */
+export function playoutDelayExtension(id: number, minMs: number, maxMs: number): Buffer {
+  if (!Number.isInteger(id) || id < 1 || id > 14) throw new RangeError(`a one-byte header extension id is 1-14, not ${id}`);
+  const units = (ms: number) => Math.max(0, Math.min(0xfff, Math.round(ms / 10)));
+  const [min, max] = [units(minMs), units(maxMs)];
+  return Buffer.from([0xbe, 0xde, 0x00, 0x01, (id << 4) | 2, min >> 4, ((min & 0x0f) << 4) | (max >> 8), max & 0xff]);
+}
+
+/** The playout delay (ms) a packet's header extension block carries under `id`; null when it has none. */
+export function readPlayoutDelay(packet: Buffer, id: number): { minMs: number; maxMs: number } | null {
+  if (packet.length < 12 || (packet[0]! & 0x10) === 0) return null;
+  let at = 12 + 4 * (packet[0]! & 0x0f);
+  if (packet.length < at + 4 || packet.readUInt16BE(at) !== 0xbede) return null;
+  const end = at + 4 + 4 * packet.readUInt16BE(at + 2);
+  if (end > packet.length) return null;
+  at += 4;
+  while (at < end) {
+    const head = packet[at]!;
+    if (head === 0) {
+      at++; // padding
+      continue;
+    }
+    const [elementId, length] = [head >> 4, (head & 0x0f) + 1];
+    if (elementId === 15 || at + 1 + length > end) return null;
+    if (elementId === id && length === 3) {
+      const [a, b, c] = [packet[at + 1]!, packet[at + 2]!, packet[at + 3]!];
+      return { minMs: ((a << 4) | (b >> 4)) * 10, maxMs: (((b & 0x0f) << 8) | c) * 10 };
+    }
+    at += 1 + length;
+  }
+  return null;
 }
 
 /** Seconds from the NTP epoch (1900) to the Unix epoch (1970). */
@@ -280,6 +351,8 @@ export interface H264Packetization {
   timestamp: number;
   /** Largest payload per packet (the NAL unit or fragment with its headers). */
   maxPayload: number;
+  /** A header extension block for every packet (`playoutDelayExtension()`). */
+  extension?: Buffer | null;
 }
 
 /**
@@ -318,7 +391,7 @@ export function packetizeH264(au: Buffer, p: H264Packetization): { packets: Buff
   }
   let sequence = p.sequence;
   const packets = payloads.map((payload, k) => {
-    const packet = rtpPacket(payload, { payloadType: p.payloadType, ssrc: p.ssrc, sequence, timestamp: p.timestamp, marker: k === payloads.length - 1 });
+    const packet = rtpPacket(payload, { payloadType: p.payloadType, ssrc: p.ssrc, sequence, timestamp: p.timestamp, marker: k === payloads.length - 1, extension: p.extension });
     sequence = (sequence + 1) & 0xffff;
     return packet;
   });

@@ -17,6 +17,7 @@
  * wrong and, for codecs, what was offered and what this server takes.
  */
 import { AppError } from '../core/errors.js';
+import { PLAYOUT_DELAY_URI } from './rtp.js';
 
 /** Offers larger than this are refused before parsing (real ones are 2-10 KB). */
 export const MAX_OFFER_BYTES = 64 * 1024;
@@ -50,6 +51,8 @@ export interface SdpMedia {
   codecs: SdpCodec[];
   /** Application sections: the peer's largest data channel message. */
   maxMessageSize: number | null;
+  /** The RTP header extensions offered (a=extmap): URI → id. */
+  extmaps: Map<string, number>;
 }
 
 export interface SdpOffer {
@@ -61,7 +64,7 @@ export type VideoCodec = 'h264' | 'vp8';
 /** What the answer sends and receives, in the offer's own terms (mids, payload types). */
 export interface Negotiated {
   audio: { mid: string; pt: number; direction: Direction } | null;
-  video: { mid: string; pt: number; codec: VideoCodec } | null;
+  video: { mid: string; pt: number; codec: VideoCodec; playoutDelayId: number | null } | null;
   /** Set when the preferred video codec was not offered and the other was taken. */
   videoFallback: boolean;
   dataChannel: { mid: string; maxMessageSize: number } | null;
@@ -124,7 +127,10 @@ export function negotiate(offer: SdpOffer, preferredVideo: VideoCodec): Negotiat
     if (!chosen) {
       throw noCodec(`The video section offers ${listCodecs(videoM)}; this server sends H.264 (packetization-mode=1, constrained baseline) or VP8.`);
     }
-    video = { mid: videoM.mid as string, pt: chosen.pt, codec: chosen === h264 ? 'h264' : 'vp8' };
+    // The playout-delay extension, when offered with an id a one-byte header can carry (1-14).
+    const delayId = videoM.extmaps.get(PLAYOUT_DELAY_URI) ?? null;
+    const playoutDelayId = delayId !== null && delayId >= 1 && delayId <= 14 ? delayId : null;
+    video = { mid: videoM.mid as string, pt: chosen.pt, codec: chosen === h264 ? 'h264' : 'vp8', playoutDelayId };
     videoFallback = !preferred;
   }
   const dataChannel = appM ? { mid: appM.mid as string, maxMessageSize: appM.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE } : null;
@@ -167,10 +173,25 @@ function parseMedia(lines: string[], sessionDirection: Direction): SdpMedia {
     const fbCodec = fb ? codecs.get(Number(fb[1])) : undefined;
     if (fb && fbCodec) fbCodec.rtcpFb.push(fb[2] as string);
   }
+  const extmaps = new Map<string, number>();
+  for (const line of lines) {
+    const extmap = /^a=extmap:(\d+)(?:\/\w+)? (\S+)/.exec(line);
+    if (extmap && !extmaps.has(extmap[2] as string)) extmaps.set(extmap[2] as string, Number(extmap[1]));
+  }
   const mid = lines.find((l) => l.startsWith('a=mid:'))?.slice('a=mid:'.length) ?? null;
   const size = lines.find((l) => l.startsWith('a=max-message-size:'))?.slice('a=max-message-size:'.length);
   const maxMessageSize = size !== undefined && /^\d+$/.test(size) ? Number(size) || Number.MAX_SAFE_INTEGER : null; // 0 = no limit
-  return { kind, port: Number(port), protocol, mid, direction: directionOf(lines) ?? sessionDirection, codecs: [...codecs.values()], maxMessageSize };
+  return { kind, port: Number(port), protocol, mid, direction: directionOf(lines) ?? sessionDirection, codecs: [...codecs.values()], maxMessageSize, extmaps };
+}
+
+/** `answer` with `a=extmap:<id> <uri>` in the media section of `mid` (after its a=mid line); unchanged when no section has that mid. */
+export function withExtmap(answer: string, mid: string, id: number, uri: string): string {
+  const eol = answer.includes('\r\n') ? '\r\n' : '\n';
+  const lines = answer.split(eol);
+  const at = lines.indexOf(`a=mid:${mid}`);
+  if (at < 0) return answer;
+  lines.splice(at + 1, 0, `a=extmap:${id} ${uri}`);
+  return lines.join(eol);
 }
 
 function directionOf(lines: string[]): Direction | null {

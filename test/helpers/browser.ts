@@ -418,7 +418,7 @@ const call = {
     const out = { video: null, audio: null, state: this.pc ? this.pc.connectionState : 'none' };
     if (!this.pc) return out;
     (await this.pc.getStats()).forEach((s) => {
-      if (s.type === 'inbound-rtp' && s.kind === 'video') out.video = { framesDecoded: s.framesDecoded || 0, width: s.frameWidth || 0, height: s.frameHeight || 0, packets: s.packetsReceived, bytes: s.bytesReceived, codec: s.codecId, keyFrames: s.keyFramesDecoded, pli: s.pliCount };
+      if (s.type === 'inbound-rtp' && s.kind === 'video') out.video = { framesDecoded: s.framesDecoded || 0, width: s.frameWidth || 0, height: s.frameHeight || 0, packets: s.packetsReceived, bytes: s.bytesReceived, codec: s.codecId, keyFrames: s.keyFramesDecoded, pli: s.pliCount, jitterBufferMs: s.jitterBufferEmittedCount ? (s.jitterBufferDelay / s.jitterBufferEmittedCount) * 1000 : null };
       if (s.type === 'inbound-rtp' && s.kind === 'audio') out.audio = { packets: s.packetsReceived, bytes: s.bytesReceived, level: s.audioLevel || 0, energy: s.totalAudioEnergy || 0, samples: s.totalSamplesReceived || 0, codec: s.codecId };
       if (s.type === 'codec') out['codec:' + s.id] = s.mimeType;
     });

@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isRtcp, ntpMiddle32, parseRtp, parseSenderReport, readRtcp, requestsKeyframe, rewriteRtp, rtpPacket, senderReport } from '../../src/transport/rtp.js';
+import { isRtcp, ntpMiddle32, packetizeH264, parseRtp, parseSenderReport, playoutDelayExtension, readPlayoutDelay, readRtcp, requestsKeyframe, rewriteRtp, rtpHeaderLength, rtpPacket, senderReport, withHeaderExtension } from '../../src/transport/rtp.js';
 import { Rng, fuzzSeed } from '../helpers/fuzz.js';
 
 const Rtp = suite('RTP and RTCP');
@@ -52,6 +52,34 @@ Rtp('rtpPacket wraps a payload in a version-2 header that parseRtp reads back', 
   assert.equal([p.payloadType, p.ssrc, p.sequence, p.timestamp, p.marker], [111, 0x80000001, 65535, 2 ** 32 - 1, true]);
   assert.ok(p.payload.equals(opus));
   assert.is(parseRtp(rtpPacket(opus, { payloadType: 111, ssrc: 1, sequence: 65536, timestamp: 0, marker: false }))!.sequence, 0, 'the sequence wraps');
+});
+
+Rtp('the playout-delay extension: RFC 8285 one-byte header, 12-bit min and max in 10 ms units, on every packet made here or forwarded', () => {
+  const ext = playoutDelayExtension(5, 80, 10_000);
+  // 0xBEDE, one word; id 5 with 3 bytes (length field 2); min 8, max 1000 (0x3e8) in 10 ms units.
+  assert.equal([...ext], [0xbe, 0xde, 0x00, 0x01, 0x52, 0x00, 0x83, 0xe8]);
+  assert.equal([...playoutDelayExtension(14, 1e9, -5)].slice(4), [0xe2, 0xff, 0xf0, 0x00], 'clamped to 0-40 950 ms');
+  assert.throws(() => playoutDelayExtension(15, 0, 0), /1-14/);
+
+  const opus = Buffer.from([0xfc, 1, 2, 3]);
+  const made = rtpPacket(opus, { payloadType: 111, ssrc: 9, sequence: 1, timestamp: 2, marker: false, extension: ext });
+  assert.is(rtpHeaderLength(made), 20);
+  assert.ok(parseRtp(made)!.payload.equals(opus), 'parseRtp skips the extension');
+  assert.equal(readPlayoutDelay(made, 5), { minMs: 80, maxMs: 10_000 });
+  assert.is(readPlayoutDelay(made, 6), null, 'another id');
+  assert.is(readPlayoutDelay(rtpPacket(opus, { payloadType: 111, ssrc: 9, sequence: 1, timestamp: 2, marker: false }), 5), null, 'no extension');
+
+  const au = Buffer.concat([Buffer.from([0, 0, 0, 1, 0x67, 1, 2]), Buffer.from([0, 0, 1, 0x65]), Buffer.alloc(3000, 7)]);
+  const { packets } = packetizeH264(au, { payloadType: 102, ssrc: 3, sequence: 10, timestamp: 0, maxPayload: 1188, extension: ext });
+  assert.ok(packets.length >= 4 && packets.every((p) => readPlayoutDelay(p, 5)?.minMs === 80 && p.length <= 1188 + 20));
+
+  const vp8 = rtp({ pt: 96, seq: 7, ts: 9, ssrc: 1, marker: true, csrc: 1 }, Buffer.from('vp8 payload'));
+  const forwarded = withHeaderExtension(vp8, ext);
+  const parsed = parseRtp(forwarded)!;
+  assert.equal([parsed.payloadType, parsed.sequence, parsed.timestamp, parsed.marker, parsed.payload.toString()], [96, 7, 9, true, 'vp8 payload']);
+  assert.equal(readPlayoutDelay(forwarded, 5), { minMs: 80, maxMs: 10_000 });
+  const withOwn = rtp({ pt: 96, seq: 7, ts: 9, ssrc: 1, ext: 1 }, Buffer.from('x'));
+  assert.is(withHeaderExtension(withOwn, ext), withOwn, 'a packet with its own extension is left as it is');
 });
 
 Rtp('a sender report and its SDES CNAME: one compound packet, read back exactly, and its LSR value', () => {

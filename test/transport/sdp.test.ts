@@ -3,7 +3,8 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AppError } from '../../src/core/errors.js';
-import { MAX_CANDIDATES, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, negotiate, parseOffer } from '../../src/transport/sdp.js';
+import { PLAYOUT_DELAY_URI } from '../../src/transport/rtp.js';
+import { MAX_CANDIDATES, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, negotiate, parseOffer, withExtmap } from '../../src/transport/sdp.js';
 import { Rng, fuzzSeed, oddString } from '../helpers/fuzz.js';
 import { REPO_ROOT } from '../helpers/server.js';
 
@@ -31,6 +32,17 @@ Sdp('a Chromium offer with audio, video and a data channel: Opus, H.264 constrai
   assert.is(n.videoFallback, false);
   assert.ok(n.dataChannel && n.dataChannel.maxMessageSize >= 65536);
   assert.is(negotiate(parseOffer(offer('chromium-audio-video-dc.sdp')), 'vp8').video?.codec, 'vp8');
+});
+
+Sdp('the playout-delay header extension is taken with the id the offer gives it, only where a one-byte header carries it (1-14), and the answer names it in the video section', () => {
+  const chromium = offer('chromium-audio-video-dc.sdp');
+  assert.is(negotiate(parseOffer(chromium), 'h264').video?.playoutDelayId, 5);
+  assert.is(negotiate(parseOffer(chromium.replace(/^a=extmap:\d+ http:\/\/www\.webrtc\.org\/experiments\/rtp-hdrext\/playout-delay\r?\n/m, '')), 'h264').video?.playoutDelayId, null, 'not offered');
+  assert.is(negotiate(parseOffer(chromium.replace('a=extmap:5 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay', 'a=extmap:15 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay')), 'h264').video?.playoutDelayId, null, 'id 15 needs two-byte headers');
+  assert.is(negotiate(parseOffer(chromium.replace('a=extmap:5 http://www.webrtc.org/experiments/rtp-hdrext/playout-delay', 'a=extmap:7/sendrecv http://www.webrtc.org/experiments/rtp-hdrext/playout-delay')), 'h264').video?.playoutDelayId, 7, 'with a direction');
+  const answer = 'v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=mid:0\r\nm=video 9 UDP/TLS/RTP/SAVPF 109\r\na=mid:1\r\na=sendonly\r\n';
+  assert.is(withExtmap(answer, '1', 5, PLAYOUT_DELAY_URI), `v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=mid:0\r\nm=video 9 UDP/TLS/RTP/SAVPF 109\r\na=mid:1\r\na=extmap:5 ${PLAYOUT_DELAY_URI}\r\na=sendonly\r\n`);
+  assert.is(withExtmap(answer, '2', 5, PLAYOUT_DELAY_URI), answer, 'no such mid: unchanged');
 });
 
 Sdp('an offer that lists only VP8 gets VP8 even when H.264 is preferred (the fallback is reported)', () => {
