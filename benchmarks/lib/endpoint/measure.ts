@@ -31,7 +31,8 @@ import { seededRandom, summarise, type BenchOutput, type Metric } from '../harne
 import type { VoiceTurn } from '../voice-turns.js';
 import { openSession, closeSession, shownUrl, type EndpointTarget } from './session.js';
 import { endpointSpeech, type EndpointSpeech } from './speech.js';
-import { AV_AFTER_PAUSE, AV_FIRST_SOUND, measureWebRtc, type LipSyncFigures } from './webrtc-measures.js';
+import { AV_AFTER_PAUSE, AV_FIRST_SOUND, measureWebRtc } from './webrtc-measures.js';
+import type { LipSyncFigures } from '../lip-figures.js';
 import {
   INSTRUCTIONS,
   SERVER_VAD,

@@ -25,14 +25,12 @@
  *    found and tracked on each (test/helpers/mouth-opening.ts MouthTracker: FaceRegistry landmarks,
  *    the last frame's where one misses) and its mouth opening measured (cavity between the lips
  *    over the mouth width squared, less its lowest decile in the window: the closed level), against
- *    the received speech's RMS around each frame (the played-out samples within ±20 ms): Pearson r at
- *    the best lag within ±40 ms (10 ms steps; positive: the mouth trails the sound), the shares of
- *    silent frames closed and loud frames open (thresholds in mouth-opening.ts), r against the
- *    audio 400 ms later, 400 ms earlier and reversed (controls: low), and the best r within
- *    ±300 ms with its lag (where a picture out of sync finds its sound). The same figures by a
- *    second, independent method (`method_b`: test/helpers/mouth-pixels.ts, the dark and teeth
- *    pixels of a mouth region placed once and moved with the upper face; no landmarks after the
- *    first frame).
+ *    the received speech's RMS around each frame (the played-out samples within ±20 ms), and the
+ *    onsets against the played-out blocks louder than silence: the figures of lib/lip-figures.ts
+ *    (r at the best lag within ±40 ms, closed and open shares, onsets, the shifted-audio controls),
+ *    by method A and by the second, independent method (`method_b`: test/helpers/mouth-pixels.ts,
+ *    the dark and teeth pixels of a mouth region placed once and moved with the upper face; no
+ *    landmarks after the first frame), as the WebSocket client measures them too.
  *    With no face found the trace's mouth is the mouth box's darkening from its resting level (only
  *    where ENDPOINT_MOUTH_BOX gives a box), said in its `method`, and no r is given;
  *  - the lip-sync trace of that turn for the report: mouth opening and speech power (that RMS
@@ -49,10 +47,10 @@ import type { Page } from 'playwright-core';
 import sharp from 'sharp';
 import { FaceRegistry } from '../../../src/media/face-registration.js';
 import { callIn, chromiumAvailable, eventsIn, launchBrowser, PLAYOUT_BLOCK_MS, type PageSamples } from '../../../test/helpers/browser.js';
-import { bestLagMs, closedOpenShares, median, MouthTracker, mouthBoxOf, type MouthReading } from '../../../test/helpers/mouth-opening.js';
-import { decodePlanes, MouthPixels } from '../../../test/helpers/mouth-pixels.js';
+import { median, mouthBoxOf } from '../../../test/helpers/mouth-opening.js';
 import { audioOnset, describeOnsets, pageOnsets, sleep, startAvatarCall, until, waitForEvent } from '../call-measures.js';
 import { noOffsets, offsetsByKind, type OnsetOffsets } from '../onsets.js';
+import { aboveRest, LIP_SYNC_METHOD, lipSyncFigures, round3, trackMouth, type LipSyncFigures } from '../lip-figures.js';
 import { INSTRUCTIONS, SERVER_VAD, TEXT_QUESTIONS } from './websocket-measures.js';
 
 export interface WebRtcResult {
@@ -84,49 +82,11 @@ export interface LipSyncTrace {
   method: string;
 }
 
-/** The lip-sync figures of one turn at the receiver (see the header). */
-export interface LipSyncFigures {
-  /** Pearson r of mouth opening against speech RMS at the best lag within ±MAX_LAG_MS. */
-  r: number;
-  lag_ms: number;
-  /** Silent frames (and SILENT_SPAN_FRAMES either side) with the mouth closed; loud frames with it open. */
-  closed_share: number | null;
-  open_share: number | null;
-  silent_frames: number;
-  loud_frames: number;
-  /** r at the best lag against the audio 400 ms later than heard: a control, should be low. */
-  r_audio_shifted_400ms: number;
-  /** The same against the audio 400 ms earlier, and played backwards over the window: controls, low. */
-  r_audio_earlier_400ms: number;
-  r_audio_reversed: number;
-  /** The best r within ±WIDE_LAG_MS (20 ms steps), and its lag: where the mouth follows the sound when out of sync. */
-  wide: { r: number; lag_ms: number };
-  frames_measured: number;
-  /** Share of the frames measured in which the face was found (the rest used the last landmarks). */
-  face_found_share: number;
-  method: string;
-  /**
-   * Method B on the same frames (test/helpers/mouth-pixels.ts: dark and teeth pixels of a mouth
-   * region placed once on the first frame with a face, moved by correlating the upper face), the
-   * same figures and controls; null where that frame's face could not be registered again.
-   */
-  method_b: MethodFigures | null;
-}
-
-/** The figures of one method over one series (see LipSyncFigures). */
-type MethodFigures = Pick<LipSyncFigures, 'r' | 'lag_ms' | 'closed_share' | 'open_share' | 'silent_frames' | 'loud_frames' | 'r_audio_shifted_400ms' | 'r_audio_earlier_400ms' | 'r_audio_reversed' | 'wide'> & { method: string };
-
-export const LIP_SYNC_METHOD = 'face landmarks on decoded frames (FaceRegistry), mouth cavity';
-export const PIXEL_METHOD = 'dark and teeth pixels of a mouth region placed once, moved with the upper face (mouth-pixels.ts)';
 /** The A/V offset's measures (endpoint METRIC names). */
 export const AV_FIRST_SOUND = 'webrtc · A/V offset (first sound)';
 export const AV_AFTER_PAUSE = 'webrtc · A/V offset (after a pause)';
 /** How long the avatar speaks in each turn before it is cancelled, ms: a few phrases. */
 const SPEAK_MS = 4000;
-/** Lags tried for r, ms. */
-const MAX_LAG_MS = 40;
-const LAG_STEP_MS = 10;
-const WIDE_LAG_MS = 300;
 /** Speech RMS around a frame: the samples played within ±RMS_HALF_WINDOW_MS of it, in blocks of 256 at 48 kHz. */
 const RMS_HALF_WINDOW_MS = 20;
 /** Frames kept whole for the lip-sync measure: JPEGs of this side (px) of the 512x512 frame. */
@@ -340,8 +300,6 @@ function speechRms(loud: PageSamples['loud']): (t: number) => number {
   };
 }
 
-const round3 = (v: number) => Math.round(v * 1000) / 1000;
-
 /**
  * The trace turn's lip sync around `heardAt` (see the header): the figures and the trace with its
  * strip; null without 10 frames in the window. Without a face in any frame, the trace's mouth is
@@ -358,23 +316,11 @@ async function lipSync(s: PageSamples, heardAt: number, registry: FaceRegistry, 
   const speech = power.map(([t, p]): [number, number] => [Math.round(t - heardAt), round3(p / powerMax)]);
 
   // Every kept frame of the window, in order (the first, before the sound, sets the cavity threshold).
-  const tracker = new MouthTracker(registry);
-  const readings: Array<{ t: number; m: MouthReading; jpeg: Buffer }> = [];
-  for (const f of thumbs) {
-    const jpeg = fromDataUrl(f.url);
-    const m = await tracker.measure(jpeg);
-    if (m) readings.push({ t: f.t, m, jpeg });
-  }
-  if (tracker.detected > 0 && readings.length >= 10) {
-    const times = readings.map((x) => x.t);
+  const tracked = await trackMouth(thumbs.map((f) => ({ t: f.t, jpeg: fromDataUrl(f.url) })), registry);
+  const readings = tracked.readings;
+  const figures = await lipSyncFigures(tracked, registry, { rmsAt, blocks: s.loud, blockMs: PLAYOUT_BLOCK_MS, from: heardAt + TRACE_FROM_MS });
+  if (figures) {
     const opening = aboveRest(readings.map((x) => x.m.opening));
-    const figures: LipSyncFigures = {
-      ...figuresOf(times, opening, rmsAt, LIP_SYNC_METHOD),
-      frames_measured: tracker.frames,
-      face_found_share: round3(tracker.detected / tracker.frames),
-      method: LIP_SYNC_METHOD,
-      method_b: await pixelFigures(readings, registry, rmsAt),
-    };
     const openMax = Math.max(...opening, 1e-9);
     // The strip is cropped around the median mouth box found (the thumbnails' pixels).
     const mouthBox = [0, 1, 2, 3].map((k) => median(readings.filter((x) => x.m.detected).map((x) => x.m.mouthBox[k]!)));
@@ -410,50 +356,6 @@ async function lipSync(s: PageSamples, heardAt: number, registry: FaceRegistry, 
     },
     figures: null,
   };
-}
-
-/** A series less its closed level: the lowest decile of the window (the frames before the sound need not show a closed mouth: a picture ahead of its sound opens it early). */
-function aboveRest(raw: number[]): number[] {
-  const rest = [...raw].sort((a, b) => a - b)[Math.floor(raw.length / 10)]!;
-  return raw.map((x) => x - rest);
-}
-
-/** One method's figures (LipSyncFigures) for an opening series at `times` against the speech around each. */
-function figuresOf(times: number[], opening: number[], rmsAt: (t: number) => number, method: string): MethodFigures {
-  const best = bestLagMs(times, opening, rmsAt, MAX_LAG_MS, LAG_STEP_MS);
-  const control = (at: (t: number) => number) => round3(bestLagMs(times, opening, at, MAX_LAG_MS, LAG_STEP_MS).r);
-  const wide = bestLagMs(times, opening, rmsAt, WIDE_LAG_MS, 20);
-  const shares = closedOpenShares(opening, times.map(rmsAt));
-  const [first, last] = [times[0]!, times.at(-1)!];
-  return {
-    r: round3(best.r),
-    lag_ms: best.lagMs,
-    closed_share: shares.silent > 0 ? round3(shares.closed / shares.silent) : null,
-    open_share: shares.loud > 0 ? round3(shares.open / shares.loud) : null,
-    silent_frames: shares.silent,
-    loud_frames: shares.loud,
-    r_audio_shifted_400ms: control((t) => rmsAt(t + 400)),
-    r_audio_earlier_400ms: control((t) => rmsAt(t - 400)),
-    r_audio_reversed: control((t) => rmsAt(first + last - t)),
-    wide: { r: round3(wide.r), lag_ms: wide.lagMs },
-    method,
-  };
-}
-
-/** Method B (PIXEL_METHOD) over the kept frames from the first with a face found; null where that face cannot be registered again. */
-async function pixelFigures(readings: Array<{ t: number; m: MouthReading; jpeg: Buffer }>, registry: FaceRegistry, rmsAt: (t: number) => number): Promise<MethodFigures | null> {
-  const from = readings.findIndex((x) => x.m.detected);
-  if (from < 0) return null;
-  const kept = readings.slice(from);
-  let pixels: MouthPixels;
-  try {
-    pixels = new MouthPixels(await decodePlanes(kept[0]!.jpeg), (await registry.register(kept[0]!.jpeg)).landmarks);
-  } catch {
-    return null;
-  }
-  const raw: number[] = [];
-  for (const x of kept) raw.push(pixels.measure(await decodePlanes(x.jpeg)).opening);
-  return kept.length < 10 ? null : figuresOf(kept.map((x) => x.t), aboveRest(raw), rmsAt, PIXEL_METHOD);
 }
 
 /** A strip for the report: a frame every STRIP_EVERY_MS, `box` of it (the kept frames' pixels) as a STRIP_SIDE_PX JPEG. */
