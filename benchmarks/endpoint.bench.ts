@@ -5,6 +5,9 @@
  *  - websocket · connect → session.created, text turn → first text / first audio / response.done,
  *    first frame, voice turn → first audio (with its breakdown: `voice turn › end-of-turn
  *    decision`, `› transcription tail`, `› reply to first audio`), barge-in → silent;
+ *  - websocket · lip sync r and onsets, by both mouth methods, one turn on each of four faces (the
+ *    two standard ones and two uploads made from them: lib/endpoint/lip-faces.ts), every decoded
+ *    image delta against the reply's audio on the server's pts (params.websocket_lip_sync);
  *  - webrtc · first frame, text turn → first audio played, A/V offset, lip sync r and lag (the face
  *    found and tracked on the decoded frames; params.lip_sync) (headless Chromium);
  *  - capacity · sessions in real time, CPU per session, memory per session, idle memory
@@ -28,7 +31,9 @@
  * gpt-realtime), ENDPOINT_WEBRTC=0 (no WebRTC), ENDPOINT_MOUTH_BOX=x,y,w,h (the target's mouth in
  * its 512x512 frame for the A/V offset, in place of the box found on the decoded frames),
  * ENDPOINT_TRANSCRIPTION_MODEL (default whisper-1), ENDPOINT_CAPACITY=0 (no capacity run: quick
- * runs, tests), ENDPOINT_CAPACITY_WINDOW_S (seconds measured per capacity step, default 10).
+ * runs, tests), ENDPOINT_CAPACITY_WINDOW_S (seconds measured per capacity step, default 10),
+ * ENDPOINT_LIP_FACES=0 (no WebSocket lip-sync turns), ENDPOINT_ONLY=lip-sync (the capability probe
+ * and the WebSocket lip-sync turns alone: no other measure, no WebRTC, no capacity run).
  */
 import path from 'node:path';
 import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
@@ -60,7 +65,7 @@ const bench: Benchmark = {
     if (ctx.target) {
       return capacityUnsupported(await measureEndpoint({ ...options(ctx), url: ctx.target.url, key: ctx.target.key, label: hostOf(ctx.target.url), startedByBench: false, mouthBox: mouthBox() }));
     }
-    const capacityWindowS = capacityWindow();
+    const capacityWindowS = onlyLipSync() ? null : capacityWindow();
     const offline = process.env.ENDPOINT_LLM === 'offline';
     if (process.env.ENDPOINT_LLM && !offline && process.env.ENDPOINT_LLM !== 'default') throw new Error(`ENDPOINT_LLM: '${process.env.ENDPOINT_LLM}' is not 'default' or 'offline'`);
     ctx.log(`starting this server (${offline ? 'offline responder in place of the language model' : 'embedded default models'}), warming up its models`);
@@ -89,8 +94,10 @@ const bench: Benchmark = {
 };
 
 function options(ctx: BenchContext): Omit<MeasureEndpointOptions, 'url' | 'key' | 'label'> {
+  if (onlyLipSync()) return { connects: 0, textTurns: 0, frames: 0, voiceTurns: 0, bargeIns: 0, webrtcCalls: 0, lipSyncFaces: true, speechDir: SPEECH_DIR, log: ctx.log };
   const webrtc = process.env.ENDPOINT_WEBRTC !== '0';
   return {
+    lipSyncFaces: process.env.ENDPOINT_LIP_FACES !== '0',
     connects: CONNECTS * ctx.runs,
     textTurns: TEXT_TURNS * ctx.runs,
     frames: FRAMES * ctx.runs,
@@ -101,6 +108,13 @@ function options(ctx: BenchContext): Omit<MeasureEndpointOptions, 'url' | 'key' 
     speechDir: SPEECH_DIR,
     log: ctx.log,
   };
+}
+
+/** ENDPOINT_ONLY=lip-sync: the WebSocket lip-sync turns alone (any other value is refused). */
+function onlyLipSync(): boolean {
+  const value = process.env.ENDPOINT_ONLY;
+  if (value && value !== 'lip-sync') throw new Error(`ENDPOINT_ONLY: '${value}' is not 'lip-sync'`);
+  return value === 'lip-sync';
 }
 
 /** ENDPOINT_CAPACITY=0: null (no capacity run); else ENDPOINT_CAPACITY_WINDOW_S, seconds a capacity step is measured (default 10). */

@@ -15,7 +15,11 @@
  *     reply to first audio (the rest: from the later of speech_stopped and a transcript that came
  *     before the audio, to the first audio delta), so the three add up to the whole;
  *  6. barge-in, `bargeIns` sessions;
- *  7. WebRTC (webrtc-measures.ts), `webrtcCalls` calls, when asked and possible; the lip-sync
+ *  7. lip sync over WebSocket (websocket-lip-sync.ts), one text turn on each of four faces (lip-faces.ts:
+ *     the two standard ones and two uploads), where the target sends image frames: both methods'
+ *     figures per face go to params.websocket_lip_sync, and r and the onsets to the `websocket · lip
+ *     sync r` and `· lip onset` metrics (method B's named so);
+ *  8. WebRTC (webrtc-measures.ts), `webrtcCalls` calls, when asked and possible; the lip-sync
  *     figures of its first turn (r, lag, closed and open shares) go to params.lip_sync and the
  *     metrics `webrtc · lip sync r` (unit r) and `· lip sync lag`, its trace to params.lip_sync_trace.
  * Between turns and sessions the client waits a seeded 300–1000 ms, so that turns do not fall in
@@ -26,13 +30,18 @@
  * measure that ran but got no sample (a turn with no reply) is counted in the notes.
  * A failure of the target itself (the key refused, no session) throws with a plain message.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { seededRandom, summarise, type BenchOutput, type Metric } from '../harness.js';
 import type { VoiceTurn } from '../voice-turns.js';
 import { openSession, closeSession, shownUrl, type EndpointTarget } from './session.js';
 import { endpointSpeech, type EndpointSpeech } from './speech.js';
 import { AV_AFTER_PAUSE, AV_FIRST_SOUND, measureWebRtc } from './webrtc-measures.js';
-import type { LipSyncFigures } from '../lip-figures.js';
+import { describeFigures, type LipSyncFigures } from '../lip-figures.js';
+import { FaceRegistry } from '../../../src/media/face-registration.js';
+import { lipFaces, uploadFace } from './lip-faces.js';
+import { lipSyncTurn, type WsLipSync } from './websocket-lip-sync.js';
 import {
   INSTRUCTIONS,
   SERVER_VAD,
@@ -66,10 +75,16 @@ export const METRIC = {
   rtcPacing: 'webrtc · frame interval',
   rtcLipR: 'webrtc · lip sync r',
   rtcLipLag: 'webrtc · lip sync lag',
+  wsLipR: 'websocket · lip sync r',
+  wsLipRB: 'websocket · lip sync r (method B)',
+  wsOnset: 'websocket · lip onset (first sound)',
+  wsOnsetPause: 'websocket · lip onset (after a pause)',
+  wsOnsetB: 'websocket · lip onset (first sound, method B)',
+  wsOnsetPauseB: 'websocket · lip onset (after a pause, method B)',
 } as const;
 
 /** Metrics not in milliseconds. */
-const UNIT: Record<string, string> = { [METRIC.rtcLipR]: 'r' };
+const UNIT: Record<string, string> = { [METRIC.rtcLipR]: 'r', [METRIC.wsLipR]: 'r', [METRIC.wsLipRB]: 'r' };
 
 export interface MeasureEndpointOptions {
   /** Base URL of the target (http(s) or ws(s)). */
@@ -86,6 +101,8 @@ export interface MeasureEndpointOptions {
   frames?: number;
   voiceTurns: number;
   bargeIns?: number;
+  /** Whether to run one WebSocket lip-sync turn on each of the four faces (lip-faces.ts; default true). */
+  lipSyncFaces?: boolean;
   /** WebRTC calls (0: none); each has `webrtcTurns` text turns. */
   webrtcCalls?: number;
   webrtcTurns?: number;
@@ -220,6 +237,26 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
     else if (samples[METRIC.bargeIn]!.length < counts.bargeIns) notes.push(`barge-ins not stopped: ${counts.bargeIns - samples[METRIC.bargeIn]!.length} of ${counts.bargeIns}`);
   }
 
+  let wsLipSync: WsLipSync[] | null = null;
+  if (o.lipSyncFaces === false) notMeasured.push(METRIC.wsLipR, METRIC.wsLipRB, METRIC.wsOnset, METRIC.wsOnsetPause, METRIC.wsOnsetB, METRIC.wsOnsetPauseB);
+  else if (!caps.image_frames_out) unsupported.push({ measure: METRIC.wsLipR, reason: caps.reasons.image_frames_out ?? 'no image frames' });
+  else {
+    log(`${o.label}: WebSocket lip sync, one turn on each of four faces`);
+    wsLipSync = await websocketLipSync(target, log);
+    for (const x of wsLipSync) {
+      if (!x.figures) continue;
+      add(METRIC.wsLipR, x.figures.r);
+      x.figures.onsets.firstSound.forEach((ms) => add(METRIC.wsOnset, ms));
+      x.figures.onsets.afterPause.forEach((ms) => add(METRIC.wsOnsetPause, ms));
+      const b = x.figures.method_b;
+      if (!b) continue;
+      add(METRIC.wsLipRB, b.r);
+      b.onsets.firstSound.forEach((ms) => add(METRIC.wsOnsetB, ms));
+      b.onsets.afterPause.forEach((ms) => add(METRIC.wsOnsetPauseB, ms));
+    }
+    for (const x of wsLipSync) if (x.missing) notes.push(`websocket lip sync, ${x.face}: ${x.missing}`);
+  }
+
   let webrtc: Record<string, unknown> = { calls: 0 };
   let lipSyncTrace: unknown = null;
   let lipSync: LipSyncFigures | null = null;
@@ -270,6 +307,7 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
       ...(o.params ?? {}),
       seed,
       lip_sync: lipSync,
+      websocket_lip_sync: wsLipSync,
       lip_sync_trace: lipSyncTrace,
       capabilities: {
         image_frames_out: caps.image_frames_out,
@@ -318,11 +356,48 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
         [METRIC.rtcPacing]: 'time between consecutive presented video frames at the receiver (40 ms at 25 fps; late > 60 ms, frozen > 200 ms)',
         [METRIC.rtcLipR]: "Pearson r of the mouth opening (face found and tracked on the decoded frames, cavity between the lips) against the received speech's RMS around each frame, first call's first turn, -0.5 to +2 s around the first sound, at the best lag within ±40 ms",
         [METRIC.rtcLipLag]: 'the lag of that best r (positive: the mouth trails the sound)',
+        [METRIC.wsLipR]: "WebSocket: Pearson r of the mouth opening (method A, as over WebRTC) on every decoded output_image.delta of one reply per face against the reply's output_audio.delta PCM around each frame, both on the server's pts (the audio placed by its ticks: websocket-lip-sync.ts), at the best lag within ±40 ms; one sample per face",
+        [METRIC.wsLipRB]: 'the same by method B (the dark and teeth pixels of a mouth region placed once, moved with the upper face)',
+        [METRIC.wsOnset]: "WebSocket: mouth onset − the reply's first sound, on the pts (method A; B in the metrics named so); after a pause: each phrase after 150 ms of silence",
       },
     },
     metrics,
     notes,
   };
+}
+
+/**
+ * One WebSocket lip-sync turn on each face of lip-faces.ts, the uploads sent first; a face that
+ * cannot be uploaded or shown is reported as missing, with why.
+ */
+async function websocketLipSync(target: EndpointTarget, log: (line: string) => void): Promise<WsLipSync[]> {
+  const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'endpoint-ws-faces-'));
+  const registry = new FaceRegistry(cacheDir);
+  const out: WsLipSync[] = [];
+  try {
+    for (const [i, face] of (await lipFaces()).entries()) {
+      let id = face.id;
+      if (face.upload) {
+        try {
+          id = await uploadFace(target, face.upload, `endpoint-bench-${i}`);
+        } catch (err) {
+          out.push({ face: face.label, missing: `not uploaded: ${(err as Error).message.slice(0, 200)}`, figures: null, audio_start_pts_ms: null, anchor_agreement: null, frames: 0, audio_ms: 0 });
+          continue;
+        }
+      }
+      const x = await lipSyncTurn(target, id!, face.label, registry);
+      out.push(x);
+      log(`  websocket lip sync, ${face.label}: ${x.frames} frames, ${x.audio_ms} ms of audio, anchor agreement ${x.anchor_agreement ?? '-'}`);
+      if (x.figures) {
+        log(`    method A: ${describeFigures(x.figures)}; face found in ${Math.round(100 * x.figures.face_found_share)} % of ${x.figures.frames_measured} frames`);
+        log(`    method B: ${x.figures.method_b ? describeFigures(x.figures.method_b) : 'not measured (the first frame with a face could not be registered again)'}`);
+      } else log(`    not measured: ${x.missing}`);
+    }
+  } finally {
+    await registry.close();
+    await rm(cacheDir, { recursive: true, force: true });
+  }
+  return out;
 }
 
 /** The reply's share of a voice turn: end of speech → first audio, less the decision and a transcript awaited before the audio. */
