@@ -101,7 +101,7 @@ export interface MeasureEndpointOptions {
   frames?: number;
   voiceTurns: number;
   bargeIns?: number;
-  /** Whether to run one WebSocket lip-sync turn on each of the four faces (lip-faces.ts; default true). */
+  /** Whether to run one WebSocket lip-sync turn on each of the four faces (lip-faces.ts; default false). */
   lipSyncFaces?: boolean;
   /** WebRTC calls (0: none); each has `webrtcTurns` text turns. */
   webrtcCalls?: number;
@@ -238,7 +238,7 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
   }
 
   let wsLipSync: WsLipSync[] | null = null;
-  if (o.lipSyncFaces === false) notMeasured.push(METRIC.wsLipR, METRIC.wsLipRB, METRIC.wsOnset, METRIC.wsOnsetPause, METRIC.wsOnsetB, METRIC.wsOnsetPauseB);
+  if (!o.lipSyncFaces) notMeasured.push(METRIC.wsLipR, METRIC.wsLipRB, METRIC.wsOnset, METRIC.wsOnsetPause, METRIC.wsOnsetB, METRIC.wsOnsetPauseB);
   else if (!caps.image_frames_out) unsupported.push({ measure: METRIC.wsLipR, reason: caps.reasons.image_frames_out ?? 'no image frames' });
   else {
     log(`${o.label}: WebSocket lip sync, one turn on each of four faces`);
