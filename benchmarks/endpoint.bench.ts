@@ -9,7 +9,9 @@
  *    two standard ones and two uploads made from them: lib/endpoint/lip-faces.ts), every decoded
  *    image delta against the reply's audio on the server's pts (params.websocket_lip_sync);
  *  - webrtc · first frame, text turn → first audio played, A/V offset, lip sync r and lag (the face
- *    found and tracked on the decoded frames; params.lip_sync) (headless Chromium);
+ *    found and tracked on the decoded frames; params.lip_sync) (headless Chromium); then lip sync
+ *    r and onsets at the receiver by both methods, one call on each of the same four faces
+ *    (params.webrtc_lip_sync);
  *  - capacity · sessions in real time, CPU per session, memory per session, idle memory
  *    (lib/endpoint/capacity.ts), only on a server the bench started (it reads the server's CPU and
  *    memory from /proc): full-agent calls all talking, sessions 1, 2, 4, 6 … until a step is not
@@ -32,8 +34,10 @@
  * its 512x512 frame for the A/V offset, in place of the box found on the decoded frames),
  * ENDPOINT_TRANSCRIPTION_MODEL (default whisper-1), ENDPOINT_CAPACITY=0 (no capacity run: quick
  * runs, tests), ENDPOINT_CAPACITY_WINDOW_S (seconds measured per capacity step, default 10),
- * ENDPOINT_LIP_FACES=0 (no WebSocket lip-sync turns), ENDPOINT_ONLY=lip-sync (the capability probe
- * and the WebSocket lip-sync turns alone: no other measure, no WebRTC, no capacity run).
+ * ENDPOINT_LIP_FACES (which transports measure lip sync on the four faces: unset or 1 both, 0
+ * neither, websocket or webrtc that one; ENDPOINT_WEBRTC=0 leaves WebRTC's out too),
+ * ENDPOINT_ONLY=lip-sync (the capability probe and those lip-sync turns alone: no other measure,
+ * no other WebRTC call, no capacity run).
  */
 import path from 'node:path';
 import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
@@ -94,10 +98,12 @@ const bench: Benchmark = {
 };
 
 function options(ctx: BenchContext): Omit<MeasureEndpointOptions, 'url' | 'key' | 'label'> {
-  if (onlyLipSync()) return { connects: 0, textTurns: 0, frames: 0, voiceTurns: 0, bargeIns: 0, webrtcCalls: 0, lipSyncFaces: true, speechDir: SPEECH_DIR, log: ctx.log };
   const webrtc = process.env.ENDPOINT_WEBRTC !== '0';
+  const lip = lipFaceTransports(process.env.ENDPOINT_LIP_FACES);
+  const faces = { lipSyncFaces: lip.websocket, webrtcLipFaces: webrtc && lip.webrtc };
+  if (onlyLipSync()) return { connects: 0, textTurns: 0, frames: 0, voiceTurns: 0, bargeIns: 0, webrtcCalls: 0, ...faces, speechDir: SPEECH_DIR, log: ctx.log };
   return {
-    lipSyncFaces: process.env.ENDPOINT_LIP_FACES !== '0',
+    ...faces,
     connects: CONNECTS * ctx.runs,
     textTurns: TEXT_TURNS * ctx.runs,
     frames: FRAMES * ctx.runs,
@@ -110,7 +116,15 @@ function options(ctx: BenchContext): Omit<MeasureEndpointOptions, 'url' | 'key' 
   };
 }
 
-/** ENDPOINT_ONLY=lip-sync: the WebSocket lip-sync turns alone (any other value is refused). */
+/** ENDPOINT_LIP_FACES: the transports that measure lip sync on the four faces (unset or 1: both; 0: neither; websocket, webrtc: that one). */
+export function lipFaceTransports(value: string | undefined): { websocket: boolean; webrtc: boolean } {
+  if (!value || value === '1') return { websocket: true, webrtc: true };
+  if (value === '0') return { websocket: false, webrtc: false };
+  if (value === 'websocket' || value === 'webrtc') return { websocket: value === 'websocket', webrtc: value === 'webrtc' };
+  throw new Error(`ENDPOINT_LIP_FACES: '${value}' is not 1, 0, websocket or webrtc`);
+}
+
+/** ENDPOINT_ONLY=lip-sync: the four-face lip-sync turns alone (any other value is refused). */
 function onlyLipSync(): boolean {
   const value = process.env.ENDPOINT_ONLY;
   if (value && value !== 'lip-sync') throw new Error(`ENDPOINT_ONLY: '${value}' is not 'lip-sync'`);

@@ -58,6 +58,34 @@ export async function lipFaces(): Promise<LipFace[]> {
   ];
 }
 
+/** A face ready to be named in a session: its id (the standard one's, or what its upload answered), or why it has none. */
+export interface ShownFace {
+  label: string;
+  id: string | null;
+  missing: string | null;
+}
+
+/**
+ * The four faces with the ids a session names them by, the uploads sent first (named
+ * `${prefix}-<index>`), so that every transport measures the same uploads; a photo the target
+ * refuses carries why, and is not measured.
+ */
+export async function showFaces(target: EndpointTarget, prefix = 'endpoint-bench'): Promise<ShownFace[]> {
+  const out: ShownFace[] = [];
+  for (const [i, face] of (await lipFaces()).entries()) {
+    if (!face.upload) {
+      out.push({ label: face.label, id: face.id, missing: null });
+      continue;
+    }
+    try {
+      out.push({ label: face.label, id: await uploadFace(target, face.upload, `${prefix}-${i}`), missing: null });
+    } catch (err) {
+      out.push({ label: face.label, id: null, missing: `not uploaded: ${(err as Error).message.slice(0, 200)}` });
+    }
+  }
+  return out;
+}
+
 /** Uploads a face photo (POST /v1/faces?name=…, the JPEG as the body); its id, or a plain error. */
 export async function uploadFace(target: EndpointTarget, jpeg: Buffer, name: string): Promise<string> {
   const url = `${baseOf(target.url).replace(/^ws/i, 'http')}/v1/faces?name=${encodeURIComponent(name)}`;

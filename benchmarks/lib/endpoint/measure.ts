@@ -21,7 +21,13 @@
  *     sync r` and `· lip onset` metrics (method B's named so);
  *  8. WebRTC (webrtc-measures.ts), `webrtcCalls` calls, when asked and possible; the lip-sync
  *     figures of its first turn (r, lag, closed and open shares) go to params.lip_sync and the
- *     metrics `webrtc · lip sync r` (unit r) and `· lip sync lag`, its trace to params.lip_sync_trace.
+ *     metrics `webrtc · lip sync r` (unit r) and `· lip sync lag`, its trace to params.lip_sync_trace,
+ *     the A/V offset by turn within a call to settings.webrtc.onsets_by_turn; then, where asked
+ *     (`webrtcLipFaces`), one call on each of the four faces, measured at the receiver as over
+ *     WebSocket: params.webrtc_lip_sync, and the metrics `webrtc · lip sync r (four faces)` and
+ *     `webrtc · lip onset` (method B's named so).
+ * The uploads of the four faces are sent once, before the first lip-sync turn, and named by both
+ * transports.
  * Between turns and sessions the client waits a seeded 300–1000 ms, so that turns do not fall in
  * step with a target's own clocks (an avatar's 40 ms frame tick) the same way every time.
  *
@@ -37,10 +43,10 @@ import { seededRandom, summarise, type BenchOutput, type Metric } from '../harne
 import type { VoiceTurn } from '../voice-turns.js';
 import { openSession, closeSession, shownUrl, type EndpointTarget } from './session.js';
 import { endpointSpeech, type EndpointSpeech } from './speech.js';
-import { AV_AFTER_PAUSE, AV_FIRST_SOUND, measureWebRtc } from './webrtc-measures.js';
+import { AV_AFTER_PAUSE, AV_FIRST_SOUND, measureWebRtc, type RtcLipSync } from './webrtc-measures.js';
 import { describeFigures, type LipSyncFigures } from '../lip-figures.js';
 import { FaceRegistry } from '../../../src/media/face-registration.js';
-import { lipFaces, uploadFace } from './lip-faces.js';
+import { showFaces, type ShownFace } from './lip-faces.js';
 import { lipSyncTurn, type WsLipSync } from './websocket-lip-sync.js';
 import {
   INSTRUCTIONS,
@@ -81,10 +87,28 @@ export const METRIC = {
   wsOnsetPause: 'websocket · lip onset (after a pause)',
   wsOnsetB: 'websocket · lip onset (first sound, method B)',
   wsOnsetPauseB: 'websocket · lip onset (after a pause, method B)',
+  rtcFacesR: 'webrtc · lip sync r (four faces)',
+  rtcFacesRB: 'webrtc · lip sync r (four faces, method B)',
+  rtcOnset: 'webrtc · lip onset (first sound)',
+  rtcOnsetPause: 'webrtc · lip onset (after a pause)',
+  rtcOnsetB: 'webrtc · lip onset (first sound, method B)',
+  rtcOnsetPauseB: 'webrtc · lip onset (after a pause, method B)',
 } as const;
 
+/** The metrics of one transport's four-face lip sync: r and the onsets, by method A and B. */
+interface FaceMetrics {
+  r: string;
+  rB: string;
+  onset: string;
+  onsetPause: string;
+  onsetB: string;
+  onsetPauseB: string;
+}
+const WS_FACES: FaceMetrics = { r: METRIC.wsLipR, rB: METRIC.wsLipRB, onset: METRIC.wsOnset, onsetPause: METRIC.wsOnsetPause, onsetB: METRIC.wsOnsetB, onsetPauseB: METRIC.wsOnsetPauseB };
+const RTC_FACES: FaceMetrics = { r: METRIC.rtcFacesR, rB: METRIC.rtcFacesRB, onset: METRIC.rtcOnset, onsetPause: METRIC.rtcOnsetPause, onsetB: METRIC.rtcOnsetB, onsetPauseB: METRIC.rtcOnsetPauseB };
+
 /** Metrics not in milliseconds. */
-const UNIT: Record<string, string> = { [METRIC.rtcLipR]: 'r', [METRIC.wsLipR]: 'r', [METRIC.wsLipRB]: 'r' };
+const UNIT: Record<string, string> = { [METRIC.rtcLipR]: 'r', [METRIC.wsLipR]: 'r', [METRIC.wsLipRB]: 'r', [METRIC.rtcFacesR]: 'r', [METRIC.rtcFacesRB]: 'r' };
 
 export interface MeasureEndpointOptions {
   /** Base URL of the target (http(s) or ws(s)). */
@@ -103,6 +127,8 @@ export interface MeasureEndpointOptions {
   bargeIns?: number;
   /** Whether to run one WebSocket lip-sync turn on each of the four faces (lip-faces.ts; default false). */
   lipSyncFaces?: boolean;
+  /** Whether to run one WebRTC lip-sync call on each of the four faces (default false). */
+  webrtcLipFaces?: boolean;
   /** WebRTC calls (0: none); each has `webrtcTurns` text turns. */
   webrtcCalls?: number;
   webrtcTurns?: number;
@@ -237,35 +263,48 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
     else if (samples[METRIC.bargeIn]!.length < counts.bargeIns) notes.push(`barge-ins not stopped: ${counts.bargeIns - samples[METRIC.bargeIn]!.length} of ${counts.bargeIns}`);
   }
 
+  /** Each face's figures into a transport's metrics (FaceMetrics); what was not measured, with why, into the notes. */
+  const addFaces = (rows: Array<{ face: string; missing: string | null; figures: LipSyncFigures | null }>, m: FaceMetrics, transport: string) => {
+    for (const x of rows) {
+      if (x.missing) notes.push(`${transport} lip sync, ${x.face}: ${x.missing}`);
+      if (!x.figures) continue;
+      add(m.r, x.figures.r);
+      x.figures.onsets.firstSound.forEach((ms) => add(m.onset, ms));
+      x.figures.onsets.afterPause.forEach((ms) => add(m.onsetPause, ms));
+      const b = x.figures.method_b;
+      if (!b) continue;
+      add(m.rB, b.r);
+      b.onsets.firstSound.forEach((ms) => add(m.onsetB, ms));
+      b.onsets.afterPause.forEach((ms) => add(m.onsetPauseB, ms));
+    }
+  };
+  const rtcFaces = o.webrtcLipFaces ?? false;
+  const shown: ShownFace[] = o.lipSyncFaces || rtcFaces ? await showFaces(target) : [];
+
   let wsLipSync: WsLipSync[] | null = null;
-  if (!o.lipSyncFaces) notMeasured.push(METRIC.wsLipR, METRIC.wsLipRB, METRIC.wsOnset, METRIC.wsOnsetPause, METRIC.wsOnsetB, METRIC.wsOnsetPauseB);
+  if (!o.lipSyncFaces) notMeasured.push(...Object.values(WS_FACES));
   else if (!caps.image_frames_out) unsupported.push({ measure: METRIC.wsLipR, reason: caps.reasons.image_frames_out ?? 'no image frames' });
   else {
     log(`${o.label}: WebSocket lip sync, one turn on each of four faces`);
-    wsLipSync = await websocketLipSync(target, log);
-    for (const x of wsLipSync) {
-      if (!x.figures) continue;
-      add(METRIC.wsLipR, x.figures.r);
-      x.figures.onsets.firstSound.forEach((ms) => add(METRIC.wsOnset, ms));
-      x.figures.onsets.afterPause.forEach((ms) => add(METRIC.wsOnsetPause, ms));
-      const b = x.figures.method_b;
-      if (!b) continue;
-      add(METRIC.wsLipRB, b.r);
-      b.onsets.firstSound.forEach((ms) => add(METRIC.wsOnsetB, ms));
-      b.onsets.afterPause.forEach((ms) => add(METRIC.wsOnsetPauseB, ms));
-    }
-    for (const x of wsLipSync) if (x.missing) notes.push(`websocket lip sync, ${x.face}: ${x.missing}`);
+    wsLipSync = await websocketLipSync(target, shown, log);
+    addFaces(wsLipSync, WS_FACES, 'websocket');
   }
 
   let webrtc: Record<string, unknown> = { calls: 0 };
   let lipSyncTrace: unknown = null;
   let lipSync: LipSyncFigures | null = null;
-  if (counts.webrtcCalls > 0) {
-    log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium`);
+  let rtcLipSync: RtcLipSync[] | null = null;
+  if (counts.webrtcCalls > 0 || rtcFaces) {
+    log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium${rtcFaces ? ', then one on each of four faces' : ''}`);
     const httpBase = shownUrl(o.url).replace(/^ws/i, 'http');
-    const r = await measureWebRtc({ url: httpBase, key: o.key, calls: counts.webrtcCalls, textTurns: counts.webrtcTurns, mouthBox: o.mouthBox ?? null, log });
-    if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing, METRIC.rtcLipR]) unsupported.push({ measure: m, reason: r.unsupported });
+    const r = await measureWebRtc({ url: httpBase, key: o.key, calls: counts.webrtcCalls, textTurns: counts.webrtcTurns, mouthBox: o.mouthBox ?? null, faces: rtcFaces ? shown : [], log });
+    if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing, METRIC.rtcLipR, ...(rtcFaces ? [METRIC.rtcFacesR] : [])]) unsupported.push({ measure: m, reason: r.unsupported });
     else {
+      if (rtcFaces) {
+        rtcLipSync = r.faces;
+        addFaces(r.faces, RTC_FACES, 'webrtc');
+        for (const x of r.faces) logFigures(log, x.face, x.figures);
+      }
       for (const ms of r.firstFrameMs) add(METRIC.rtcFrame, ms);
       for (const ms of r.firstAudioPlayedMs) add(METRIC.rtcAudio, ms);
       for (const ms of r.onsets.firstSound) add(METRIC.rtcAv, ms);
@@ -292,8 +331,10 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
     notes.push(...r.notes);
     if (r.lipSyncTrace) lipSyncTrace = r.lipSyncTrace;
     lipSync = r.lipSync;
-    webrtc = { calls: counts.webrtcCalls, text_turns_per_call: counts.webrtcTurns, offer: 'multipart; Opus send/receive; H.264 receive-only video; oai-events channel', mouth_box: r.mouthBox };
-  } else notMeasured.push(METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing);
+    webrtc = { calls: counts.webrtcCalls, text_turns_per_call: counts.webrtcTurns, offer: 'multipart; Opus send/receive; H.264 receive-only video; oai-events channel', mouth_box: r.mouthBox, onsets_by_turn: r.onsetsByTurn, face_calls: r.faces.length };
+  }
+  if (counts.webrtcCalls === 0) notMeasured.push(METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing);
+  if (!rtcFaces) notMeasured.push(...Object.values(RTC_FACES));
   if (counts.voiceTurns === 0) notMeasured.push(METRIC.voiceAudio, METRIC.decision, METRIC.transcription, METRIC.reply);
   if (counts.bargeIns === 0) notMeasured.push(METRIC.bargeIn);
   if (counts.textTurns === 0) notMeasured.push(METRIC.textText, METRIC.textAudio, METRIC.textDone);
@@ -308,6 +349,7 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
       seed,
       lip_sync: lipSync,
       websocket_lip_sync: wsLipSync,
+      webrtc_lip_sync: rtcLipSync,
       lip_sync_trace: lipSyncTrace,
       capabilities: {
         image_frames_out: caps.image_frames_out,
@@ -359,6 +401,8 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
         [METRIC.wsLipR]: "WebSocket: Pearson r of the mouth opening (method A, as over WebRTC) on every decoded output_image.delta of one reply per face against the reply's output_audio.delta PCM around each frame, both on the server's pts (the audio placed by its ticks: websocket-lip-sync.ts), at the best lag within ±40 ms; one sample per face",
         [METRIC.wsLipRB]: 'the same by method B (the dark and teeth pixels of a mouth region placed once, moved with the upper face)',
         [METRIC.wsOnset]: "WebSocket: mouth onset − the reply's first sound, on the pts (method A; B in the metrics named so); after a pause: each phrase after 150 ms of silence",
+        [METRIC.rtcFacesR]: "WebRTC: r as the WebSocket one (method A; B in the metric named so), at the Chromium receiver: one call per face, its first reply, every presented frame from 0.5 s before the first sound to 4 s after against the played-out audio; one sample per face",
+        [METRIC.rtcOnset]: 'WebRTC: mouth onset − sound onset at the receiver on the same frames (method A; B in the metrics named so), each call\'s first reply',
       },
     },
     metrics,
@@ -367,37 +411,36 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
 }
 
 /**
- * One WebSocket lip-sync turn on each face of lip-faces.ts, the uploads sent first; a face that
- * cannot be uploaded or shown is reported as missing, with why.
+ * One WebSocket lip-sync turn on each face of `faces` (lip-faces.ts showFaces, the uploads sent);
+ * a face that was not uploaded or cannot be shown is reported as missing, with why.
  */
-async function websocketLipSync(target: EndpointTarget, log: (line: string) => void): Promise<WsLipSync[]> {
+async function websocketLipSync(target: EndpointTarget, faces: ShownFace[], log: (line: string) => void): Promise<WsLipSync[]> {
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'endpoint-ws-faces-'));
   const registry = new FaceRegistry(cacheDir);
   const out: WsLipSync[] = [];
   try {
-    for (const [i, face] of (await lipFaces()).entries()) {
-      let id = face.id;
-      if (face.upload) {
-        try {
-          id = await uploadFace(target, face.upload, `endpoint-bench-${i}`);
-        } catch (err) {
-          out.push({ face: face.label, missing: `not uploaded: ${(err as Error).message.slice(0, 200)}`, figures: null, audio_start_pts_ms: null, anchor_agreement: null, frames: 0, audio_ms: 0 });
-          continue;
-        }
+    for (const face of faces) {
+      if (face.id === null) {
+        out.push({ face: face.label, missing: face.missing, figures: null, audio_start_pts_ms: null, anchor_agreement: null, frames: 0, audio_ms: 0 });
+        continue;
       }
-      const x = await lipSyncTurn(target, id!, face.label, registry);
+      const x = await lipSyncTurn(target, face.id, face.label, registry);
       out.push(x);
       log(`  websocket lip sync, ${face.label}: ${x.frames} frames, ${x.audio_ms} ms of audio, anchor agreement ${x.anchor_agreement ?? '-'}`);
-      if (x.figures) {
-        log(`    method A: ${describeFigures(x.figures)}; face found in ${Math.round(100 * x.figures.face_found_share)} % of ${x.figures.frames_measured} frames`);
-        log(`    method B: ${x.figures.method_b ? describeFigures(x.figures.method_b) : 'not measured (the first frame with a face could not be registered again)'}`);
-      } else log(`    not measured: ${x.missing}`);
+      logFigures(log, face.label, x.figures);
     }
   } finally {
     await registry.close();
     await rm(cacheDir, { recursive: true, force: true });
   }
   return out;
+}
+
+/** One face's figures by both methods, a line each (describeFigures). */
+function logFigures(log: (line: string) => void, face: string, figures: LipSyncFigures | null): void {
+  if (!figures) return;
+  log(`    ${face}, method A: ${describeFigures(figures)}; face found in ${Math.round(100 * figures.face_found_share)} % of ${figures.frames_measured} frames`);
+  log(`    ${face}, method B: ${figures.method_b ? describeFigures(figures.method_b) : 'not measured (the first frame with a face could not be registered again)'}`);
 }
 
 /** The reply's share of a voice turn: end of speech → first audio, less the decision and a transcript awaited before the audio. */

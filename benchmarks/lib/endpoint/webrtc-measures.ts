@@ -35,7 +35,14 @@
  *    where ENDPOINT_MOUTH_BOX gives a box), said in its `method`, and no r is given;
  *  - the lip-sync trace of that turn for the report: mouth opening and speech power (that RMS
  *    squared, every 10 ms) over the same window, each scaled to 0..1, with a strip of the frames
- *    around the mouth every 120 ms.
+ *    around the mouth every 120 ms;
+ *  - lip sync on each of the four faces of lip-faces.ts (`faces`, the uploads already sent), after
+ *    the calls above: one call per face (the call's session names it in `face`), one text turn
+ *    (websocket-lip-sync.ts's question, as over WebSocket), every frame kept whole from half a
+ *    second before the first sound to the reply's cancel (FACE_TO_MS after it), the same figures
+ *    by both methods as the trace turn's. Each is its call's first reply, as the trace turn is;
+ *  - the A/V offset by turn index within a call as well (`onsetsByTurn`): Chromium starts a call's
+ *    video nearer its audio's delay than it keeps it later, so the first replies differ.
  *
  * A target whose answer has no video (port 0 or no m=video) has no WebRTC first frame, A/V offset
  * or lip sync: reported as unsupported by the caller, like a missing Chromium or a refused call.
@@ -52,6 +59,8 @@ import { audioOnset, describeOnsets, pageOnsets, sleep, startAvatarCall, until, 
 import { noOffsets, offsetsByKind, type OnsetOffsets } from '../onsets.js';
 import { aboveRest, LIP_SYNC_METHOD, lipSyncFigures, round3, trackMouth, type LipSyncFigures } from '../lip-figures.js';
 import { INSTRUCTIONS, SERVER_VAD, TEXT_QUESTIONS } from './websocket-measures.js';
+import { LIP_SYNC_QUESTION } from './websocket-lip-sync.js';
+import type { ShownFace } from './lip-faces.js';
 
 export interface WebRtcResult {
   /** Why nothing was measured (no Chromium, the call refused); null when calls were made. */
@@ -60,6 +69,8 @@ export interface WebRtcResult {
   firstAudioPlayedMs: number[];
   /** Mouth onset − speech onset at the receiver, by kind of speech onset. */
   onsets: OnsetOffsets;
+  /** The same by a turn's index within its call (every call's turns together). */
+  onsetsByTurn: OnsetOffsets[];
   /** Time between consecutive presented frames, over every sampled stretch of every call but the lip-sync turn. */
   frameIntervalsMs: number[];
   lipSyncTrace: LipSyncTrace | null;
@@ -70,6 +81,19 @@ export interface WebRtcResult {
   /** Why a measure has no samples though calls were made (no video in the answer, no face found). */
   missing: Record<string, string>;
   notes: string[];
+  /** The lip sync of one call on each face asked for, in their order. */
+  faces: RtcLipSync[];
+}
+
+/** One face's lip-sync call at the receiver, shaped as websocket-lip-sync.ts WsLipSync is. */
+export interface RtcLipSync {
+  face: string;
+  /** Why nothing was measured (the face not uploaded, the call refused, no face found); null when measured. */
+  missing: string | null;
+  figures: LipSyncFigures | null;
+  /** Frames kept whole around the reply, and response.create → its first audio played, ms. */
+  frames: number;
+  first_audio_played_ms: number | null;
 }
 
 /** One turn at the receiver, times in ms from the first sound heard; values scaled to 0..1. */
@@ -99,6 +123,8 @@ const SNAPSHOT_TRIES = 5;
 /** The trace's window around the first sound, and the strip's spacing. */
 const TRACE_FROM_MS = -500;
 const TRACE_TO_MS = 2000;
+/** A face call's frames are measured to this long after the first sound, ms: the reply until its cancel. */
+const FACE_TO_MS = SPEAK_MS;
 const STRIP_EVERY_MS = 120;
 const STRIP_SIDE_PX = 96;
 
@@ -110,11 +136,15 @@ export interface WebRtcOptions {
   textTurns: number;
   /** The face's mouth in the 512x512 frame, [x, y, w, h]; null: found on the decoded frames. */
   mouthBox: readonly number[] | null;
+  /** Faces to measure lip sync on, one call each after the `calls` ([]: none). */
+  faces: ShownFace[];
   log: (line: string) => void;
 }
 
 /** A grey-level box somewhere in the frame: sampling needs one even where no mouth is known. */
 const ANY_BOX = [0, 0, 16, 16];
+/** The session every call asks for (a face call adds its `face`). */
+const CALL_SESSION = { type: 'realtime', instructions: INSTRUCTIONS, audio: { input: { turn_detection: SERVER_VAD } } };
 
 /** What the calls of one run share: the face models, and the mouth box found last. */
 interface Faces {
@@ -123,7 +153,7 @@ interface Faces {
 }
 
 export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
-  const out: WebRtcResult = { unsupported: null, firstFrameMs: [], firstAudioPlayedMs: [], onsets: noOffsets(), frameIntervalsMs: [], lipSyncTrace: null, lipSync: null, mouthBox: null, missing: {}, notes: [] };
+  const out: WebRtcResult = { unsupported: null, firstFrameMs: [], firstAudioPlayedMs: [], onsets: noOffsets(), onsetsByTurn: [], frameIntervalsMs: [], lipSyncTrace: null, lipSync: null, mouthBox: null, missing: {}, notes: [], faces: [] };
   if (!chromiumAvailable()) return { ...out, unsupported: 'Chromium is missing (/usr/bin/chromium; bash src/cli/setup.sh installs it)' };
   if (o.mouthBox) out.mouthBox = { box: [...o.mouthBox], from: 'ENDPOINT_MOUTH_BOX' };
   // The face models' per-image cache goes to a folder of this run's own.
@@ -146,6 +176,18 @@ export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
         await page.close();
       }
     }
+    for (const face of o.faces) {
+      const page = await browser.newPage();
+      try {
+        out.faces.push(await faceCall(page, o, face, faces.registry));
+      } catch (err) {
+        out.faces.push({ ...noFigures(face), missing: `the call failed: ${(err as Error).message.slice(0, 300)}` });
+      } finally {
+        await page.close();
+      }
+      const x = out.faces.at(-1)!;
+      o.log(`  webrtc lip sync, ${face.label}: ${x.frames} frames kept, first audio played ${x.first_audio_played_ms ?? '-'} ms${x.missing ? ` (not measured: ${x.missing})` : ''}`);
+    }
   } finally {
     await browser.close();
     await faces.registry.close();
@@ -159,10 +201,9 @@ export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
 
 /** One call: its first frame and text turns; returns why the target refused the call, or null. */
 async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: Faces, trace: boolean): Promise<string | null> {
-  const session = { type: 'realtime', instructions: INSTRUCTIONS, audio: { input: { turn_detection: SERVER_VAD } } };
   let started;
   try {
-    started = await startAvatarCall(page, { url: o.url, bootstrapKey: o.key }, session, { microphone: 'synth' });
+    started = await startAvatarCall(page, { url: o.url, bootstrapKey: o.key }, CALL_SESSION, { microphone: 'synth' });
   } catch (err) {
     // The first line only: a browser's fetch error carries the page's stack after it.
     return `POST /v1/realtime/calls did not make a call: ${(err as Error).message.split('\n')[0]!.slice(0, 200)}`;
@@ -188,16 +229,7 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: F
     await sleep(1500); // idle frames before the first turn: the mouth's resting range
   }
   for (let i = 0; i < o.textTurns; i++) {
-    const from = (await eventsIn(page)).length;
-    await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: TEXT_QUESTIONS[i % TEXT_QUESTIONS.length] }] } });
-    const added = ['conversation.item.added', 'conversation.item.created', 'conversation.item.done'];
-    await until(() => eventsIn(page), (ev) => ev.slice(from).some((e) => added.includes(e.type) || e.type === 'error'), 'the item added', 15_000);
-    const t0 = await callIn<number>(page, 'send', { type: 'response.create' });
-    await waitForEvent(page, 'output_audio_buffer.started', from, 60_000).catch(() => null);
-    await sleep(SPEAK_MS); // the avatar speaks a few phrases: their audio and mouth onsets are in the samples
-    await callIn(page, 'send', { type: 'response.cancel' });
-    await waitForEvent(page, 'response.done', from, 30_000).catch(() => null);
-    const s = await callIn<PageSamples>(page, 'takeSamples');
+    const { t0, s } = await speakTurn(page, TEXT_QUESTIONS[i % TEXT_QUESTIONS.length]!);
     // The whole frames are kept for the trace turn only; encoding each one in the page delays some
     // frames, so that turn's frame intervals are left out of the pacing.
     const keptWhole = trace && i === 0 && hasVideo;
@@ -218,7 +250,11 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: F
         } else out.missing['webrtc · lip sync r'] = 'fewer than 10 frames presented around the first sound';
       }
       const onsets = hasVideo && box ? pageOnsets(s, t0) : null;
-      if (onsets) offsetsByKind(onsets, out.onsets);
+      out.onsetsByTurn[i] ??= noOffsets();
+      if (onsets) {
+        offsetsByKind(onsets, out.onsets);
+        offsetsByKind(onsets, out.onsetsByTurn[i]);
+      }
       if (hasVideo && box && (onsets === null || onsets.some((p) => p.offsetMs === null))) out.notes.push(`webrtc: turn ${i + 1} onsets (mouth − sound, ${s.audioClock} clock): ${describeOnsets(onsets)}`);
     }
     o.log(`  webrtc turn ${i + 1}: first audio played ${heardAt === null ? '-' : Math.round(heardAt - t0)} ms`);
@@ -226,6 +262,54 @@ async function oneCall(page: Page, o: WebRtcOptions, out: WebRtcResult, faces: F
   }
   await callIn(page, 'hangup');
   return null;
+}
+
+/**
+ * One text turn on a call's channel: the user item, response.create, SPEAK_MS of the reply (a few
+ * phrases: their audio and mouth onsets are in the samples), then response.cancel; the page's
+ * samples since the last take, and when the reply was asked for (the page's clock).
+ */
+async function speakTurn(page: Page, question: string): Promise<{ t0: number; s: PageSamples }> {
+  const from = (await eventsIn(page)).length;
+  await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: question }] } });
+  const added = ['conversation.item.added', 'conversation.item.created', 'conversation.item.done'];
+  await until(() => eventsIn(page), (ev) => ev.slice(from).some((e) => added.includes(e.type) || e.type === 'error'), 'the item added', 15_000);
+  const t0 = await callIn<number>(page, 'send', { type: 'response.create' });
+  await waitForEvent(page, 'output_audio_buffer.started', from, 60_000).catch(() => null);
+  await sleep(SPEAK_MS);
+  await callIn(page, 'send', { type: 'response.cancel' });
+  await waitForEvent(page, 'response.done', from, 30_000).catch(() => null);
+  return { t0, s: await callIn<PageSamples>(page, 'takeSamples') };
+}
+
+const noFigures = (face: ShownFace): RtcLipSync => ({ face: face.label, missing: face.missing, figures: null, frames: 0, first_audio_played_ms: null });
+
+/** One face's lip-sync call (see the header): its figures by both methods, or why there are none. */
+async function faceCall(page: Page, o: WebRtcOptions, face: ShownFace, registry: FaceRegistry): Promise<RtcLipSync> {
+  const out = noFigures(face);
+  if (face.id === null) return out;
+  let started;
+  try {
+    started = await startAvatarCall(page, { url: o.url, bootstrapKey: o.key }, { ...CALL_SESSION, face: face.id }, { microphone: 'synth' });
+  } catch (err) {
+    return { ...out, missing: `a call with face '${face.id}' was refused: ${(err as Error).message.split('\n')[0]!.slice(0, 200)}` };
+  }
+  if (!/^m=video [1-9]/m.test(started.answer)) return { ...out, missing: 'the SDP answer has no video' };
+  await waitForEvent(page, 'session.created', 0);
+  await callIn(page, 'startSampling', ANY_BOX);
+  const first = await until(() => callIn<PageSamples>(page, 'takeSamples'), (s) => s.firstFrameAt > 0, 'the first frame', 30_000).catch(() => null);
+  if (!first) return { ...out, missing: 'no frame presented within 30 s' };
+  await callIn(page, 'startSampling', ANY_BOX, FULL_FRAMES);
+  await sleep(1500); // idle frames before the turn: the mouth at rest
+  const { t0, s } = await speakTurn(page, LIP_SYNC_QUESTION);
+  await callIn(page, 'hangup');
+  const heardAt = audioOnset(s, t0);
+  if (heardAt === null) return { ...out, missing: 'no audio heard after response.create' };
+  const measured = await lipSync(s, heardAt, registry, null, FACE_TO_MS);
+  const frames = (s.thumbs ?? []).filter((f) => f.t - heardAt >= TRACE_FROM_MS && f.t - heardAt <= FACE_TO_MS).length;
+  const base = { ...out, frames, first_audio_played_ms: Math.round(heardAt - t0) };
+  if (!measured?.figures) return { ...base, missing: measured ? measured.trace.method : 'fewer than 10 frames presented around the first sound' };
+  return { ...base, figures: measured.figures };
 }
 
 /** Milliseconds between consecutive presented frames in one batch of samples (rounded to 0.1 ms). */
@@ -301,17 +385,18 @@ function speechRms(loud: PageSamples['loud']): (t: number) => number {
 }
 
 /**
- * The trace turn's lip sync around `heardAt` (see the header): the figures and the trace with its
- * strip; null without 10 frames in the window. Without a face in any frame, the trace's mouth is
+ * A turn's lip sync around `heardAt`, from TRACE_FROM_MS before it to `toMs` after it (the trace
+ * turn's window unless given; see the header): the figures and the trace with its strip; null
+ * without 10 frames in the window. Without a face in any frame, the trace's mouth is
  * the box's greyness (where a box was given) and the figures null.
  */
-async function lipSync(s: PageSamples, heardAt: number, registry: FaceRegistry, givenBox: readonly number[] | null): Promise<{ trace: LipSyncTrace; figures: LipSyncFigures | null } | null> {
-  const inWindow = (t: number) => t - heardAt >= TRACE_FROM_MS && t - heardAt <= TRACE_TO_MS;
+async function lipSync(s: PageSamples, heardAt: number, registry: FaceRegistry, givenBox: readonly number[] | null, toMs = TRACE_TO_MS): Promise<{ trace: LipSyncTrace; figures: LipSyncFigures | null } | null> {
+  const inWindow = (t: number) => t - heardAt >= TRACE_FROM_MS && t - heardAt <= toMs;
   const thumbs = (s.thumbs ?? []).filter((f) => inWindow(f.t));
   const rmsAt = speechRms(s.loud);
   // The speech's power every 10 ms over the window (as far as the samples go).
   const power: Array<[number, number]> = [];
-  for (let t = heardAt + TRACE_FROM_MS; t <= Math.min(heardAt + TRACE_TO_MS, s.now - RMS_HALF_WINDOW_MS); t += 10) power.push([t, rmsAt(t) ** 2]);
+  for (let t = heardAt + TRACE_FROM_MS; t <= Math.min(heardAt + toMs, s.now - RMS_HALF_WINDOW_MS); t += 10) power.push([t, rmsAt(t) ** 2]);
   const powerMax = Math.max(...power.map(([, p]) => p), 1e-12);
   const speech = power.map(([t, p]): [number, number] => [Math.round(t - heardAt), round3(p / powerMax)]);
 
