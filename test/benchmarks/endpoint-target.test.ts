@@ -120,7 +120,7 @@ voiceTest('every WebSocket measure comes back, and the capabilities are this ser
   assert.is(caps.semantic_vad, true, JSON.stringify(caps));
   assert.is(caps.transcription_events, true, JSON.stringify(caps));
   assert.equal(unsupportedOf(out), [], 'this server supports every WebSocket measure');
-  assert.equal(out.params.not_measured, [METRIC.wsLipR, METRIC.wsLipRB, METRIC.wsOnset, METRIC.wsOnsetPause, METRIC.wsOnsetB, METRIC.wsOnsetPauseB, METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing]);
+  assert.equal(out.params.not_measured, [METRIC.wsLipR, METRIC.wsLipRB, METRIC.wsOnset, METRIC.wsOnsetPause, METRIC.wsOnsetB, METRIC.wsOnsetPauseB, METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing, METRIC.rtcFacesR, METRIC.rtcFacesRB, METRIC.rtcOnset, METRIC.rtcOnsetPause, METRIC.rtcOnsetB, METRIC.rtcOnsetPauseB]);
   // The run can be repeated: the speech it heard is named, with its bytes' sha256, and kept.
   const speech = out.params.speech as { files: Array<{ file: string; speaker: string; sha256: string }> };
   assert.ok(speech.files.length >= 1);
