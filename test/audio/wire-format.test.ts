@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { bytesPerMs, InputAudioDecoder, OutputAudioEncoder, WIRE_FORMAT_TYPES, wireFormat, type WireAudioFormat } from '../../src/audio/wire-format.js';
-import { noise, rms, tone, toPcm16 } from '../helpers/speech.js';
+import { concatSamples, noise, rms, tone, toPcm16 } from '../helpers/speech.js';
 
 const G711_FORMATS = [wireFormat('audio/pcmu'), wireFormat('audio/pcma')];
 /** Filter transients skipped before measuring: the filters are ≈ 2 and 6 ms long; 20 ms is ample. */
@@ -37,14 +37,7 @@ function encodeAll(format: WireAudioFormat, pcm: Buffer, sizes: number[]): Buffe
 
 function decodeAll(format: WireAudioFormat, wire: Buffer, sizes: number[]): Int16Array {
   const decoder = new InputAudioDecoder(format);
-  const parts = pieces(wire, sizes).map((p) => Int16Array.from(decoder.decode(p)));
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatSamples(pieces(wire, sizes).map((p) => Int16Array.from(decoder.decode(p))));
 }
 
 /** Amplitude of the `hz` component (projection over the given samples). */
