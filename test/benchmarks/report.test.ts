@@ -44,6 +44,11 @@ function samples(median: number, n: number, seed: number): number[] {
   return Array.from({ length: n }, () => Math.round(median * (0.8 + 0.4 * next()) + (next() < 0.1 ? median * next() : 0)));
 }
 
+/** One method's figures of a face as the endpoint benchmark records them (lib/lip-figures.ts). */
+function faceFigures(r: number, firstSound: number[]) {
+  return { r, lag_ms: -40, closed_share: 1, open_share: 0.9, silent_frames: 20, loud_frames: 40, r_audio_shifted_400ms: 0.1, r_audio_earlier_400ms: 0.05, r_audio_reversed: 0.2, wide: { r, lag_ms: -40 }, onsets: { firstSound, afterPause: [10, 30], missing: 0, bilabial: 0 }, onsets_audio_later_200ms: { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }, method: 'm' };
+}
+
 function endpointResult(label: string, date: string, commit: string, scale: number): BenchResult {
   const m = (name: string, median: number, seed: number, unit = 'ms'): Metric => summarise(name, unit, samples(median * scale, 40, seed));
   return {
@@ -58,6 +63,11 @@ function endpointResult(label: string, date: string, commit: string, scale: numb
       seed: 7,
       lip_sync_trace: lipSyncTrace(),
       lip_sync: { r: 0.78 - 0.1 * (scale - 1), lag_ms: 40, closed_share: 0.96, open_share: 0.91, silent_frames: 12, loud_frames: 30, r_audio_shifted_400ms: 0.12, frames_measured: 60, face_found_share: 1, wide: { r: 0.8, lag_ms: 40 }, method: 'face landmarks on decoded frames' },
+      websocket_lip_sync: [
+        { face: 'default', missing: null, figures: { ...faceFigures(0.81, [-30, -20, -10]), method_b: faceFigures(0.74, [-30]) } },
+        { face: HOSTILE, missing: null, figures: { ...faceFigures(0.7, [50]), method_b: null } },
+      ],
+      webrtc_lip_sync: [{ face: 'upload: neutral', missing: 'the face was refused', figures: null }, 'not an entry'],
     },
     metrics: [
       m('websocket · text turn → first audio', 240, 1),
@@ -185,6 +195,16 @@ Report('the header names machine, commits, models; published figures name their 
   assert.not.ok(html.includes(SECRET_KEY), 'the target key is not shown');
   assert.not.ok(html.includes('<script>window.__pwned'), 'a hostile label is escaped');
   assert.ok(html.includes('evil &lt;/script&gt;'), 'and shown as text');
+});
+
+Report('lip sync by transport, face and method: a row per method with r, shares, median onsets and controls; a face not measured says why', (ctx) => {
+  const html = fs.readFileSync(ctx.outFile, 'utf8');
+  assert.match(html, /By transport, face and method: endpoint \(this server \(local\)\), 2026-11-27/);
+  assert.ok(html.includes('<tr><td>WebSocket</td><td>default</td><td>A</td><td class="num">0.81 (-40 ms)</td><td class="num">100 %</td><td class="num">90 %</td><td class="num">-20</td><td class="num">+30</td><td class="num">0.1 / 0.05 / 0.2</td></tr>'), 'method A of the default face');
+  assert.match(html, /<td>WebSocket<\/td><td>default<\/td><td>B<\/td><td class="num">0\.74 \(-40 ms\)<\/td>/);
+  assert.match(html, /<td>WebSocket<\/td><td>evil &lt;\/script&gt;.*?<\/td><td>B<\/td><td colspan="6">method B found no face to place its region on<\/td>/);
+  assert.match(html, /<td>WebRTC<\/td><td>upload: neutral<\/td><td>A<\/td><td colspan="6">the face was refused<\/td>/);
+  assert.not.ok(html.includes('not an entry'));
 });
 
 Report('an empty results directory gives a page that says so', async () => {

@@ -97,6 +97,8 @@ export interface ReportData {
   capacity: PlotSpec[];
   /** A turn's mouth opening against its speech power at a receiver, with a strip of frames (endpoint results' params.lip_sync_trace). */
   lipSync: Array<{ plot: PlotSpec; frames: Array<{ t: number; url: string }>; figures: LipSyncFigures | null }>;
+  /** Lip sync by transport, face and method, from the newest endpoint result of each target that has them. */
+  lipSyncTables: Array<{ who: string; rows: LipSyncRow[] }>;
   historyPlots: PlotSpec[];
   history: HistoryRow[];
 }
@@ -436,6 +438,74 @@ function lipSyncPlots(latest: LoadedResult[]): ReportData['lipSync'] {
   return out;
 }
 
+/** One face over one transport by one method (endpoint results' params.websocket_lip_sync / webrtc_lip_sync). */
+export interface LipSyncRow {
+  transport: 'WebSocket' | 'WebRTC';
+  face: string;
+  /** A: landmarks found anew on every frame; B: the tracked region's dark and teeth pixels. */
+  method: 'A' | 'B';
+  /** Why the face was not measured; null when it was. */
+  missing: string | null;
+  r: number | null;
+  lag_ms: number | null;
+  closed_share: number | null;
+  open_share: number | null;
+  /** Mouth onset − speech onset, ms (median of the turn's), at the first sound and after pauses. */
+  first_sound_ms: number | null;
+  after_pause_ms: number | null;
+  /** r against the audio 400 ms later, 400 ms earlier and reversed: controls, should be low. */
+  controls: [number | null, number | null, number | null];
+}
+
+function lipSyncTables(latest: LoadedResult[]): ReportData['lipSyncTables'] {
+  const out: ReportData['lipSyncTables'] = [];
+  for (const r of latest) {
+    const params = r.result.params as Record<string, unknown> | undefined;
+    const rows = [
+      ...lipSyncRows('WebSocket', params?.websocket_lip_sync),
+      ...lipSyncRows('WebRTC', params?.webrtc_lip_sync),
+    ];
+    if (rows.length > 0) out.push({ who: `${r.result.benchmark}${r.target ? ` (${r.target})` : ''}, ${r.result.date.slice(0, 10)}`, rows });
+  }
+  return out;
+}
+
+/** The rows of one transport's per-face list (each { face, missing, figures: method A's with method_b }); anything malformed is left out. */
+function lipSyncRows(transport: LipSyncRow['transport'], list: unknown): LipSyncRow[] {
+  if (!Array.isArray(list)) return [];
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  const median = (v: unknown) => {
+    const xs = Array.isArray(v) ? v.filter((x): x is number => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b) : [];
+    return xs.length ? xs[Math.floor(xs.length / 2)]! : null;
+  };
+  const row = (face: string, method: LipSyncRow['method'], f: Record<string, unknown> | null, missing: string | null): LipSyncRow => {
+    const onsets = (f?.onsets ?? null) as Record<string, unknown> | null;
+    return {
+      transport,
+      face,
+      method,
+      missing: f ? null : (missing ?? 'not measured'),
+      r: num(f?.r),
+      lag_ms: num(f?.lag_ms),
+      closed_share: num(f?.closed_share),
+      open_share: num(f?.open_share),
+      first_sound_ms: median(onsets?.firstSound),
+      after_pause_ms: median(onsets?.afterPause),
+      controls: [num(f?.r_audio_shifted_400ms), num(f?.r_audio_earlier_400ms), num(f?.r_audio_reversed)],
+    };
+  };
+  const out: LipSyncRow[] = [];
+  for (const x of list) {
+    const entry = x as Record<string, unknown> | null;
+    if (entry === null || typeof entry !== 'object' || typeof entry.face !== 'string') continue;
+    const a = typeof entry.figures === 'object' && entry.figures !== null ? (entry.figures as Record<string, unknown>) : null;
+    const b = a && typeof a.method_b === 'object' && a.method_b !== null ? (a.method_b as Record<string, unknown>) : null;
+    const missing = typeof entry.missing === 'string' ? entry.missing : null;
+    out.push(row(entry.face, 'A', a, missing), row(entry.face, 'B', b, a ? 'method B found no face to place its region on' : missing));
+  }
+  return out;
+}
+
 /** Every metric recorded by two results or more: p50 and p95 over the results' dates. */
 function historyRows(results: LoadedResult[]): HistoryRow[] {
   const rows = new Map<string, HistoryRow>();
@@ -616,6 +686,7 @@ export function buildReport(dir: string): ReportData {
     histograms: histogramPlots(latest),
     capacity: capacityPlots(latest),
     lipSync: lipSyncPlots(latest),
+    lipSyncTables: lipSyncTables(latest),
     historyPlots: historyPlots(history),
     history,
   };

@@ -42,7 +42,7 @@ ${section('cdf', 'Latency distributions', d.cdfs.length ? `<p>Empirical CDFs of 
 ${section('breakdown', 'Per-step breakdown', d.breakdowns.length ? d.breakdowns.map((b) => plotBox(b.plot) + breakdownTable(b.table)).join('\n') : none('No result names the steps of a turn yet (metrics named “group › step”).'))}
 ${section('histograms', 'A/V offset and frame pacing', d.histograms.length ? `<p>Share of samples per bin, newest result of each benchmark and target.</p>${d.histograms.map(plotBox).join('\n')}` : none('No result has the samples of an A/V offset or of frame intervals yet.'))}
 ${section('capacity', 'Capacity', d.capacity.length ? `<p>Each step adds sessions at once and holds them for the benchmark’s window; a step keeps time when no frame is late.</p>${d.capacity.map(plotBox).join('\n')}` : none('No capacity steps are recorded yet: the endpoint benchmark records them on a server it starts (npm run bench -- report, without --target), and so do the capacity runs of the avatar and webrtc benchmarks (params.capacity_steps).'))}
-${section('lipsync', 'Lip sync', d.lipSync.length ? d.lipSync.map((l) => plotBox(l.plot) + lipSyncFigures(l.figures) + frameStrip(l.frames)).join('\n') : none('No lip-sync trace is recorded yet: the endpoint benchmark records one when it makes a WebRTC call (ENDPOINT_WEBRTC not 0) to a target that sends video.'))}
+${section('lipsync', 'Lip sync', d.lipSync.length || d.lipSyncTables.length ? [...d.lipSync.map((l) => plotBox(l.plot) + lipSyncFigures(l.figures) + frameStrip(l.frames)), ...d.lipSyncTables.map(lipSyncTable)].join('\n') : none('No lip sync is recorded yet: the endpoint benchmark records a trace when it makes a WebRTC call (ENDPOINT_WEBRTC not 0) to a target that sends video, and the figures by transport, face and method with its lip-sync turns (ENDPOINT_LIP_FACES).'))}
 ${section('history', 'History', historySection(d))}
 <footer>Generated ${escapeHtml(d.generated)} from ${d.results.length} result file(s). Plots drawn with uPlot (MIT), inlined: the page needs no network.</footer>
 </main>
@@ -66,6 +66,21 @@ function lipSyncFigures(f: LipSyncFigures | null): string {
     ...(f.face_found_share === null ? [] : [`face found in ${pct(f.face_found_share)} of ${f.frames_measured ?? '–'} frames`]),
   ];
   return `<p class="lipsync-figures">${parts.join('; ')}.</p>`;
+}
+
+/** Lip sync by transport, face and method: r at its lag, closed and open shares, onsets, controls. */
+function lipSyncTable(t: ReportData['lipSyncTables'][number]): string {
+  const pct = (x: number | null) => (x === null ? '–' : `${Math.round(100 * x)} %`);
+  const ms = (x: number | null) => (x === null ? '–' : `${x > 0 ? '+' : ''}${Math.round(x)}`);
+  const num = (x: number | null) => (x === null ? '–' : fmt(x));
+  const rows = t.rows.map((r) => {
+    const head = `<td>${r.transport}</td><td>${escapeHtml(r.face)}</td><td>${r.method}</td>`;
+    if (r.missing !== null) return `<tr>${head}<td colspan="6">${escapeHtml(r.missing)}</td></tr>`;
+    return `<tr>${head}<td class="num">${num(r.r)} (${ms(r.lag_ms)} ms)</td><td class="num">${pct(r.closed_share)}</td><td class="num">${pct(r.open_share)}</td><td class="num">${ms(r.first_sound_ms)}</td><td class="num">${ms(r.after_pause_ms)}</td><td class="num">${r.controls.map(num).join(' / ')}</td></tr>`;
+  });
+  return `<h3>By transport, face and method: ${escapeHtml(t.who)}</h3>
+<p>Method A finds the face's landmarks anew on every decoded frame; method B follows the dark and teeth pixels of the mouth region placed on the first frame. Goals: r ≥ 0.7 within ±40 ms, closed in ≥ 95 % of silent frames, open in ≥ 90 % of loud ones, the mouth's onset within 40 ms of each first sound and each phrase after a pause (negative: the mouth first); each control, the audio 400 ms later, earlier and reversed, should fail (r low).</p>
+<table class="small"><thead><tr><th>transport</th><th>face</th><th>method</th><th>r (lag)</th><th>closed</th><th>open</th><th>onset at the first sound, ms</th><th>after a pause, ms</th><th>controls r</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 /** The decoded frames around the mouth, each with its time from the first sound. */
