@@ -5,6 +5,12 @@
 //!   and sets its least opening: the jaw opens as far as the audio analysis alone would open it
 //!   (the voice's loudness), scaled down by `press` so that bilabials still close. The visemes give
 //!   the lips' shape (spread, round, pressed) and open further where the phoneme asks for it.
+//!   From rest (nothing audible for `FULL_CLOSE_PAUSE_NS`) they stay shut until the audio
+//!   `LOOKAHEAD_NS` ahead is audible (`AUDIBLE_DBFS`): the read-ahead and the track's window
+//!   anticipate a phoneme by up to 80 ms, and a first phoneme (a weak /ð/, /h/) is often timed
+//!   30-40 ms before it is heard, so over WebSocket a reply's mouth opened two frames before its
+//!   first sound. Phoneme timings come from our own voices, peak-normalised, so their speech is
+//!   well over that level.
 //!   Without phoneme timings, from the audio analysis alone. Idle (nothing queued) means closed.
 //! - Pose: the driving motion at `t`, looping, with a little more amplitude while speaking
 //!   (`SPEAKING_GAIN`, eased in and out). `set_motion` cross-fades from the current pose to the
@@ -34,7 +40,7 @@ use crate::listening::Listening;
 use crate::motion::{DrivingMotion, MotionFrame};
 use crate::prosody::Prosody;
 use crate::timeline::ns_to_samples;
-use crate::track::{VisemeEvent, VisemeTrack};
+use crate::track::{VisemeEvent, VisemeTrack, FULL_CLOSE_PAUSE_NS};
 use face_render::{FaceState, MouthShape};
 
 /// Shortest motion cross-fade: 300 ms, long enough to read as a deliberate change of posture,
@@ -310,6 +316,11 @@ impl Animator {
             m.open = (m.open * (1.0 - AUDIO_MODULATION + 2.0 * AUDIO_MODULATION * level)).clamp(0.0, 1.0);
             // The jaw opens at least as far as the voice's loudness says, unless the lips close.
             m.open = m.open.max(a.open * (1.0 - m.press));
+        }
+        if self.lips.as_ref().is_some_and(|l| !l.is_audible_near(t_ns, FULL_CLOSE_PAUSE_NS, LOOKAHEAD_NS)) {
+            // From rest the lips may take the first phoneme's shape, but part only with its sound.
+            m.open = 0.0;
+            m.tongue = 0.0;
         }
         m
     }

@@ -118,6 +118,11 @@ const PRESS_RELEASE_TAU_NS: f32 = 25_000_000.0;
 
 /// A hop counts as voiced for `is_voiced_near` above this normalised level: 0.1.
 const VOICED_LEVEL: f32 = 0.1;
+/// A hop counts as audible for `is_audible_near` above this absolute level: -50 dBFS (RMS 0.003),
+/// where a listener starts to hear speech over a quiet room, whatever the adaptation has learnt
+/// (the adaptive `voiced` counts the first hop over the -70 dBFS gate, which for a TTS voice can
+/// be the breath before a weak first consonant, tens of ms before it is heard).
+pub const AUDIBLE_DBFS: f32 = -50.0;
 /// Gaps in the pushed audio up to 1 s are filled with silence; longer ones restart the analysis
 /// (levels are kept) instead of analysing a long run of zeros.
 pub const MAX_GAP_NS: u64 = 1_000_000_000;
@@ -130,6 +135,7 @@ struct Hop {
     k: u64,
     shape: MouthShape,
     voiced: bool,
+    audible: bool,
 }
 
 /// Level adaptation: survives `clear` (the speaker is the same after an interruption).
@@ -302,10 +308,19 @@ impl AudioLips {
 
     /// Whether any hop from `t_ns - before_ns` to `t_ns + after_ns` was voiced.
     pub fn is_voiced_near(&self, t_ns: u64, before_ns: u64, after_ns: u64) -> bool {
+        self.any_hop_near(t_ns, before_ns, after_ns, |h| h.voiced)
+    }
+
+    /// Whether any hop from `t_ns - before_ns` to `t_ns + after_ns` was over `AUDIBLE_DBFS`.
+    pub fn is_audible_near(&self, t_ns: u64, before_ns: u64, after_ns: u64) -> bool {
+        self.any_hop_near(t_ns, before_ns, after_ns, |h| h.audible)
+    }
+
+    fn any_hop_near(&self, t_ns: u64, before_ns: u64, after_ns: u64, test: impl Fn(&Hop) -> bool) -> bool {
         let lo = t_ns.saturating_sub(before_ns).div_ceil(HOP_NS);
         let hi = (t_ns + after_ns) / HOP_NS;
         let i = self.hops.partition_point(|h| h.k < lo);
-        self.hops.range(i..).take_while(|h| h.k <= hi).any(|h| h.voiced)
+        self.hops.range(i..).take_while(|h| h.k <= hi).any(test)
     }
 
     /// `shape_at` without pruning.
@@ -468,6 +483,7 @@ impl AudioLips {
                 tongue: AUDIO_TONGUE * (f.open / AUDIO_TONGUE_OPEN).clamp(0.0, 1.0),
             },
             voiced: level > VOICED_LEVEL,
+            audible: db > AUDIBLE_DBFS,
         }
     }
 }

@@ -97,3 +97,44 @@ fn audio_only_lips_open_on_the_first_voiced_frame_after_a_long_silence() {
         assert!((-FRAME_MS..=FRAME_MS).contains(&off), "sound at {at} ms: opens at {off} ms");
     }
 }
+
+/// A breath too quiet to hear (-60 dBFS), `ms` long.
+fn breath(ms: u64) -> Vec<i16> {
+    let n = (RATE as u64 * ms / 1000) as usize;
+    (0..n).map(|i| (46.0 * (2.0 * std::f32::consts::PI * 700.0 * i as f32 / RATE as f32).sin()) as i16).collect()
+}
+
+#[test]
+fn a_first_phoneme_timed_before_its_sound_does_not_part_the_lips_before_it_is_heard() {
+    // As a Piper reply begins: /ð/ timed 40 ms before it is heard, over a breath under hearing;
+    // the audio pushed tick by tick before each frame, as the media session does.
+    let ev = |a: u64, b: u64, v| VisemeEvent::new(a * MS, b * MS, v);
+    let events = vec![
+        ev(0, 1000, Viseme::Silence),
+        ev(1000, 1090, Viseme::Dental),
+        ev(1090, 1300, Viseme::Mid),
+        ev(1300, 1800, Viseme::Silence),
+        ev(1800, 1890, Viseme::Dental),
+        ev(1890, 2100, Viseme::Open),
+        ev(2100, 2600, Viseme::Silence),
+    ];
+    let audio = [silence(1000), breath(40), voice(260), silence(500), breath(40), voice(260), silence(500)].concat();
+    let sounds = [1040i64, 1840];
+    let mut a = Animator::new(still(), 1);
+    a.push_visemes(&events);
+    let per_frame = (RATE / 25) as usize;
+    for f in 0..65u64 {
+        let t = frame_pts_ns(f, 25, 1);
+        a.push_audio(t, RATE, &audio[f as usize * per_frame..(f as usize + 1) * per_frame]);
+        let m = a.face_at(t).mouth;
+        let t_ms = (t / MS) as i64;
+        for sound in sounds {
+            if (sound - 400..=sound - FRAME_MS).contains(&t_ms) {
+                assert!(m.open <= 0.01, "sound at {sound} ms: the frame at {t_ms} ms, shown before it, has the lips parted ({})", m.open);
+            }
+            if (sound..sound + 2 * FRAME_MS).contains(&t_ms) {
+                assert!(m.open * (1.0 - m.press) >= 0.1, "sound at {sound} ms: the frame at {t_ms} ms, while it is heard, is closed ({})", m.open);
+            }
+        }
+    }
+}
