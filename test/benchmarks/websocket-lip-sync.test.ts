@@ -4,7 +4,7 @@
  *  - the audio's start on the pts base is read from the ticks: a first delta from mid-tick to the
  *    tick's end, whole ticks after it, each followed by its tick's image; a frame a tick late does
  *    not move it (it lowers the agreement); no image after any audio delta gives none;
- *  - the speech's RMS around a frame's pts comes from the samples on that base;
+ *  - the speech's RMS for a frame is that of its tick's samples on that base;
  *  - audio deltas decode to their samples; images without pts_ms are left out;
  *  - a method's figures: a mouth that follows the sound has a high r and onsets at 0, with the
  *    audio 400 ms away a low r, and with it 200 ms later onsets 200 ms early;
@@ -16,7 +16,7 @@ import sharp from 'sharp';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { neutralUpload, OFF_CENTRE, smilingUpload, UPLOAD_SIDE_PX, UPLOAD_TURN_DEG } from '../../benchmarks/lib/endpoint/lip-faces.js';
-import { audioStartMs, replyDeltas, rmsAround, type ReplyDelta } from '../../benchmarks/lib/endpoint/websocket-lip-sync.js';
+import { audioStartMs, frameStepMs, replyDeltas, rmsOfFrame, type ReplyDelta } from '../../benchmarks/lib/endpoint/websocket-lip-sync.js';
 import { figuresOf } from '../../benchmarks/lib/lip-figures.js';
 import { pcmBlocks } from '../../benchmarks/lib/onsets.js';
 import type { ServerEvent } from '../helpers/realtime-client.js';
@@ -53,14 +53,21 @@ test('audioStartMs() is null when no image follows an audio delta', () => {
   assert.is(audioStartMs([image(0), image(40), audio(TICK), audio(TICK)]), null);
 });
 
-test('rmsAround() is the RMS of the samples within ±20 ms of a pts, the audio placed at its start', () => {
+test("rmsOfFrame() is the RMS of the samples of a frame's tick, [pts, pts + tick), the audio placed at its start", () => {
   const pcm = new Int16Array(24_000 * 0.3);
   pcm.fill(16384, 2400, 4800); // full scale 0.5 from 100 to 200 ms into the audio
-  const rms = rmsAround(pcm, 1000);
-  assert.ok(Math.abs(rms(1150) - 0.5) < 1e-6);
-  assert.is(rms(1050), 0);
-  assert.ok(Math.abs(rms(1100) - 0.5 * Math.SQRT1_2) < 1e-3, 'half the window loud');
+  const rms = rmsOfFrame(pcm, 1000, 40);
+  assert.ok(Math.abs(rms(1100) - 0.5) < 1e-6, 'the tick from the sound on');
+  assert.ok(Math.abs(rms(1160) - 0.5) < 1e-6);
+  assert.is(rms(1060), 0, 'the tick that ends as the sound starts');
+  assert.is(rms(1200), 0, 'the tick that starts as the sound ends');
+  assert.ok(Math.abs(rms(1080) - 0.5 * Math.SQRT1_2) < 1e-3, 'half the tick loud');
   assert.is(rms(900), 0, 'before the audio: silence');
+});
+
+test('frameStepMs() is the median step between image pts', () => {
+  assert.is(frameStepMs(reply()), 40);
+  assert.is(frameStepMs([image(0), audio(TICK)]), null);
 });
 
 test('replyDeltas() decodes the audio deltas and leaves out images without pts_ms', () => {
@@ -83,7 +90,7 @@ test("figuresOf(): a mouth that follows the sound passes, and fails against audi
   const pcm = new Int16Array(24_000 * 2);
   pcm.fill(8000, 0.3 * 24_000, 0.9 * 24_000);
   pcm.fill(8000, 1.3 * 24_000, 1.9 * 24_000);
-  const rmsAt = rmsAround(pcm, 1000);
+  const rmsAt = rmsOfFrame(pcm, 1000, 40);
   const times = Array.from({ length: 75 }, (_, i) => 1000 + i * 40);
   const opening = times.map((t) => (rmsAt(t) > 0.1 ? 0.05 : 0));
   const f = figuresOf(times, opening, { rmsAt, blocks: pcmBlocks(pcm, 24_000, 1000, 10), blockMs: 10, from: 1000 }, 'test');

@@ -16,6 +16,9 @@
  * emits its PCM at once, so the JPEG comes after the PCM; native/media-core render_loop.rs). Each
  * such pair gives a start; the one most of them agree on is taken, and the share that agree is
  * reported (`anchor_agreement`: under 1, some frames came late, a tick or more behind their PCM).
+ * (Checked against the server's own placement: on four replies the start read this way was the
+ * pts of the first sentence's first chunk, to the ms.) Each frame is judged against the audio of
+ * its own tick, [pts, pts + tick) (rmsOfFrame); the onsets against 10 ms blocks of the same PCM.
  *
  * Invariants: times in ms on the server's pts; the frames measured from the reply's first image
  * delta (before the first sound: the mouth at rest) to AFTER_SPEECH_MS after its last sound.
@@ -29,8 +32,6 @@ import { measuredSession } from './websocket-measures.js';
 
 /** The reply's audio: PCM16 mono at this rate (the session's default output format). */
 export const AUDIO_RATE_HZ = 24_000;
-/** The speech's RMS around a frame: the samples within ± this, ms. */
-const RMS_HALF_WINDOW_MS = 20;
 /** Sound blocks for the onsets, ms. */
 const BLOCK_MS = 10;
 /** Frames measured after the reply's last sound, ms. */
@@ -56,10 +57,8 @@ export interface WsLipSync {
 
 /** The start pts of the reply's audio, ms (see the header), and the share of end-of-tick pairs that agree within 1 ms; null without a pair. */
 export function audioStartMs(deltas: ReplyDelta[], rateHz = AUDIO_RATE_HZ): { startMs: number; agreement: number } | null {
-  const images = deltas.filter((d): d is Extract<ReplyDelta, { kind: 'image' }> => d.kind === 'image');
-  const steps = images.slice(1).map((d, i) => d.ptsMs - images[i]!.ptsMs).sort((a, b) => a - b);
-  if (steps.length === 0) return null;
-  const frameMs = steps[Math.floor(steps.length / 2)]!;
+  const frameMs = frameStepMs(deltas);
+  if (frameMs === null) return null;
   const audio = deltas.map((d, i) => ({ d, i })).filter((x) => x.d.kind === 'audio');
   const starts: number[] = [];
   let samples = 0;
@@ -77,11 +76,23 @@ export function audioStartMs(deltas: ReplyDelta[], rateHz = AUDIO_RATE_HZ): { st
   return { startMs, agreement: Math.round((1000 * agree) / starts.length) / 1000 };
 }
 
-/** The RMS (full scale 1) of PCM16 starting at `startMs`, within ±halfMs of a time (samples outside it count as silence). */
-export function rmsAround(pcm: Int16Array, startMs: number, rateHz = AUDIO_RATE_HZ, halfMs = RMS_HALF_WINDOW_MS): (t: number) => number {
-  const window = Math.round((2 * halfMs * rateHz) / 1000);
+/** The images' tick, ms: the median step between consecutive image pts; null with fewer than two images. */
+export function frameStepMs(deltas: ReplyDelta[]): number | null {
+  const images = deltas.filter((d): d is Extract<ReplyDelta, { kind: 'image' }> => d.kind === 'image');
+  const steps = images.slice(1).map((d, i) => d.ptsMs - images[i]!.ptsMs).sort((a, b) => a - b);
+  return steps.length === 0 ? null : steps[Math.floor(steps.length / 2)]!;
+}
+
+/**
+ * The RMS (full scale 1) of PCM16 starting at `startMs` over the span a frame at time t is shown,
+ * [t, t + frameMs): the audio played with that frame's tick (samples outside the PCM count as
+ * silence), as the in-process lip-sync test takes it. A window centred on t instead pairs each
+ * frame with audio half a tick earlier, and put r's best lag at -20 ms for a mouth in sync.
+ */
+export function rmsOfFrame(pcm: Int16Array, startMs: number, frameMs: number, rateHz = AUDIO_RATE_HZ): (t: number) => number {
+  const window = Math.round((frameMs * rateHz) / 1000);
   return (t) => {
-    const from = Math.round(((t - halfMs - startMs) * rateHz) / 1000);
+    const from = Math.round(((t - startMs) * rateHz) / 1000);
     let sum = 0;
     for (let i = Math.max(0, from); i < Math.min(pcm.length, from + window); i++) sum += (pcm[i]! / 32768) ** 2;
     return Math.sqrt(sum / window);
@@ -126,13 +137,14 @@ async function measureReply(deltas: ReplyDelta[], registry: FaceRegistry): Promi
   const pcm = concat(deltas.flatMap((d) => (d.kind === 'audio' ? [d.pcm] : [])));
   const audioMs = Math.round((pcm.length * 1000) / AUDIO_RATE_HZ);
   const anchor = audioStartMs(deltas);
+  const frameMs = frameStepMs(deltas);
   const base = { frames: images.length, audio_ms: audioMs };
   if (images.length === 0) return { ...base, missing: 'no image delta with pts_ms in the reply' };
-  if (!anchor) return { ...base, missing: 'no audio delta followed by an image delta: the audio cannot be placed on the pts' };
+  if (!anchor || frameMs === null) return { ...base, missing: 'no audio delta followed by an image delta: the audio cannot be placed on the pts' };
   const speechEnd = anchor.startMs + audioMs;
   const frames = images.filter((f) => f.ptsMs <= speechEnd + AFTER_SPEECH_MS).map((f) => ({ t: f.ptsMs, jpeg: f.jpeg }));
   const tracked = await trackMouth(frames, registry);
-  const figures = await lipSyncFigures(tracked, registry, { rmsAt: rmsAround(pcm, anchor.startMs), blocks: pcmBlocks(pcm, AUDIO_RATE_HZ, anchor.startMs, BLOCK_MS), blockMs: BLOCK_MS, from: images[0]!.ptsMs });
+  const figures = await lipSyncFigures(tracked, registry, { rmsAt: rmsOfFrame(pcm, anchor.startMs, frameMs), blocks: pcmBlocks(pcm, AUDIO_RATE_HZ, anchor.startMs, BLOCK_MS), blockMs: BLOCK_MS, from: images[0]!.ptsMs });
   return {
     ...base,
     audio_start_pts_ms: anchor.startMs,
