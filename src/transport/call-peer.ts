@@ -13,6 +13,8 @@
  *   The tracks carry packets made here (libdatachannel gets no media handler): Opus packets and
  *   H.264 access units (Annex-B, FU-A) are packetized by rtp.ts; VP8 arrives already packetized
  *   (GStreamer's rtpvp8pay) and is forwarded with the negotiated payload type and SSRC.
+ * - Opus packets leave paced by their pts (audio-pacer.ts): a tick's two packets 20 ms apart, not
+ *   together, which a receiver's jitter buffer would read as 20 ms of jitter.
  * - RTP timestamps are the session pts on the codec's clock, and each stream's RTCP sender reports
  *   map them to one wall-clock epoch (sender-reports.ts), not to when a packet happened to leave:
  *   the receiver plays the sound and the picture of one tick together, whichever left first.
@@ -32,6 +34,7 @@ import { randomInt } from 'node:crypto';
 import ndc from 'node-datachannel';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { AudioPacer } from './audio-pacer.js';
 import { ResendBuffer } from './resend.js';
 import { isRtcp, packetizeH264, parseRtp, PLAYOUT_DELAY_URI, playoutDelayExtension, readRtcp, rewriteRtp, rtpHeaderLength, rtpPacket, withHeaderExtension, type RtpPacket } from './rtp.js';
 import { rtpTimestamp, SenderReports } from './sender-reports.js';
@@ -163,6 +166,8 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   /** The next Opus sequence number (random start); the first packet carries the marker bit (a talkspurt's start, RFC 3551 4.1). */
   private audioSequence = randomInt(0, 2 ** 16);
   private audioStarted = false;
+  /** Spreads each tick's Opus packets 20 ms apart (audio-pacer.ts). */
+  private readonly audioPacer = new AudioPacer<Buffer>((opus, ptsNs) => this.sendAudioPacket(opus, ptsNs));
   private sentSamples: Array<{ at: number; bytes: number }> = [];
   private readonly counters = { videoFramesSent: 0, audioPacketsSent: 0, droppedBeforeOpen: 0, droppedAfterClose: 0, keyframeRequests: 0, micPackets: 0, channelMessagesSent: 0, channelMessagesDropped: 0 };
 
@@ -246,8 +251,12 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     if (video.codec !== 'vp8') this.counters.videoFramesSent++;
   }
 
-  /** One Opus packet (20 ms). */
+  /** One Opus packet (20 ms); it leaves paced by its pts (audio-pacer.ts), at most 20 ms later. */
   sendAudio(opus: Buffer, ptsNs: number): void {
+    this.audioPacer.push(opus, ptsNs);
+  }
+
+  private sendAudioPacket(opus: Buffer, ptsNs: number): void {
     const track = this.audioTrack;
     const audio = this.negotiated.audio;
     if (!track || !audio || audio.direction === 'sendonly') return;
@@ -453,6 +462,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     openPeers--;
     if (this.disconnectTimer) clearTimeout(this.disconnectTimer);
     if (this.reportTimer) clearInterval(this.reportTimer);
+    this.audioPacer.close();
     try {
       // Every native object is closed on its own: a track or channel left open keeps its callbacks,
       // and with them the process, alive after the peer connection is gone.
