@@ -25,6 +25,7 @@
  */
 import type { FaceRegistry } from '../../../src/media/face-registration.js';
 import type { ServerEvent } from '../../../test/helpers/realtime-client.js';
+import { concatSamples } from '../../../test/helpers/speech.js';
 import { lipSyncFigures, trackMouth, type LipSyncFigures } from '../lip-figures.js';
 import { pcmBlocks } from '../onsets.js';
 import { AUDIO_DELTAS, IMAGE_DELTAS, addUserItem, closeSession, nextIndex, updateSession, type EndpointTarget } from './session.js';
@@ -134,7 +135,7 @@ export async function lipSyncTurn(target: EndpointTarget, faceId: string, label:
 /** Both methods over a reply's frames against its audio on the pts base. */
 async function measureReply(deltas: ReplyDelta[], registry: FaceRegistry): Promise<Partial<WsLipSync>> {
   const images = deltas.filter((d): d is Extract<ReplyDelta, { kind: 'image' }> => d.kind === 'image').sort((a, b) => a.ptsMs - b.ptsMs);
-  const pcm = concat(deltas.flatMap((d) => (d.kind === 'audio' ? [d.pcm] : [])));
+  const pcm = concatSamples(deltas.flatMap((d) => (d.kind === 'audio' ? [d.pcm] : [])));
   const audioMs = Math.round((pcm.length * 1000) / AUDIO_RATE_HZ);
   const anchor = audioStartMs(deltas);
   const frameMs = frameStepMs(deltas);
@@ -152,14 +153,4 @@ async function measureReply(deltas: ReplyDelta[], registry: FaceRegistry): Promi
     figures,
     missing: figures ? null : `no face found in the ${frames.length} decoded frames (or fewer than 10 measured)`,
   };
-}
-
-function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
