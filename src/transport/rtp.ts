@@ -30,16 +30,10 @@ export function isRtcp(packet: Uint8Array): boolean {
 
 export function parseRtp(packet: Buffer): RtpPacket | null {
   if (packet.length < 12 || packet[0]! >> 6 !== 2 || isRtcp(packet)) return null;
-  const padding = (packet[0]! & 0x20) !== 0;
-  const extension = (packet[0]! & 0x10) !== 0;
-  const csrcCount = packet[0]! & 0x0f;
-  let offset = 12 + 4 * csrcCount;
-  if (extension) {
-    if (packet.length < offset + 4) return null;
-    offset += 4 + 4 * packet.readUInt16BE(offset + 2);
-  }
+  const offset = rtpHeaderLength(packet);
+  if (offset === 0) return null;
   let end = packet.length;
-  if (padding) {
+  if ((packet[0]! & 0x20) !== 0) {
     const pad = packet[packet.length - 1]!;
     if (pad === 0) return null;
     end -= pad;
