@@ -15,6 +15,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import type { Clock } from '../core/clock.js';
 import { AppError, notFound } from '../core/errors.js';
+import { LoadOnce } from '../core/load-once.js';
 import { isUuid, newAssetId } from '../core/ids.js';
 import type { AssetKind, AssetRecord, Store } from '../store/store.js';
 import { OffThread } from '../core/off-thread.js';
@@ -116,7 +117,7 @@ export class AssetService implements AssetResolver {
   /** Decodes uploaded voices and motions off the event loop (inspect.ts runs there). */
   private readonly inspector = new OffThread(new URL('./inspect-worker.ts', import.meta.url), 'asset inspector');
   /** Standard assets already described (their files do not change while the server runs). */
-  private readonly standardInfo = new Map<string, Promise<StandardAssetInfo>>();
+  private readonly standardInfo = new LoadOnce<StandardAssetInfo>();
 
   constructor(
     private readonly store: Store,
@@ -173,26 +174,19 @@ export class AssetService implements AssetResolver {
   describeStandard(kind: AssetKind, id: string): Promise<StandardAssetInfo> | undefined {
     const entry = this.standard.find(kind, id);
     if (!entry) return undefined;
-    const key = `${kind}/${entry.id}`;
-    let info = this.standardInfo.get(key);
-    if (!info) {
-      info = (async () => {
-        const data = await fs.readFile(this.standard.filePath(kind, entry));
-        const metadata = await this.inspect(kind, data);
-        return {
-          kind,
-          entry,
-          contentType: mimeOfFile(entry.filename),
-          bytes: data.length,
-          sha256: createHash('sha256').update(data).digest('hex'),
-          metadata,
-        };
-      })();
-      // A failure (file missing until setup runs) is not remembered.
-      info.catch(() => this.standardInfo.delete(key));
-      this.standardInfo.set(key, info);
-    }
-    return info;
+    // A failure (file missing until setup runs) is not remembered.
+    return this.standardInfo.get(`${kind}/${entry.id}`, async () => {
+      const data = await fs.readFile(this.standard.filePath(kind, entry));
+      const metadata = await this.inspect(kind, data);
+      return {
+        kind,
+        entry,
+        contentType: mimeOfFile(entry.filename),
+        bytes: data.length,
+        sha256: createHash('sha256').update(data).digest('hex'),
+        metadata,
+      };
+    });
   }
 
   /**

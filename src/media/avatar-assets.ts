@@ -7,6 +7,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { AssetService } from '../assets/asset-service.js';
+import { LoadOnce } from '../core/load-once.js';
 import type { AssetKind } from '../store/store.js';
 import { faceInputFromImage } from './face-input.js';
 import type { FaceRegistry } from './face-registration.js';
@@ -21,8 +22,8 @@ export const DEFAULT_FACE_ID = 'default';
 export const DEFAULT_DRIVING_ID = 'default';
 
 export class AvatarAssets {
-  private readonly faces = new Map<string, Promise<FaceInput>>();
-  private readonly motions = new Map<string, Promise<MotionInput>>();
+  private readonly faces = new LoadOnce<FaceInput>(MAX_CACHED_FACES);
+  private readonly motions = new LoadOnce<MotionInput>(MAX_CACHED_MOTIONS);
 
   constructor(
     private readonly assets: AssetService,
@@ -35,7 +36,7 @@ export class AvatarAssets {
    * throws the asset service's 404 for an id the user cannot use.
    */
   face(faceId: string, userId: string, width: number, height: number): Promise<FaceInput> {
-    return cached(this.faces, `${userId}\0${faceId}\0${width}x${height}`, MAX_CACHED_FACES, async () => {
+    return this.faces.get(`${userId}\0${faceId}\0${width}x${height}`, async () => {
       const image = await this.file('face', faceId, userId);
       const landmarks = await this.registry.register(image);
       return faceInputFromImage(image, landmarks, { width, height });
@@ -43,7 +44,7 @@ export class AvatarAssets {
   }
 
   motion(drivingId: string, userId: string): Promise<MotionInput> {
-    return cached(this.motions, `${userId}\0${drivingId}`, MAX_CACHED_MOTIONS, async () =>
+    return this.motions.get(`${userId}\0${drivingId}`, async () =>
       motionInputFromTemplate(await this.assets.readMotion(await this.file('driving', drivingId, userId))),
     );
   }
@@ -56,13 +57,3 @@ export class AvatarAssets {
   }
 }
 
-/** Memoises `load` under `key`; failures are not kept; the oldest entry goes beyond `max`. */
-function cached<T>(map: Map<string, Promise<T>>, key: string, max: number, load: () => Promise<T>): Promise<T> {
-  const hit = map.get(key);
-  if (hit) return hit;
-  const pending = load();
-  map.set(key, pending);
-  pending.catch(() => map.delete(key));
-  if (map.size > max) map.delete(map.keys().next().value as string);
-  return pending;
-}

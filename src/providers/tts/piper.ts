@@ -26,6 +26,7 @@
  */
 import fs from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
+import { LoadOnce } from '../../core/load-once.js';
 import { phonemizeIpa, synthesizeEspeak } from '../../media/speech-synth.js';
 import {
   checkSpeed,
@@ -131,12 +132,12 @@ export class PiperModel {
   }
 }
 
-const sessions = new Map<string, Promise<ort.InferenceSession>>();
-const loaded = new Map<string, Promise<PiperModel>>();
+const sessions = new LoadOnce<ort.InferenceSession>();
+const loaded = new LoadOnce<PiperModel>();
 
 /** The process-wide ONNX session of a model file (its threads are those of the first load). A failed load is not cached. */
 function onnxSession(model: string, threads: number): Promise<ort.InferenceSession> {
-  return loadOnce(sessions, model, () =>
+  return sessions.get(model, () =>
     ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' }),
   );
 }
@@ -147,17 +148,7 @@ function onnxSession(model: string, threads: number): Promise<ort.InferenceSessi
  * model of its own, sharing the model file's ONNX session. A failed load is not cached.
  */
 export function loadPiperModel(files: PiperModelFiles, threads: number): Promise<PiperModel> {
-  return loadOnce(loaded, `${files.model}\0${files.config}`, () => PiperModel.load(files, threads));
-}
-
-function loadOnce<T>(cache: Map<string, Promise<T>>, key: string, load: () => Promise<T>): Promise<T> {
-  let value = cache.get(key);
-  if (!value) {
-    value = load();
-    cache.set(key, value);
-    value.catch(() => cache.delete(key));
-  }
-  return value;
+  return loaded.get(`${files.model}\0${files.config}`, () => PiperModel.load(files, threads));
 }
 
 export interface PiperVoiceSettings {
