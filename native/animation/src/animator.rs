@@ -1,9 +1,10 @@
 //! The one object the media session asks, once per video frame, for the face at time `t`.
 //!
 //! - Mouth: from the viseme track where phoneme timings were pushed for that span, read
-//!   `VISEME_LEAD_NS` ahead; the audio, if any, scales the viseme's opening by `AUDIO_MODULATION`
-//!   and sets its least opening: the jaw opens as far as the audio analysis alone would open it
-//!   (the voice's loudness), scaled down by `press` so that bilabials still close. The visemes give
+//!   `VISEME_LEAD_NS` ahead (a bilabial's press `CLOSURE_LEAD_NS` ahead); the audio, if any,
+//!   scales the viseme's opening by `AUDIO_MODULATION` and sets its least opening: the jaw opens
+//!   as far as the audio analysis alone would open it (the voice's loudness), scaled down by
+//!   `press` so that bilabials still close. The visemes give
 //!   the lips' shape (spread, round, pressed) and open further where the phoneme asks for it.
 //!   From rest (nothing audible for `FULL_CLOSE_PAUSE_NS`) they stay shut until the audio
 //!   `LOOKAHEAD_NS` ahead is audible (`AUDIBLE_DBFS`): the read-ahead and the track's window
@@ -80,6 +81,14 @@ pub const AUDIO_MODULATION: f32 = 0.15;
 /// the audio's RMS per frame) the correlation peaks at 0 ms lag with this lead, at +40 ms without
 /// it (r 0.75 against 0.63).
 pub const VISEME_LEAD_NS: u64 = 40_000_000;
+/// A bilabial's press is the lesser of the track read `VISEME_LEAD_NS` ahead and read this much
+/// ahead, the middle of the frame: 20 ms. A closure is heard as the silence it makes; led like a
+/// vowel (its span widened to `BILABIAL_MIN_NS` and read 40 ms ahead) it sealed the lips up to
+/// 80 ms before that silence, over the loud end of the vowel before it (the /oʊ/ of "open" and
+/// "globe" shown shut while it sounded); read only at the frame's middle, it would hold them shut
+/// 20 ms into the vowel after it. Until it seals them the voice's loudness keeps the jaw open
+/// (the floor in `mouth_at`).
+pub const CLOSURE_LEAD_NS: u64 = 20_000_000;
 /// The procedural blinker is probed every 20 ms (blinks last 150 ms or more) to see whether it
 /// leaves room for a phrase-end blink.
 const BLINK_PROBE_NS: u64 = 20_000_000;
@@ -310,6 +319,8 @@ impl Animator {
             return audio.unwrap_or(MouthShape::CLOSED);
         }
         let mut m = self.track.shape_at(track_t_ns);
+        // The lips seal with the closure's silence and part with its burst (see CLOSURE_LEAD_NS).
+        m.press = m.press.min(self.track.shape_at(t_ns + CLOSURE_LEAD_NS).press);
         let has_audio = self.lips.as_ref().is_some_and(|l| l.is_voiced_near(t_ns, SPEAKING_HANGOVER_NS, SPEAKING_HANGOVER_NS));
         if let (Some(a), true) = (audio, has_audio) {
             let level = (a.open / AUDIO_OPEN_AT_PEAK).clamp(0.0, 1.0);
