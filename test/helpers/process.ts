@@ -1,6 +1,8 @@
 /**
  * Runs the real server entry point (src/main.ts) as a child process, reads its JSON log lines and
- * the one-time key banner, and waits for events on them instead of sleeping.
+ * the one-time key banner, and waits for events on them instead of sleeping. SERVER_NODE_ARGS
+ * (space-separated) goes to the server's node before its script: `--cpu-prof --cpu-prof-dir=DIR`
+ * profiles the server of a test or bench (node refuses --cpu-prof in NODE_OPTIONS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -18,7 +20,7 @@ export interface ServerProcess {
 const START_TIMEOUT_MS = 30_000;
 
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/main.ts')], {
+  const child = spawn(process.execPath, [...(process.env.SERVER_NODE_ARGS?.split(' ') ?? []), '--import', 'tsx', path.join(REPO_ROOT, 'src/main.ts')], {
     cwd: REPO_ROOT,
     // Models are not preloaded unless a test asks: most tests never speak, and loading costs seconds of CPU.
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', PRELOAD_MODELS: 'false', ...env },
