@@ -37,7 +37,8 @@
  * ENDPOINT_LIP_FACES (which transports measure lip sync on the four faces: unset or 1 both, 0
  * neither, websocket or webrtc that one; ENDPOINT_WEBRTC=0 leaves WebRTC's out too),
  * ENDPOINT_ONLY=lip-sync (the capability probe and those lip-sync turns alone: no other measure,
- * no other WebRTC call, no capacity run).
+ * no other WebRTC call, no capacity run). The lip-sync turns are --runs per face and transport,
+ * the faces taken in turn, so that their onsets have percentiles.
  */
 import path from 'node:path';
 import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
@@ -100,7 +101,7 @@ const bench: Benchmark = {
 function options(ctx: BenchContext): Omit<MeasureEndpointOptions, 'url' | 'key' | 'label'> {
   const webrtc = process.env.ENDPOINT_WEBRTC !== '0';
   const lip = lipFaceTransports(process.env.ENDPOINT_LIP_FACES);
-  const faces = { lipSyncFaces: lip.websocket, webrtcLipFaces: webrtc && lip.webrtc };
+  const faces = { lipSyncFaces: lip.websocket, webrtcLipFaces: webrtc && lip.webrtc, lipTurns: ctx.runs };
   if (onlyLipSync()) return { connects: 0, textTurns: 0, frames: 0, voiceTurns: 0, bargeIns: 0, webrtcCalls: 0, ...faces, speechDir: SPEECH_DIR, log: ctx.log };
   return {
     ...faces,

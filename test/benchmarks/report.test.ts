@@ -66,8 +66,15 @@ function endpointResult(label: string, date: string, commit: string, scale: numb
       websocket_lip_sync: [
         { face: 'default', missing: null, figures: { ...faceFigures(0.81, [-30, -20, -10]), method_b: faceFigures(0.74, [-30]) } },
         { face: HOSTILE, missing: null, figures: { ...faceFigures(0.7, [50]), method_b: null } },
+        // The default face's second turn: its figures join the first's.
+        { face: 'default', missing: null, figures: { ...faceFigures(0.75, [90]), open_share: 0.8, method_b: faceFigures(0.7, [0]) } },
       ],
-      webrtc_lip_sync: [{ face: 'upload: neutral', missing: 'the face was refused', figures: null }, 'not an entry'],
+      webrtc_lip_sync: [
+        { face: 'upload: neutral', missing: 'the face was refused', figures: null },
+        'not an entry',
+        { face: 'upload: smiling', missing: 'the call failed', figures: null },
+        { face: 'upload: smiling', missing: null, figures: { ...faceFigures(0.72, [20]), method_b: faceFigures(0.71, [30]) } },
+      ],
     },
     metrics: [
       m('websocket · text turn → first audio', 240, 1),
@@ -197,13 +204,17 @@ Report('the header names machine, commits, models; published figures name their 
   assert.ok(html.includes('evil &lt;/script&gt;'), 'and shown as text');
 });
 
-Report('lip sync by transport, face and method: a row per method with r, shares, median onsets and controls; a face not measured says why', (ctx) => {
+Report('lip sync by transport, face and method: a row per face and method over its turns (r median, shares pooled, onsets pooled with the p95 distance); a face not measured says why', (ctx) => {
   const html = fs.readFileSync(ctx.outFile, 'utf8');
   assert.match(html, /By transport, face and method: endpoint \(this server \(local\)\), 2026-11-27/);
-  assert.ok(html.includes('<tr><td>WebSocket</td><td>default</td><td>A</td><td class="num">0.81 (-40 ms)</td><td class="num">100 %</td><td class="num">90 %</td><td class="num">-20</td><td class="num">+30</td><td class="num">0.1 / 0.05 / 0.2</td></tr>'), 'method A of the default face');
-  assert.match(html, /<td>WebSocket<\/td><td>default<\/td><td>B<\/td><td class="num">0\.74 \(-40 ms\)<\/td>/);
-  assert.match(html, /<td>WebSocket<\/td><td>evil &lt;\/script&gt;.*?<\/td><td>B<\/td><td colspan="6">method B found no face to place its region on<\/td>/);
-  assert.match(html, /<td>WebRTC<\/td><td>upload: neutral<\/td><td>A<\/td><td colspan="6">the face was refused<\/td>/);
+  // Two turns: r 0.81 and 0.75, open 90 % and 80 % of 40 loud frames each, first-sound onsets -30, -20, -10 and +90, after a pause 10, 30 twice.
+  assert.ok(html.includes('<tr><td>WebSocket</td><td>default</td><td>A</td><td class="num">2</td><td class="num">0.75 (-40 ms)</td><td class="num">100 %</td><td class="num">85 %</td><td class="num">-20 (90)</td><td class="num">+10 (30)</td><td class="num">0.1 / 0.05 / 0.2</td></tr>'), 'method A of the default face, both turns');
+  assert.match(html, /<td>WebSocket<\/td><td>default<\/td><td>B<\/td><td class="num">2<\/td><td class="num">0\.7 \(-40 ms\)<\/td>/);
+  const tables = html.match(/By transport, face and method: /g)?.length ?? 0;
+  assert.equal(html.match(/<td>WebSocket<\/td><td>default<\/td><td>A<\/td>/g)?.length, tables, 'one row per face and method in each table');
+  assert.match(html, /<td>WebSocket<\/td><td>evil &lt;\/script&gt;.*?<\/td><td>B<\/td><td colspan="7">method B found no face to place its region on<\/td>/);
+  assert.match(html, /<td>WebRTC<\/td><td>upload: neutral<\/td><td>A<\/td><td colspan="7">the face was refused<\/td>/);
+  assert.ok(html.includes('<tr><td>WebRTC</td><td>upload: smiling</td><td>A</td><td class="num">1</td><td class="num">0.72 (-40 ms)</td>'), 'a failed call leaves the measured one');
   assert.not.ok(html.includes('not an entry'));
 });
 

@@ -125,10 +125,12 @@ export interface MeasureEndpointOptions {
   frames?: number;
   voiceTurns: number;
   bargeIns?: number;
-  /** Whether to run one WebSocket lip-sync turn on each of the four faces (lip-faces.ts; default false). */
+  /** Whether to run WebSocket lip-sync turns on each of the four faces (lip-faces.ts; default false). */
   lipSyncFaces?: boolean;
-  /** Whether to run one WebRTC lip-sync call on each of the four faces (default false). */
+  /** Whether to run WebRTC lip-sync calls on each of the four faces (default false). */
   webrtcLipFaces?: boolean;
+  /** Lip-sync turns (WebSocket) and calls (WebRTC) per face, the four faces in turn (default 1). */
+  lipTurns?: number;
   /** WebRTC calls (0: none); each has `webrtcTurns` text turns. */
   webrtcCalls?: number;
   webrtcTurns?: number;
@@ -266,7 +268,8 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
   /** Each face's figures into a transport's metrics (FaceMetrics); what was not measured, with why, into the notes. */
   const addFaces = (rows: Array<{ face: string; missing: string | null; figures: LipSyncFigures | null }>, m: FaceMetrics, transport: string) => {
     for (const x of rows) {
-      if (x.missing) notes.push(`${transport} lip sync, ${x.face}: ${x.missing}`);
+      const why = x.missing && `${transport} lip sync, ${x.face}: ${x.missing}`;
+      if (why && !notes.includes(why)) notes.push(why);
       if (!x.figures) continue;
       add(m.r, x.figures.r);
       x.figures.onsets.firstSound.forEach((ms) => add(m.onset, ms));
@@ -280,13 +283,16 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
   };
   const rtcFaces = o.webrtcLipFaces ?? false;
   const shown: ShownFace[] = o.lipSyncFaces || rtcFaces ? await showFaces(target) : [];
+  const lipTurns = Math.max(1, o.lipTurns ?? 1);
+  /** The faces in turn, `lipTurns` rounds. */
+  const lipRounds = Array.from({ length: lipTurns }, () => shown).flat();
 
   let wsLipSync: WsLipSync[] | null = null;
   if (!o.lipSyncFaces) notMeasured.push(...Object.values(WS_FACES));
   else if (!caps.image_frames_out) unsupported.push({ measure: METRIC.wsLipR, reason: caps.reasons.image_frames_out ?? 'no image frames' });
   else {
-    log(`${o.label}: WebSocket lip sync, one turn on each of four faces`);
-    wsLipSync = await websocketLipSync(target, shown, log);
+    log(`${o.label}: WebSocket lip sync, ${lipTurns} turn(s) on each of four faces`);
+    wsLipSync = await websocketLipSync(target, lipRounds, log);
     addFaces(wsLipSync, WS_FACES, 'websocket');
   }
 
@@ -295,9 +301,9 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
   let lipSync: LipSyncFigures | null = null;
   let rtcLipSync: RtcLipSync[] | null = null;
   if (counts.webrtcCalls > 0 || rtcFaces) {
-    log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium${rtcFaces ? ', then one on each of four faces' : ''}`);
+    log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium${rtcFaces ? `, then ${lipTurns} on each of four faces` : ''}`);
     const httpBase = shownUrl(o.url).replace(/^ws/i, 'http');
-    const r = await measureWebRtc({ url: httpBase, key: o.key, calls: counts.webrtcCalls, textTurns: counts.webrtcTurns, mouthBox: o.mouthBox ?? null, faces: rtcFaces ? shown : [], log });
+    const r = await measureWebRtc({ url: httpBase, key: o.key, calls: counts.webrtcCalls, textTurns: counts.webrtcTurns, mouthBox: o.mouthBox ?? null, faces: rtcFaces ? lipRounds : [], log });
     if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing, METRIC.rtcLipR, ...(rtcFaces ? [METRIC.rtcFacesR] : [])]) unsupported.push({ measure: m, reason: r.unsupported });
     else {
       if (rtcFaces) {
@@ -411,8 +417,9 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
 }
 
 /**
- * One WebSocket lip-sync turn on each face of `faces` (lip-faces.ts showFaces, the uploads sent);
- * a face that was not uploaded or cannot be shown is reported as missing, with why.
+ * One WebSocket lip-sync turn on each face of `faces` in order (lip-faces.ts showFaces, the uploads
+ * sent; a face listed again gets another turn); a face that was not uploaded or cannot be shown is
+ * reported as missing, with why.
  */
 async function websocketLipSync(target: EndpointTarget, faces: ShownFace[], log: (line: string) => void): Promise<WsLipSync[]> {
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'endpoint-ws-faces-'));

@@ -21,7 +21,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { BenchResult, Metric } from '../harness.js';
+import { percentile, type BenchResult, type Metric } from '../harness.js';
 import { PUBLISHED_FIGURES, type PublishedFigure } from './published.js';
 
 export interface LoadedResult {
@@ -450,9 +450,15 @@ export interface LipSyncRow {
   lag_ms: number | null;
   closed_share: number | null;
   open_share: number | null;
-  /** Mouth onset − speech onset, ms (median of the turn's), at the first sound and after pauses. */
+  /** Turns measured (a face has one per --runs). */
+  turns: number;
+  /** Mouth onset − speech onset, ms, pooled over the turns: the median, and the 95th percentile of its distance from 0, at the first sound and after pauses. */
   first_sound_ms: number | null;
+  first_sound_p95_distance_ms: number | null;
   after_pause_ms: number | null;
+  after_pause_p95_distance_ms: number | null;
+  /** Onsets pooled. */
+  onsets: number;
   /** r against the audio 400 ms later, 400 ms earlier and reversed: controls, should be low. */
   controls: [number | null, number | null, number | null];
 }
@@ -470,40 +476,69 @@ function lipSyncTables(latest: LoadedResult[]): ReportData['lipSyncTables'] {
   return out;
 }
 
-/** The rows of one transport's per-face list (each { face, missing, figures: method A's with method_b }); anything malformed is left out. */
+/**
+ * The rows of one transport's per-face list (each { face, missing, figures: method A's with
+ * method_b }; a face listed more than once had more than one turn): per face and method, r, lag
+ * and controls are the median over its turns, the closed and open shares pooled over their
+ * frames, and the onsets pooled over the turns. A face none of whose turns was measured shows why
+ * its first was not. Anything malformed is left out.
+ */
 function lipSyncRows(transport: LipSyncRow['transport'], list: unknown): LipSyncRow[] {
   if (!Array.isArray(list)) return [];
-  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-  const median = (v: unknown) => {
-    const xs = Array.isArray(v) ? v.filter((x): x is number => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b) : [];
-    return xs.length ? xs[Math.floor(xs.length / 2)]! : null;
-  };
-  const row = (face: string, method: LipSyncRow['method'], f: Record<string, unknown> | null, missing: string | null): LipSyncRow => {
-    const onsets = (f?.onsets ?? null) as Record<string, unknown> | null;
-    return {
-      transport,
-      face,
-      method,
-      missing: f ? null : (missing ?? 'not measured'),
-      r: num(f?.r),
-      lag_ms: num(f?.lag_ms),
-      closed_share: num(f?.closed_share),
-      open_share: num(f?.open_share),
-      first_sound_ms: median(onsets?.firstSound),
-      after_pause_ms: median(onsets?.afterPause),
-      controls: [num(f?.r_audio_shifted_400ms), num(f?.r_audio_earlier_400ms), num(f?.r_audio_reversed)],
-    };
-  };
-  const out: LipSyncRow[] = [];
+  const byFace = new Map<string, { A: Array<Record<string, unknown>>; B: Array<Record<string, unknown>>; missingA: string | null; missingB: string | null }>();
   for (const x of list) {
     const entry = x as Record<string, unknown> | null;
     if (entry === null || typeof entry !== 'object' || typeof entry.face !== 'string') continue;
     const a = typeof entry.figures === 'object' && entry.figures !== null ? (entry.figures as Record<string, unknown>) : null;
     const b = a && typeof a.method_b === 'object' && a.method_b !== null ? (a.method_b as Record<string, unknown>) : null;
     const missing = typeof entry.missing === 'string' ? entry.missing : null;
-    out.push(row(entry.face, 'A', a, missing), row(entry.face, 'B', b, a ? 'method B found no face to place its region on' : missing));
+    const face = byFace.get(entry.face) ?? { A: [], B: [], missingA: null, missingB: null };
+    if (a) face.A.push(a);
+    else face.missingA ??= missing;
+    if (b) face.B.push(b);
+    else face.missingB ??= a ? 'method B found no face to place its region on' : missing;
+    byFace.set(entry.face, face);
   }
+  const out: LipSyncRow[] = [];
+  for (const [face, x] of byFace) out.push(lipSyncRow(transport, face, 'A', x.A, x.missingA), lipSyncRow(transport, face, 'B', x.B, x.missingB));
   return out;
+}
+
+/** One face's row by one method over its measured turns' figures `turns` (see lipSyncRows). */
+function lipSyncRow(transport: LipSyncRow['transport'], face: string, method: LipSyncRow['method'], turns: Array<Record<string, unknown>>, missing: string | null): LipSyncRow {
+  const nums = (v: unknown): number[] => (Array.isArray(v) ? v.filter((x): x is number => typeof x === 'number' && Number.isFinite(x)) : []);
+  const field = (key: string) => nums(turns.map((t) => t[key]));
+  const pooled = (share: string, frames: string) => {
+    const parts = turns.flatMap((t) => (typeof t[share] === 'number' && typeof t[frames] === 'number' ? [{ share: t[share] as number, n: t[frames] as number }] : []));
+    const n = parts.reduce((a, p) => a + p.n, 0);
+    return n > 0 ? Math.round((1000 * parts.reduce((a, p) => a + p.share * p.n, 0)) / n) / 1000 : null;
+  };
+  const onsets = (kind: string) => turns.flatMap((t) => nums((t.onsets as Record<string, unknown> | undefined)?.[kind]));
+  const p95Distance = (xs: number[]) => percentileOrNull(xs.map(Math.abs), 95);
+  const first = onsets('firstSound');
+  const pause = onsets('afterPause');
+  return {
+    transport,
+    face,
+    method,
+    missing: turns.length > 0 ? null : (missing ?? 'not measured'),
+    turns: turns.length,
+    r: percentileOrNull(field('r'), 50),
+    lag_ms: percentileOrNull(field('lag_ms'), 50),
+    closed_share: pooled('closed_share', 'silent_frames'),
+    open_share: pooled('open_share', 'loud_frames'),
+    first_sound_ms: percentileOrNull(first, 50),
+    first_sound_p95_distance_ms: p95Distance(first),
+    after_pause_ms: percentileOrNull(pause, 50),
+    after_pause_p95_distance_ms: p95Distance(pause),
+    onsets: first.length + pause.length,
+    controls: [percentileOrNull(field('r_audio_shifted_400ms'), 50), percentileOrNull(field('r_audio_earlier_400ms'), 50), percentileOrNull(field('r_audio_reversed'), 50)],
+  };
+}
+
+/** The nearest-rank percentile `p` (0–100) of `xs`; null when empty. */
+function percentileOrNull(xs: number[], p: number): number | null {
+  return xs.length > 0 ? percentile(xs, p) : null;
 }
 
 /** Every metric recorded by two results or more: p50 and p95 over the results' dates. */

@@ -75,12 +75,13 @@ function lipSyncTable(t: ReportData['lipSyncTables'][number]): string {
   const num = (x: number | null) => (x === null ? '–' : fmt(x));
   const rows = t.rows.map((r) => {
     const head = `<td>${r.transport}</td><td>${escapeHtml(r.face)}</td><td>${r.method}</td>`;
-    if (r.missing !== null) return `<tr>${head}<td colspan="6">${escapeHtml(r.missing)}</td></tr>`;
-    return `<tr>${head}<td class="num">${num(r.r)} (${ms(r.lag_ms)} ms)</td><td class="num">${pct(r.closed_share)}</td><td class="num">${pct(r.open_share)}</td><td class="num">${ms(r.first_sound_ms)}</td><td class="num">${ms(r.after_pause_ms)}</td><td class="num">${r.controls.map(num).join(' / ')}</td></tr>`;
+    if (r.missing !== null) return `<tr>${head}<td colspan="7">${escapeHtml(r.missing)}</td></tr>`;
+    const onset = (p50: number | null, p95: number | null) => `${ms(p50)}${p95 === null ? '' : ` (${Math.round(p95)})`}`;
+    return `<tr>${head}<td class="num">${r.turns}</td><td class="num">${num(r.r)} (${ms(r.lag_ms)} ms)</td><td class="num">${pct(r.closed_share)}</td><td class="num">${pct(r.open_share)}</td><td class="num">${onset(r.first_sound_ms, r.first_sound_p95_distance_ms)}</td><td class="num">${onset(r.after_pause_ms, r.after_pause_p95_distance_ms)}</td><td class="num">${r.controls.map(num).join(' / ')}</td></tr>`;
   });
   return `<h3>By transport, face and method: ${escapeHtml(t.who)}</h3>
-<p>Method A finds the face's landmarks anew on every decoded frame; method B follows the dark and teeth pixels of the mouth region placed on the first frame. Goals: r ≥ 0.7 within ±40 ms, closed in ≥ 95 % of silent frames, open in ≥ 90 % of loud ones, the mouth's onset within 40 ms of each first sound and each phrase after a pause (negative: the mouth first); each control, the audio 400 ms later, earlier and reversed, should fail (r low).</p>
-<table class="small"><thead><tr><th>transport</th><th>face</th><th>method</th><th>r (lag)</th><th>closed</th><th>open</th><th>onset at the first sound, ms</th><th>after a pause, ms</th><th>controls r</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+<p>Method A finds the face's landmarks anew on every decoded frame; method B follows the dark and teeth pixels of the mouth region placed on the first frame. Goals: r ≥ 0.7 within ±40 ms, closed in ≥ 95 % of silent frames, open in ≥ 90 % of loud ones, the mouth's onset within 40 ms of each first sound and each phrase after a pause, 80 ms at the 95th percentile (negative: the mouth first; in brackets the 95th percentile of the distance from 0 over the turns' onsets); r and the controls are medians over the turns, the shares pooled over their frames; each control, the audio 400 ms later, earlier and reversed, should fail (r low).</p>
+<table class="small"><thead><tr><th>transport</th><th>face</th><th>method</th><th>turns</th><th>r (lag)</th><th>closed</th><th>open</th><th>onset at the first sound, ms: median (p95 distance)</th><th>after a pause, ms</th><th>controls r</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 /** The decoded frames around the mouth, each with its time from the first sound. */
