@@ -4,7 +4,8 @@
  *  - the standard faces keep their ids and are not uploaded; the two photos are uploaded once,
  *    each by its own name, and named by the id the target answers;
  *  - an upload the target refuses leaves that face without an id, saying why, and the others shown;
- *  - ENDPOINT_LIP_FACES picks the transports: both by default, neither, or one; anything else is refused.
+ *  - ENDPOINT_LIP_FACES picks the transports: both by default, neither, or one; anything else is refused;
+ *  - the turns are rounds of the faces in turn, each round asking another question (cycling).
  * The target is a loopback HTTP server that records the uploads.
  */
 import http from 'node:http';
@@ -12,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { lipFaceTransports } from '../../benchmarks/endpoint.bench.js';
-import { showFaces } from '../../benchmarks/lib/endpoint/lip-faces.js';
+import { LIP_SYNC_QUESTIONS, lipTurns, showFaces } from '../../benchmarks/lib/endpoint/lip-faces.js';
 
 interface Ctx {
   server: http.Server;
@@ -87,3 +88,26 @@ Transports('ENDPOINT_LIP_FACES: unset or 1 both transports, 0 neither, websocket
 });
 
 Transports.run();
+
+const Turns = suite('lipTurns');
+
+Turns('rounds of the faces in turn, round k asking the k-th question, cycling; a face not shown stays so', () => {
+  const faces = [
+    { label: 'a', id: 'default', missing: null },
+    { label: 'b', id: null, missing: 'refused' },
+  ];
+  const rounds = LIP_SYNC_QUESTIONS.length + 1;
+  const turns = lipTurns(faces, rounds);
+  assert.is(turns.length, 2 * rounds);
+  assert.equal(turns.slice(0, 4).map((t) => [t.label, t.question]), [
+    ['a', LIP_SYNC_QUESTIONS[0]],
+    ['b', LIP_SYNC_QUESTIONS[0]],
+    ['a', LIP_SYNC_QUESTIONS[1]],
+    ['b', LIP_SYNC_QUESTIONS[1]],
+  ]);
+  assert.is(turns.at(-1)!.question, LIP_SYNC_QUESTIONS[0], 'past the last question, the first again');
+  assert.equal(new Set(LIP_SYNC_QUESTIONS).size, LIP_SYNC_QUESTIONS.length, 'each round another question');
+  assert.equal(turns[1], { ...faces[1], question: LIP_SYNC_QUESTIONS[0] });
+});
+
+Turns.run();

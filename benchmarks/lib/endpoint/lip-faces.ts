@@ -66,6 +66,24 @@ export interface ShownFace {
 }
 
 /**
+ * What a lip-sync turn asks, by round: each round a reply of a few phrases on another subject, so
+ * that a face's turns pool different sentences (their first sounds and pauses) and not one reply
+ * again. None asks for a reply that starts on a bilabial, whose lips close before the sound (the
+ * onsets leave those out).
+ */
+export const LIP_SYNC_QUESTIONS = ['Tell me about the sea in two sentences.', 'Tell me about rain in two sentences.', 'Tell me about the night sky in two sentences.'] as const;
+
+/** One lip-sync turn: a face and what is asked. */
+export interface LipTurn extends ShownFace {
+  question: string;
+}
+
+/** `rounds` rounds of the faces in turn, round k asking LIP_SYNC_QUESTIONS[k] (cycling). */
+export function lipTurns(faces: ShownFace[], rounds: number): LipTurn[] {
+  return Array.from({ length: rounds }, (_, k) => faces.map((face) => ({ ...face, question: LIP_SYNC_QUESTIONS[k % LIP_SYNC_QUESTIONS.length]! }))).flat();
+}
+
+/**
  * The four faces with the ids a session names them by, the uploads sent first (named
  * `${prefix}-<index>`), so that every transport measures the same uploads; a photo the target
  * refuses carries why, and is not measured.

@@ -46,7 +46,7 @@ import { endpointSpeech, type EndpointSpeech } from './speech.js';
 import { AV_AFTER_PAUSE, AV_FIRST_SOUND, measureWebRtc, type RtcLipSync } from './webrtc-measures.js';
 import { describeFigures, type LipSyncFigures } from '../lip-figures.js';
 import { FaceRegistry } from '../../../src/media/face-registration.js';
-import { showFaces, type ShownFace } from './lip-faces.js';
+import { lipTurns, showFaces, type LipTurn, type ShownFace } from './lip-faces.js';
 import { lipSyncTurn, type WsLipSync } from './websocket-lip-sync.js';
 import {
   INSTRUCTIONS,
@@ -283,15 +283,14 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
   };
   const rtcFaces = o.webrtcLipFaces ?? false;
   const shown: ShownFace[] = o.lipSyncFaces || rtcFaces ? await showFaces(target) : [];
-  const lipTurns = Math.max(1, o.lipTurns ?? 1);
-  /** The faces in turn, `lipTurns` rounds. */
-  const lipRounds = Array.from({ length: lipTurns }, () => shown).flat();
+  const rounds = Math.max(1, o.lipTurns ?? 1);
+  const lipRounds = lipTurns(shown, rounds);
 
   let wsLipSync: WsLipSync[] | null = null;
   if (!o.lipSyncFaces) notMeasured.push(...Object.values(WS_FACES));
   else if (!caps.image_frames_out) unsupported.push({ measure: METRIC.wsLipR, reason: caps.reasons.image_frames_out ?? 'no image frames' });
   else {
-    log(`${o.label}: WebSocket lip sync, ${lipTurns} turn(s) on each of four faces`);
+    log(`${o.label}: WebSocket lip sync, ${rounds} turn(s) on each of four faces`);
     wsLipSync = await websocketLipSync(target, lipRounds, log);
     addFaces(wsLipSync, WS_FACES, 'websocket');
   }
@@ -301,7 +300,7 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
   let lipSync: LipSyncFigures | null = null;
   let rtcLipSync: RtcLipSync[] | null = null;
   if (counts.webrtcCalls > 0 || rtcFaces) {
-    log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium${rtcFaces ? `, then ${lipTurns} on each of four faces` : ''}`);
+    log(`${o.label}: ${counts.webrtcCalls} WebRTC call(s) in Chromium${rtcFaces ? `, then ${rounds} on each of four faces` : ''}`);
     const httpBase = shownUrl(o.url).replace(/^ws/i, 'http');
     const r = await measureWebRtc({ url: httpBase, key: o.key, calls: counts.webrtcCalls, textTurns: counts.webrtcTurns, mouthBox: o.mouthBox ?? null, faces: rtcFaces ? lipRounds : [], log });
     if (r.unsupported) for (const m of [METRIC.rtcFrame, METRIC.rtcAudio, METRIC.rtcAv, METRIC.rtcAvPause, METRIC.rtcPacing, METRIC.rtcLipR, ...(rtcFaces ? [METRIC.rtcFacesR] : [])]) unsupported.push({ measure: m, reason: r.unsupported });
@@ -421,19 +420,19 @@ export async function measureEndpoint(o: MeasureEndpointOptions): Promise<BenchO
  * sent; a face listed again gets another turn); a face that was not uploaded or cannot be shown is
  * reported as missing, with why.
  */
-async function websocketLipSync(target: EndpointTarget, faces: ShownFace[], log: (line: string) => void): Promise<WsLipSync[]> {
+async function websocketLipSync(target: EndpointTarget, faces: LipTurn[], log: (line: string) => void): Promise<WsLipSync[]> {
   const cacheDir = await mkdtemp(path.join(os.tmpdir(), 'endpoint-ws-faces-'));
   const registry = new FaceRegistry(cacheDir);
   const out: WsLipSync[] = [];
   try {
     for (const face of faces) {
       if (face.id === null) {
-        out.push({ face: face.label, missing: face.missing, figures: null, audio_start_pts_ms: null, anchor_agreement: null, frames: 0, audio_ms: 0 });
+        out.push({ face: face.label, question: face.question, missing: face.missing, figures: null, audio_start_pts_ms: null, anchor_agreement: null, frames: 0, audio_ms: 0 });
         continue;
       }
-      const x = await lipSyncTurn(target, face.id, face.label, registry);
+      const x = await lipSyncTurn(target, face.id, face.label, face.question, registry);
       out.push(x);
-      log(`  websocket lip sync, ${face.label}: ${x.frames} frames, ${x.audio_ms} ms of audio, anchor agreement ${x.anchor_agreement ?? '-'}`);
+      log(`  websocket lip sync, ${face.label}, '${face.question}': ${x.frames} frames, ${x.audio_ms} ms of audio, anchor agreement ${x.anchor_agreement ?? '-'}`);
       logFigures(log, face.label, x.figures);
     }
   } finally {

@@ -59,8 +59,7 @@ import { audioOnset, describeOnsets, pageOnsets, sleep, startAvatarCall, until, 
 import { noOffsets, offsetsByKind, type OnsetOffsets } from '../onsets.js';
 import { aboveRest, LIP_SYNC_METHOD, lipSyncFigures, round3, trackMouth, type LipSyncFigures } from '../lip-figures.js';
 import { INSTRUCTIONS, SERVER_VAD, TEXT_QUESTIONS } from './websocket-measures.js';
-import { LIP_SYNC_QUESTION } from './websocket-lip-sync.js';
-import type { ShownFace } from './lip-faces.js';
+import type { LipTurn } from './lip-faces.js';
 
 export interface WebRtcResult {
   /** Why nothing was measured (no Chromium, the call refused); null when calls were made. */
@@ -88,6 +87,8 @@ export interface WebRtcResult {
 /** One face's lip-sync call at the receiver, shaped as websocket-lip-sync.ts WsLipSync is. */
 export interface RtcLipSync {
   face: string;
+  /** What the call asked (lip-faces.ts LIP_SYNC_QUESTIONS). */
+  question: string;
   /** Why nothing was measured (the face not uploaded, the call refused, no face found); null when measured. */
   missing: string | null;
   figures: LipSyncFigures | null;
@@ -136,8 +137,8 @@ export interface WebRtcOptions {
   textTurns: number;
   /** The face's mouth in the 512x512 frame, [x, y, w, h]; null: found on the decoded frames. */
   mouthBox: readonly number[] | null;
-  /** Faces to measure lip sync on, one call each after the `calls` ([]: none). */
-  faces: ShownFace[];
+  /** Lip-sync turns (a face and its question), one call each after the `calls` ([]: none). */
+  faces: LipTurn[];
   log: (line: string) => void;
 }
 
@@ -282,10 +283,10 @@ async function speakTurn(page: Page, question: string): Promise<{ t0: number; s:
   return { t0, s: await callIn<PageSamples>(page, 'takeSamples') };
 }
 
-const noFigures = (face: ShownFace): RtcLipSync => ({ face: face.label, missing: face.missing, figures: null, frames: 0, first_audio_played_ms: null });
+const noFigures = (face: LipTurn): RtcLipSync => ({ face: face.label, question: face.question, missing: face.missing, figures: null, frames: 0, first_audio_played_ms: null });
 
 /** One face's lip-sync call (see the header): its figures by both methods, or why there are none. */
-async function faceCall(page: Page, o: WebRtcOptions, face: ShownFace, registry: FaceRegistry): Promise<RtcLipSync> {
+async function faceCall(page: Page, o: WebRtcOptions, face: LipTurn, registry: FaceRegistry): Promise<RtcLipSync> {
   const out = noFigures(face);
   if (face.id === null) return out;
   let started;
@@ -301,7 +302,7 @@ async function faceCall(page: Page, o: WebRtcOptions, face: ShownFace, registry:
   if (!first) return { ...out, missing: 'no frame presented within 30 s' };
   await callIn(page, 'startSampling', ANY_BOX, FULL_FRAMES);
   await sleep(1500); // idle frames before the turn: the mouth at rest
-  const { t0, s } = await speakTurn(page, LIP_SYNC_QUESTION);
+  const { t0, s } = await speakTurn(page, face.question);
   await callIn(page, 'hangup');
   const heardAt = audioOnset(s, t0);
   if (heardAt === null) return { ...out, missing: 'no audio heard after response.create' };

@@ -38,14 +38,14 @@ const BLOCK_MS = 10;
 /** Frames measured after the reply's last sound, ms. */
 const AFTER_SPEECH_MS = 500;
 const REPLY_TIMEOUT_MS = 90_000;
-/** The lip-sync turn's question: a reply of a few phrases. */
-export const LIP_SYNC_QUESTION = 'Tell me about the sea in two sentences.';
 
 /** A reply's deltas in the order they came: audio (its samples) and images (pts and JPEG). */
 export type ReplyDelta = { kind: 'audio'; pcm: Int16Array } | { kind: 'image'; ptsMs: number; jpeg: Buffer };
 
 export interface WsLipSync {
   face: string;
+  /** What the turn asked (lip-faces.ts LIP_SYNC_QUESTIONS). */
+  question: string;
   /** Why nothing was measured (the face refused, no frames, no face found); null when measured. */
   missing: string | null;
   figures: LipSyncFigures | null;
@@ -113,14 +113,14 @@ export function replyDeltas(events: ServerEvent[]): ReplyDelta[] {
   return out;
 }
 
-/** One lip-sync turn on a new session showing `faceId` (see the header). */
-export async function lipSyncTurn(target: EndpointTarget, faceId: string, label: string, registry: FaceRegistry): Promise<WsLipSync> {
-  const out: WsLipSync = { face: label, missing: null, figures: null, audio_start_pts_ms: null, anchor_agreement: null, frames: 0, audio_ms: 0 };
+/** One lip-sync turn on a new session showing `faceId`, asking `question` (see the header). */
+export async function lipSyncTurn(target: EndpointTarget, faceId: string, label: string, question: string, registry: FaceRegistry): Promise<WsLipSync> {
+  const out: WsLipSync = { face: label, question, missing: null, figures: null, audio_start_pts_ms: null, anchor_agreement: null, frames: 0, audio_ms: 0 };
   const s = await measuredSession(target, { modalities: ['audio', 'image'] }, null);
   try {
     const face = await updateSession(s, { face: faceId });
     if (!face.ok) return { ...out, missing: `session.update with face '${faceId}' refused: ${face.reason}` };
-    const item = await addUserItem(s, [{ type: 'input_text', text: LIP_SYNC_QUESTION }]);
+    const item = await addUserItem(s, [{ type: 'input_text', text: question }]);
     if (!item.ok) return { ...out, missing: `the target refused a user text item: ${item.reason}` };
     const from = s.c.events.length;
     s.c.send({ type: 'response.create' });
