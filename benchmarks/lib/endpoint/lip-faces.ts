@@ -72,6 +72,13 @@ export interface ShownFace {
  * onsets leave those out).
  */
 export const LIP_SYNC_QUESTIONS = ['Tell me about the sea in two sentences.', 'Tell me about rain in two sentences.', 'Tell me about the night sky in two sentences.'] as const;
+/**
+ * The most tokens a WebSocket lip-sync reply may have (response.max_output_tokens): a small model
+ * does not keep to "two sentences" (rain: 16 s of speech; the night sky: over the 90 s a reply is
+ * waited for), and a few phrases are what the figures need. A WebRTC turn is cancelled after a
+ * few seconds instead.
+ */
+export const LIP_SYNC_MAX_TOKENS = 40;
 
 /** One lip-sync turn: a face and what is asked. */
 export interface LipTurn extends ShownFace {

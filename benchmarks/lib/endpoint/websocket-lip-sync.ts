@@ -28,6 +28,7 @@ import type { ServerEvent } from '../../../test/helpers/realtime-client.js';
 import { concatSamples } from '../../../test/helpers/speech.js';
 import { lipSyncFigures, trackMouth, type LipSyncFigures } from '../lip-figures.js';
 import { pcmBlocks } from '../onsets.js';
+import { LIP_SYNC_MAX_TOKENS } from './lip-faces.js';
 import { AUDIO_DELTAS, IMAGE_DELTAS, addUserItem, closeSession, nextIndex, updateSession, type EndpointTarget } from './session.js';
 import { measuredSession } from './websocket-measures.js';
 
@@ -123,7 +124,7 @@ export async function lipSyncTurn(target: EndpointTarget, faceId: string, label:
     const item = await addUserItem(s, [{ type: 'input_text', text: question }]);
     if (!item.ok) return { ...out, missing: `the target refused a user text item: ${item.reason}` };
     const from = s.c.events.length;
-    s.c.send({ type: 'response.create' });
+    s.c.send({ type: 'response.create', response: { max_output_tokens: LIP_SYNC_MAX_TOKENS } });
     const done = await nextIndex(s, (e) => e.type === 'response.done' || e.type === 'error', from, REPLY_TIMEOUT_MS);
     if (done === null || s.c.events[done]!.type !== 'response.done') return { ...out, missing: 'no response.done for the lip-sync turn' };
     return { ...out, ...(await measureReply(replyDeltas(s.c.events.slice(from, done)), registry)) };
