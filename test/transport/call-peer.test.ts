@@ -79,7 +79,7 @@ for (const codec of ['h264', 'vp8'] as const) {
     assert.is(stats.video.width, 512);
     assert.is(stats.video.height, 512);
     // Chromium offers the playout-delay extension; the answer takes it and every video packet
-    // asks for 80 ms at least, which Chromium's video jitter buffer holds from the first frames
+    // asks for 100 ms at least, which Chromium's video jitter buffer holds from the first frames
     // (without it: 3-15 ms for the first seconds, until its A/V sync catches up).
     assert.match(result.answer, /a=extmap:\d+ http:\/\/www\.webrtc\.org\/experiments\/rtp-hdrext\/playout-delay/);
     assert.ok(stats.video.jitterBufferMs >= 40, `video jitter buffer ${stats.video.jitterBufferMs} ms`);
