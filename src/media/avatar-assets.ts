@@ -56,4 +56,3 @@ export class AvatarAssets {
     return fs.readFile(path.join(this.dataDir, record.storagePath));
   }
 }
-

@@ -457,8 +457,6 @@ export interface LipSyncRow {
   first_sound_p95_distance_ms: number | null;
   after_pause_ms: number | null;
   after_pause_p95_distance_ms: number | null;
-  /** Onsets pooled. */
-  onsets: number;
   /** r against the audio 400 ms later, 400 ms earlier and reversed: controls, should be low. */
   controls: [number | null, number | null, number | null];
 }
@@ -531,7 +529,6 @@ function lipSyncRow(transport: LipSyncRow['transport'], face: string, method: Li
     first_sound_p95_distance_ms: p95Distance(first),
     after_pause_ms: percentileOrNull(pause, 50),
     after_pause_p95_distance_ms: p95Distance(pause),
-    onsets: first.length + pause.length,
     controls: [percentileOrNull(field('r_audio_shifted_400ms'), 50), percentileOrNull(field('r_audio_earlier_400ms'), 50), percentileOrNull(field('r_audio_reversed'), 50)],
   };
 }
