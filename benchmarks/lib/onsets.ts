@@ -11,7 +11,11 @@
  *    darkening from greyOpening): the first frame over `closedMax` after at least CLOSED_FRAMES
  *    frames at or under it, that goes on to reach half of `openMin` within REACH_FRAMES frames.
  *    Motion that stays under closedMax (the idle head, breathing) or never gets half open is
- *    not an onset.
+ *    not an onset. One closed frame is enough: in a pause of 150-200 ms the lips take about
+ *    120 ms to close and part again 40 ms before the next sound, so at 25 fps they are seen shut
+ *    in one frame (a person's too). Asking for two paired such a phrase with the mouth's next
+ *    reopening instead, after a bilabial 200 ms into it (measured on a reply's "humidity, and
+ *    precipitation"), and reported a mouth 200 ms late that had opened with the sound.
  *  - Pairing (pairOnsets): each speech onset takes the nearest mouth onset not taken yet within
  *    [-BEFORE_MS, +AFTER_MS] of it; offset = mouth − sound, negative when the picture is early.
  *    The window reaches 400 ms early on purpose: the measure this replaces (call-measures
@@ -33,8 +37,8 @@ export const PAUSE_MS = 150;
 /** How early (before the sound) and how late a mouth onset may be and still pair with it, ms. */
 export const BEFORE_MS = 400;
 export const AFTER_MS = 600;
-/** Frames at or under closedMax before an onset. */
-export const CLOSED_FRAMES = 2;
+/** Frames at or under closedMax before an onset (see the header). */
+export const CLOSED_FRAMES = 1;
 /** Frames from an onset within which the opening must reach openMin / 2. */
 export const REACH_FRAMES = 4;
 

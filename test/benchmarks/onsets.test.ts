@@ -8,6 +8,9 @@
  *  - a picture 30 ms late gives +30; a picture 450 ms early is outside the window (missing);
  *  - the reply's first sound and the phrase after the pause are onsets, the 100 ms gap is not;
  *  - idle head motion (under closedMax) is no mouth onset, with or without speech around it;
+ *  - a phrase after a 150 ms pause, where the lips are seen shut in one frame only (a reply's
+ *    measured frames), pairs with the mouth parting with its sound, not with the reopening after
+ *    its bilabial 200 ms later;
  *  - a bilabial start (lips pressed while voiced for 80 ms) is flagged where the series shows the
  *    press and counted late where it does not;
  *  - a box's grey level (greyOpening) measures the same offsets as an opening series.
@@ -96,6 +99,16 @@ test('idle head motion under closedMax is no mouth onset', () => {
   const sway = Array.from({ length: 75 }, (_, k) => ({ t: k * 40, grey: 120 + 2 * Math.sin(k / 3) }));
   const grey = greyOpening(sway, 0, 1000)!;
   assert.equal(mouthOnsets(grey.series, grey.closedMax, grey.openMin), []);
+});
+
+test('a phrase after a short pause pairs with the lips parting from their one closed frame', () => {
+  // Method A's opening on a reply's frames (face1, "humidity, and precipitation"): the phrase
+  // fades out by 8690 ms, the next starts at 8840 ("and"), the /p/ of "precipitation" closes the
+  // lips at 8960-9000 and they part again at 9040.
+  const measured: Array<[number, number]> = [[8520, 0.085], [8560, 0.089], [8600, 0.084], [8640, 0.071], [8680, 0.031], [8720, 0.017], [8760, 0], [8800, 0.016], [8840, 0.023], [8880, 0.026], [8920, 0.066], [8960, 0], [9000, -0.002], [9040, 0.1], [9080, 0.099], [9120, 0.097], [9160, 0.095], [9200, 0.063]];
+  const series = measured.map(([t, opening]) => ({ t, opening }));
+  const blocks = soundBlocks((t) => (t < 8690 || t >= 8840 ? 0.05 : 0), 8500, 9200);
+  assert.equal(lipOnsets(blocks, 10, 8500, series, CLOSED_MAX, OPEN_MIN).map((p) => [p.kind, p.offsetMs]), [['after a pause', -40]]);
 });
 
 test('a bilabial start is flagged where the lips are seen pressed, and late where they are not', () => {
