@@ -1,17 +1,23 @@
 /**
  * The WebSocket connection (/v1/realtime, the ephemeral key as the `openai-insecure-api-key.`
- * subprotocol): the avatar's frames arrive as base64 JPEG (`response.output_image.delta`) and are
- * drawn on a canvas as they come; its voice arrives as base64 PCM16 24 kHz
- * (`response.output_audio.delta`) and is scheduled on a Web Audio clock a little ahead, so the two
- * stay together (the server sends both in real time on one clock). The microphone goes the other
- * way as PCM16 24 kHz `input_audio_buffer.append`, silence while push to talk is released.
+ * subprotocol): the avatar's voice arrives as base64 PCM16 24 kHz (`response.output_audio.delta`)
+ * and is scheduled on a Web Audio clock a little ahead; its frames arrive as base64 JPEG
+ * (`response.output_image.delta`, with `pts_ms`), are decoded at once and drawn on a canvas when
+ * their own sound is heard (frame-clock.ts: the audio's lead and the output device's latency
+ * later than they came). The microphone goes the other way as PCM16 24 kHz
+ * `input_audio_buffer.append`, silence while push to talk is released.
  */
 import { Problem } from './api.js';
 import { fromBase64, toBase64, type Connection, type ConnectionHandlers, type LiveStats, type MediaElements, type ServerEvent } from './connection.js';
+import { FrameClock, heardAt, type AudioClock } from './frame-clock.js';
 
 const RATE_HZ = 24000;
 /** Audio is scheduled this far ahead of now when playback (re)starts: absorbs network jitter. */
 const AUDIO_LEAD_S = 0.06;
+/** Frames decoded and waiting for their sound, at most (about 2 s): older ones are dropped (a hidden tab draws nothing). */
+const MAX_QUEUED_FRAMES = 50;
+/** The A/V figure is the median over this many of the last frames drawn with their sound. */
+const AV_FRAMES = 25;
 /** Microphone blocks: 4096 samples at 24 kHz, about 170 ms. */
 const MIC_BLOCK = 4096;
 
@@ -35,10 +41,9 @@ class PcmPlayer {
   private readonly playing = new Set<AudioBufferSourceNode>();
   /** Sum of squares of the samples scheduled (totalAudioEnergy's scale: per second of 1.0 ≈ 1). */
   energy = 0;
-  /** How far ahead of now the last chunk was scheduled, ms: the audio side of the A/V offset. */
-  leadMs: number | null = null;
 
-  play(pcm: Int16Array): void {
+  /** Schedules a chunk after the ones before it; where it ends (context s), and whether playback (re)started with it. */
+  play(pcm: Int16Array): { endS: number; restarted: boolean } {
     const buffer = this.context.createBuffer(1, pcm.length, RATE_HZ);
     const channel = buffer.getChannelData(0);
     let sum = 0;
@@ -52,17 +57,31 @@ class PcmPlayer {
     source.buffer = buffer;
     source.connect(this.context.destination);
     const t = this.context.currentTime;
-    if (this.next < t) this.next = t + AUDIO_LEAD_S;
+    const restarted = this.next < t;
+    if (restarted) this.next = t + AUDIO_LEAD_S;
     source.start(this.next);
-    this.leadMs = (this.next - t) * 1000;
     this.next += buffer.duration;
     this.playing.add(source);
     source.onended = () => this.playing.delete(source);
+    return { endS: this.next, restarted };
   }
 
-  /** Stops everything scheduled; returns how many ms of it had not played yet. */
+  /** The context's clock: what is heard when (the output device's latency included), and currentTime. */
+  clock(): AudioClock {
+    const ts = this.context.getOutputTimestamp();
+    const now = performance.now();
+    if (ts.contextTime !== undefined && ts.performanceTime !== undefined && ts.performanceTime > 0) {
+      return { contextTime: ts.contextTime, performanceTime: ts.performanceTime, currentTime: this.context.currentTime };
+    }
+    // Not rendering yet: the latencies the context states.
+    const latencyS = this.context.baseLatency + (this.context.outputLatency || 0);
+    return { contextTime: this.context.currentTime - latencyS, performanceTime: now, currentTime: this.context.currentTime };
+  }
+
+  /** Stops everything scheduled; returns how many ms of it had not been heard yet. */
   stop(): number {
-    const unplayed = Math.max(0, this.next - this.context.currentTime) * 1000;
+    const clock = this.clock();
+    const unplayed = Math.max(0, heardAt(this.next, clock) - performance.now());
     for (const s of this.playing) s.stop();
     this.playing.clear();
     this.next = 0;
@@ -88,7 +107,13 @@ export class WsConnection implements Connection {
   private frameTimes: number[] = [];
   private bytes = 0;
   private lastBytes: { at: number; bytes: number } | null = null;
-  private drawing = Promise.resolve();
+  private decoding = Promise.resolve();
+  private readonly frameClock = new FrameClock(AUDIO_LEAD_S);
+  /** Decoded frames waiting to be seen, in order, each with when (performance.now()). */
+  private queued: Array<{ bitmap: ImageBitmap; dueMs: number; synced: boolean }> = [];
+  private drawLoop: number | null = null;
+  /** Drawn − due of the last frames placed by their sound (the picture's lateness behind it), ms. */
+  private lateness: number[] = [];
   /** The item being spoken and how much of it has been scheduled, for truncate on interrupt. */
   private speaking: { itemId: string; responseId: string; scheduledMs: number; started: boolean } | null = null;
 
@@ -143,11 +168,12 @@ export class WsConnection implements Connection {
   }
 
   private onEvent(event: ServerEvent): void {
-    if (event.type === 'response.output_image.delta') this.draw(String(event.delta));
+    if (event.type === 'response.output_image.delta') this.decode(String(event.delta), typeof event.pts_ms === 'number' ? event.pts_ms : null);
     else if (event.type === 'response.output_audio.delta') {
       const bytes = fromBase64(String(event.delta));
       const pcm = new Int16Array(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / 2));
-      this.player.play(pcm);
+      const { endS, restarted } = this.player.play(pcm);
+      this.frameClock.audioScheduled(endS, restarted);
       const itemId = String(event.item_id ?? '');
       const responseId = String(event.response_id ?? '');
       if (this.speaking?.itemId !== itemId) this.speaking = { itemId, responseId, scheduledMs: 0, started: false };
@@ -166,24 +192,49 @@ export class WsConnection implements Connection {
     this.handlers.event(event);
   }
 
-  private draw(base64: string): void {
+  /** Decodes a frame as it arrives and queues it for when its sound is heard (frame-clock.ts); a frame without pts is shown at once. */
+  private decode(base64: string, ptsMs: number | null): void {
     const blob = new Blob([fromBase64(base64)], { type: 'image/jpeg' });
-    // In order: each frame is decoded and drawn after the one before.
-    this.drawing = this.drawing.then(async () => {
+    const arrivedMs = performance.now();
+    const due = ptsMs === null ? { atMs: arrivedMs, synced: false } : this.frameClock.due(ptsMs, arrivedMs, this.player.clock());
+    // In order: each frame is decoded and queued after the one before.
+    this.decoding = this.decoding.then(async () => {
       try {
         const bitmap = await createImageBitmap(blob);
-        const { canvas } = this.media;
-        if (canvas.width !== bitmap.width) canvas.width = bitmap.width;
-        if (canvas.height !== bitmap.height) canvas.height = bitmap.height;
-        canvas.getContext('2d')?.drawImage(bitmap, 0, 0);
-        bitmap.close();
-        if (this.frames++ === 0) this.handlers.firstFrame();
-        this.frameTimes.push(performance.now());
-        if (this.frameTimes.length > 50) this.frameTimes.shift();
+        if (this.closing) return bitmap.close();
+        this.queued.push({ bitmap, dueMs: due.atMs, synced: due.synced });
+        while (this.queued.length > MAX_QUEUED_FRAMES) this.queued.shift()!.bitmap.close();
+        this.drawLoop ??= requestAnimationFrame(() => this.drawDue());
       } catch {
         // an undecodable frame is skipped
       }
     });
+  }
+
+  /** Each display frame: draws the latest frame that is due (dropping older ones), until none wait. */
+  private drawDue(): void {
+    this.drawLoop = null;
+    const now = performance.now();
+    let shown: (typeof this.queued)[number] | null = null;
+    while (this.queued.length > 0 && this.queued[0]!.dueMs <= now) {
+      shown?.bitmap.close();
+      shown = this.queued.shift()!;
+    }
+    if (shown) {
+      const { canvas } = this.media;
+      if (canvas.width !== shown.bitmap.width) canvas.width = shown.bitmap.width;
+      if (canvas.height !== shown.bitmap.height) canvas.height = shown.bitmap.height;
+      canvas.getContext('2d')?.drawImage(shown.bitmap, 0, 0);
+      shown.bitmap.close();
+      if (this.frames++ === 0) this.handlers.firstFrame();
+      this.frameTimes.push(now);
+      if (this.frameTimes.length > 50) this.frameTimes.shift();
+      if (shown.synced) {
+        this.lateness.push(now - shown.dueMs);
+        if (this.lateness.length > AV_FRAMES) this.lateness.shift();
+      }
+    }
+    if (this.queued.length > 0 && !this.closing) this.drawLoop = requestAnimationFrame(() => this.drawDue());
   }
 
   private async startMic(stream: MediaStream): Promise<void> {
@@ -209,6 +260,7 @@ export class WsConnection implements Connection {
   /** Stops the scheduled speech; with `truncate`, tells the server what was heard. */
   private cutSpeech(truncate: boolean): void {
     const unplayedMs = this.player.stop();
+    this.frameClock.audioStopped();
     const speaking = this.speaking;
     this.speaking = null;
     if (truncate && speaking) {
@@ -236,6 +288,9 @@ export class WsConnection implements Connection {
 
   private stopMedia(): void {
     this.player.close();
+    if (this.drawLoop !== null) cancelAnimationFrame(this.drawLoop);
+    this.drawLoop = null;
+    for (const f of this.queued.splice(0)) f.bitmap.close();
     void this.micContext?.close();
     this.micContext = null;
   }
@@ -254,7 +309,9 @@ export class WsConnection implements Connection {
     const previous = this.lastBytes;
     this.lastBytes = { at, bytes: this.bytes };
     const kbps = previous && at > previous.at ? ((this.bytes - previous.bytes) * 8) / (at - previous.at) : null;
-    // Frames are drawn as they arrive; the sound plays `leadMs` after it arrives.
-    return { fps, kbps, avOffsetMs: this.player.leadMs, frames: this.frames, audioEnergy: this.player.energy };
+    // Each frame is drawn when its sound is heard; what is left is how late the drawing came (a display frame at most, unless the page is starved).
+    const late = [...this.lateness].sort((a, b) => a - b);
+    const avOffsetMs = late.length === 0 ? null : late[Math.floor(late.length / 2)]!;
+    return { fps, kbps, avOffsetMs, frames: this.frames, audioEnergy: this.player.energy };
   }
 }
