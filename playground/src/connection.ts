@@ -26,7 +26,7 @@ export interface MediaElements {
 export interface LiveStats {
   fps: number | null;
   kbps: number | null;
-  /** Audio playout delay minus video playout delay, ms. */
+  /** How far the picture is behind its own sound, ms (negative: ahead of it); null until measurable. */
   avOffsetMs: number | null;
   /** Frames shown since the start. */
   frames: number;

@@ -149,21 +149,27 @@ export class RtcConnection implements Connection {
     let bytes = 0;
     let fps: number | null = null;
     let audioEnergy = 0;
-    const delay: Record<string, number> = {};
+    // Each track's "current time" on the server's clock (estimatedPlayoutTimestamp: the capture
+    // time of what is being played out, by our sender reports), and the audio output's own delay
+    // after that (media-playout: totalPlayoutDelay over totalSamplesCount).
+    const playing: Record<string, number> = {};
+    let outputDelayMs = 0;
     report.forEach((s: Record<string, unknown>) => {
+      if (s.type === 'media-playout' && s.kind === 'audio' && Number(s.totalSamplesCount) > 0) outputDelayMs = (Number(s.totalPlayoutDelay ?? 0) / Number(s.totalSamplesCount)) * 1000;
       if (s.type !== 'inbound-rtp') return;
       bytes += Number(s.bytesReceived ?? 0);
       const kind = String(s.kind);
       if (kind === 'video' && typeof s.framesPerSecond === 'number') fps = s.framesPerSecond;
       if (kind === 'audio') audioEnergy = Number(s.totalAudioEnergy ?? 0);
-      const emitted = Number(s.jitterBufferEmittedCount ?? 0);
-      if (emitted > 0) delay[kind] = (Number(s.jitterBufferDelay ?? 0) / emitted) * 1000;
+      if (typeof s.estimatedPlayoutTimestamp === 'number') playing[kind] = s.estimatedPlayoutTimestamp;
     });
     const at = performance.now();
     const previous = this.lastSample;
     this.lastSample = { at, bytes, frames: this.frames };
     const kbps = previous && at > previous.at ? ((bytes - previous.bytes) * 8) / (at - previous.at) : null;
-    const avOffsetMs = delay.audio !== undefined && delay.video !== undefined ? delay.audio - delay.video : null;
+    // The sound heard now was captured outputDelayMs before the audio being played out; the
+    // picture shows what the video is playing out. Positive: the picture is behind its sound.
+    const avOffsetMs = playing.audio !== undefined && playing.video !== undefined ? playing.audio - outputDelayMs - playing.video : null;
     return { fps, kbps, avOffsetMs, frames: this.frames, audioEnergy };
   }
 }

@@ -379,9 +379,13 @@ const call = {
     const last = { audio: [0, 0], video: [0, 0] };
     const timer = setInterval(async () => {
       const t = performance.now();
-      const out = { t, energy: 0, frames: 0, audioBufferMs: 0, videoBufferMs: 0, audioBufferNowMs: null, videoBufferNowMs: null };
+      const out = { t, energy: 0, frames: 0, audioBufferMs: 0, videoBufferMs: 0, audioBufferNowMs: null, videoBufferNowMs: null, statsAvMs: null };
+      const playing = {};
+      let outputDelayMs = 0;
       (await this.pc.getStats()).forEach((s) => {
+        if (s.type === 'media-playout' && s.kind === 'audio' && s.totalSamplesCount > 0) outputDelayMs = (s.totalPlayoutDelay / s.totalSamplesCount) * 1000;
         if (s.type !== 'inbound-rtp' || (s.kind !== 'audio' && s.kind !== 'video')) return;
+        if (typeof s.estimatedPlayoutTimestamp === 'number') playing[s.kind] = s.estimatedPlayoutTimestamp;
         const buffered = s.jitterBufferEmittedCount ? (s.jitterBufferDelay / s.jitterBufferEmittedCount) * 1000 : 0;
         // Since the last sample: the delay of what left the jitter buffer in these 10 ms.
         const [delay, count] = last[s.kind];
@@ -390,6 +394,8 @@ const call = {
         if (s.kind === 'audio') { out.energy = s.totalAudioEnergy || 0; out.audioBufferMs = buffered; out.audioBufferNowMs = now; }
         else { out.frames = s.framesDecoded || 0; out.videoBufferMs = buffered; out.videoBufferNowMs = now; }
       });
+      // The playground's A/V figure (playground/src/rtc.ts): picture behind its sound, ms.
+      if (playing.audio !== undefined && playing.video !== undefined) out.statsAvMs = playing.audio - outputDelayMs - playing.video;
       this.samples.push(out);
     }, 10);
     this.sampler = { on, timer };
@@ -449,9 +455,11 @@ export interface PageSamples {
    * Every 10 ms: the received audio's total energy (as played out), the frames decoded so far, the
    * mean jitter-buffer delay of each stream so far (getStats), and of what left each buffer since
    * the sample before (null: nothing did, or getStats gave the same figures again: Chromium renews
-   * them about every 50 ms; the first sample's covers the whole call so far).
+   * them about every 50 ms; the first sample's covers the whole call so far), and the A/V figure
+   * the playground shows (statsAvMs: the audio's estimatedPlayoutTimestamp less its output delay,
+   * minus the video's; positive: the picture behind its sound; null until both streams have one).
    */
-  samples: Array<{ t: number; energy: number; frames: number; audioBufferMs: number; videoBufferMs: number; audioBufferNowMs: number | null; videoBufferNowMs: number | null }>;
+  samples: Array<{ t: number; energy: number; frames: number; audioBufferMs: number; videoBufferMs: number; audioBufferNowMs: number | null; videoBufferNowMs: number | null; statsAvMs: number | null }>;
   /**
    * Blocks of 256 played-out samples (PLAYOUT_BLOCK_MS, 5.3 ms at 48 kHz) of the received audio
    * louder than silence (RMS > 0.002); `t` is when the block's first sample is output (see

@@ -95,6 +95,12 @@ export interface RtcLipSync {
   /** Frames kept whole around the reply, and response.create → its first audio played, ms. */
   frames: number;
   first_audio_played_ms: number | null;
+  /**
+   * The A/V figure the playground shows (getStats: the audio's estimatedPlayoutTimestamp less its
+   * output delay, minus the video's; positive: the picture behind its sound), median over the
+   * samples from the first sound to FACE_TO_MS after it; null where Chromium gave none.
+   */
+  stats_av_ms: number | null;
 }
 
 /** One turn at the receiver, times in ms from the first sound heard; values scaled to 0..1. */
@@ -187,7 +193,7 @@ export async function measureWebRtc(o: WebRtcOptions): Promise<WebRtcResult> {
         await page.close();
       }
       const x = out.faces.at(-1)!;
-      o.log(`  webrtc lip sync, ${face.label}: ${x.frames} frames kept, first audio played ${x.first_audio_played_ms ?? '-'} ms${x.missing ? ` (not measured: ${x.missing})` : ''}`);
+      o.log(`  webrtc lip sync, ${face.label}: ${x.frames} frames kept, first audio played ${x.first_audio_played_ms ?? '-'} ms, the playground's A/V figure ${x.stats_av_ms ?? '-'} ms${x.missing ? ` (not measured: ${x.missing})` : ''}`);
     }
   } finally {
     await browser.close();
@@ -283,7 +289,7 @@ async function speakTurn(page: Page, question: string): Promise<{ t0: number; s:
   return { t0, s: await callIn<PageSamples>(page, 'takeSamples') };
 }
 
-const noFigures = (face: LipTurn): RtcLipSync => ({ face: face.label, question: face.question, missing: face.missing, figures: null, frames: 0, first_audio_played_ms: null });
+const noFigures = (face: LipTurn): RtcLipSync => ({ face: face.label, question: face.question, missing: face.missing, figures: null, frames: 0, first_audio_played_ms: null, stats_av_ms: null });
 
 /** One face's lip-sync call (see the header): its figures by both methods, or why there are none. */
 async function faceCall(page: Page, o: WebRtcOptions, face: LipTurn, registry: FaceRegistry): Promise<RtcLipSync> {
@@ -308,7 +314,8 @@ async function faceCall(page: Page, o: WebRtcOptions, face: LipTurn, registry: F
   if (heardAt === null) return { ...out, missing: 'no audio heard after response.create' };
   const measured = await lipSync(s, heardAt, registry, null, FACE_TO_MS);
   const frames = (s.thumbs ?? []).filter((f) => f.t - heardAt >= TRACE_FROM_MS && f.t - heardAt <= FACE_TO_MS).length;
-  const base = { ...out, frames, first_audio_played_ms: Math.round(heardAt - t0) };
+  const statsAv = s.samples.filter((x) => x.t >= heardAt && x.t <= heardAt + FACE_TO_MS && x.statsAvMs !== null).map((x) => x.statsAvMs!).sort((a, b) => a - b);
+  const base = { ...out, frames, first_audio_played_ms: Math.round(heardAt - t0), stats_av_ms: statsAv.length === 0 ? null : Math.round(statsAv[Math.floor(statsAv.length / 2)]!) };
   if (!measured?.figures) return { ...base, missing: measured ? measured.trace.method : 'fewer than 10 frames presented around the first sound' };
   return { ...base, figures: measured.figures };
 }
