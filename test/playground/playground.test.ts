@@ -210,6 +210,11 @@ for (const transport of ['webrtc', 'websocket'] as const) {
     // than it plays): wait for it to be heard.
     const heard = await until(page, (s) => (s.stats?.audioEnergy ?? 0) - before > 0.01, 'the answer heard', 30_000);
     assert.ok(heard.stats!.audioEnergy - before > 0.01, `the answer was heard: audio energy ${before} -> ${heard.stats!.audioEnergy}`);
+    // The A/V figure: over WebRTC Chromium's playout estimates of both streams; over WebSocket
+    // the reply's frames were drawn when their sound was heard (frame-clock.ts), not on arrival.
+    const av = await until(page, (s) => typeof s.stats?.avOffsetMs === 'number', 'the A/V figure', 30_000);
+    assert.ok(Number.isFinite(av.stats!.avOffsetMs), `A/V ${av.stats!.avOffsetMs}`);
+    assert.match((await page.textContent('#stat-av')) ?? '', /^[+-]?\d+ ms$/);
     // Over WebSocket the page measures first audio when its player starts, which may also be
     // after response.done.
     const measured = await until(page, (s) => s.firstAudioMs.length >= 1, 'end of speech → first audio measured', 30_000);
