@@ -186,8 +186,10 @@ pub(crate) fn mouth_colours(
         teeth,
         cavity_edge: [lip[0] * 0.42, lip[1] * 0.30, lip[2] * 0.30],
         cavity_deep: [30.0 * s, 10.0 * s, 12.0 * s],
-        // The tongue sits in the mouth's shadow: a darker, redder lip colour.
-        tongue: [lip[0] * 0.68, lip[1] * 0.42, lip[2] * 0.42],
+        // The tongue: redder than the lips (wet, blood under a thin surface), and in the mouth's
+        // shadow (the interior's light and the lips' shadow darken it further where it is
+        // drawn): seen by its colour against the cavity, about as dark.
+        tongue: [lip[0] * 0.95, lip[1] * 0.38, lip[2] * 0.4],
     };
     (colours, teeth_seen)
 }

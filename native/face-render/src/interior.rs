@@ -473,25 +473,25 @@ pub fn mouth_interior(p: &Pixel, look: &MouthLook, c: &MouthColours) -> [f32; 3]
         // A soft silhouette (the surface turns away), darker at its rim.
         let under = p.y - tongue_top;
         let a = sstep(-1.0, 1.0, under) * sstep(0.0, 0.3, dome);
-        let shade = (0.6 + 0.3 * look.tongue)
-            * (1.0 - 0.35 * t * t)
-            * (0.7 + 0.3 * sstep(0.0, 0.4 * reach.max(2.0), under))
+        let shade = (0.66 + 0.27 * look.tongue)
+            * (1.0 - 0.3 * t * t)
+            * (0.75 + 0.25 * sstep(0.0, 0.4 * reach.max(2.0), under))
             * tooth_gaps(t, half, &[0.0], 0.15, 0.04 * w);
         col = mix3(col, scale3(c.tongue, shade), a);
     }
     // Lower incisors: rigid with the jaw, from `tips` down behind the lower lip; the lip covers
     // them more when rounded and while the jaw barely opens.
-    let vis = sstep(0.06, 0.35, look.open) * (1.0 - 0.7 * round);
+    let vis = sstep(0.06, 0.35, look.open) * (1.0 - 0.95 * round);
     if vis > 0.0 && p.y > tips - 0.5 {
         // A sliver under a pixel or two would read as a line along the lip, not as teeth.
         // The lower arch is narrower than the opening: it fades out within the rest mouth width.
         let arch = (p.x - (look.x_left + look.x_right) * 0.5).abs() / (0.5 * w).max(0.5);
         let a = (p.y - tips + 0.5).clamp(0.0, 1.0)
             * vis
-            * sstep(0.62, 0.35, arch)
+            * sstep(0.52, 0.3, arch)
             * sstep(0.5, 2.5, p.bot - tips);
         let below = p.y - tips;
-        let shade = 0.95 * (1.0 - 0.5 * t * t) * tooth_gaps(t, half, &LOWER_TOOTH_LINES, 0.1, 0.7);
+        let shade = (1.0 - 0.35 * t * t) * tooth_gaps(t, half, &LOWER_TOOTH_LINES, 0.06, 0.7);
         let tooth = if below < LOWER_CROWN_FRAC * w {
             scale3(c.teeth, shade)
         } else {
@@ -512,7 +512,7 @@ pub fn mouth_interior(p: &Pixel, look: &MouthLook, c: &MouthColours) -> [f32; 3]
     }
     // The lips' shadow just inside their edges.
     let s = (0.12 * gap).max(1.0);
-    let occ = (0.75 + 0.25 * sstep(-0.5, s, vy)) * (0.8 + 0.2 * sstep(-0.5, s, dy));
+    let occ = (0.75 + 0.25 * sstep(-0.5, s, vy)) * (0.88 + 0.12 * sstep(-0.5, s, dy));
     scale3(col, light * occ)
 }
 

@@ -77,6 +77,41 @@ fn an_open_mouth_shows_both_rows_of_teeth_around_the_cavity() {
     }
 }
 
+/// Rows of the middle column (as middle_runs reads it) between the cavity's first dark row and the
+/// lower teeth that show a tongue: a clear red against the cavity's near-black (R at least 95 and
+/// two and a half times G).
+fn tongue_rows(name: &str, state: &FaceState) -> usize {
+    let f = common::face(name).expect("standard face fixture");
+    let rig = Arc::new(FaceRig::new(f.photo.clone(), &f.landmarks).expect("rig"));
+    let mut r = Renderer::new(rig, f.photo.width, f.photo.height, 1.0).unwrap();
+    let mut img = RgbImage::new(f.photo.width, f.photo.height);
+    r.render(state, &mut img);
+    let l = &f.landmarks;
+    let w = l[291][0] - l[61][0];
+    let x = ((l[13][0] + l[14][0]) * 0.5) as u32;
+    let drop = state.mouth.open * 0.3 * 0.82 * 1.15 * w;
+    let (y0, y1) = ((l[13][1] - 4.0) as u32, (l[14][1] + drop - 1.0) as u32);
+    let column: Vec<[u8; 3]> = (y0..y1).map(|y| img.pixel(x, y)).collect();
+    let dark = column.iter().position(|c| common::luma(*c) < 60.0).expect("a cavity");
+    let teeth = |c: &[u8; 3]| common::luma(*c) > 120.0 && (*c.iter().max().unwrap() as i32 - *c.iter().min().unwrap() as i32) < 70;
+    let lower = dark + column[dark..].iter().position(teeth).expect("lower teeth");
+    column[dark..lower].iter().filter(|c| c[0] >= 95 && c[0] as f32 >= 2.5 * c[1] as f32).count()
+}
+
+#[test]
+fn an_open_vowel_shows_the_tongue_above_the_lower_teeth() {
+    // The strip's open vowel: the tongue low, its dome behind the lower row. It was drawn as a
+    // dull dark lip colour ((79, 38, 35) on the default face) that read as more cavity.
+    let vowel = FaceState {
+        mouth: MouthShape { open: 0.8, wide: 0.1, press: 0.0, tongue: 0.1 },
+        ..FaceState::default()
+    };
+    for name in ["default", "face1"] {
+        let rows = tongue_rows(name, &vowel);
+        assert!(rows >= 2, "{name}: {rows} tongue rows between the cavity and the lower teeth");
+    }
+}
+
 #[test]
 fn parted_lips_without_teeth_in_the_photo_get_synthesised_upper_teeth() {
     // face1 at twice its size: its lips part by a few pixels (the photographed interior is kept)
