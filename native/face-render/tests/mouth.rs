@@ -15,7 +15,8 @@ fn middle_runs(name: &str, state: &FaceState) -> String {
     middle_runs_of(common::face(name).expect("standard face fixture"), state)
 }
 
-fn middle_runs_of(f: common::Face, state: &FaceState) -> String {
+/// The face rendered in `state`, the middle column's x, and its rows (see middle_runs).
+fn render_middle(f: &common::Face, state: &FaceState) -> (RgbImage, u32, std::ops::Range<u32>) {
     let rig = Arc::new(FaceRig::new(f.photo.clone(), &f.landmarks).expect("rig"));
     let mut r = Renderer::new(rig, f.photo.width, f.photo.height, 1.0).unwrap();
     let mut img = RgbImage::new(f.photo.width, f.photo.height);
@@ -24,9 +25,13 @@ fn middle_runs_of(f: common::Face, state: &FaceState) -> String {
     let w = l[291][0] - l[61][0];
     let x = ((l[13][0] + l[14][0]) * 0.5) as u32;
     let drop = state.mouth.open * 0.3 * 0.82 * 1.15 * w;
-    let (y0, y1) = ((l[13][1] - 4.0) as u32, (l[14][1] + drop - 1.0) as u32);
+    (img, x, (l[13][1] - 4.0) as u32..(l[14][1] + drop - 1.0) as u32)
+}
+
+fn middle_runs_of(f: common::Face, state: &FaceState) -> String {
+    let (img, x, rows) = render_middle(&f, state);
     let mut s = String::new();
-    for y in y0..y1 {
+    for y in rows {
         let mut votes = [0; 3];
         for dx in 0..5 {
             let c = img.pixel(x + dx - 2, y);
@@ -81,17 +86,8 @@ fn an_open_mouth_shows_both_rows_of_teeth_around_the_cavity() {
 /// lower teeth that show a tongue: a clear red against the cavity's near-black (R at least 95 and
 /// two and a half times G).
 fn tongue_rows(name: &str, state: &FaceState) -> usize {
-    let f = common::face(name).expect("standard face fixture");
-    let rig = Arc::new(FaceRig::new(f.photo.clone(), &f.landmarks).expect("rig"));
-    let mut r = Renderer::new(rig, f.photo.width, f.photo.height, 1.0).unwrap();
-    let mut img = RgbImage::new(f.photo.width, f.photo.height);
-    r.render(state, &mut img);
-    let l = &f.landmarks;
-    let w = l[291][0] - l[61][0];
-    let x = ((l[13][0] + l[14][0]) * 0.5) as u32;
-    let drop = state.mouth.open * 0.3 * 0.82 * 1.15 * w;
-    let (y0, y1) = ((l[13][1] - 4.0) as u32, (l[14][1] + drop - 1.0) as u32);
-    let column: Vec<[u8; 3]> = (y0..y1).map(|y| img.pixel(x, y)).collect();
+    let (img, x, rows) = render_middle(&common::face(name).expect("standard face fixture"), state);
+    let column: Vec<[u8; 3]> = rows.map(|y| img.pixel(x, y)).collect();
     let dark = column.iter().position(|c| common::luma(*c) < 60.0).expect("a cavity");
     let teeth = |c: &[u8; 3]| common::luma(*c) > 120.0 && (*c.iter().max().unwrap() as i32 - *c.iter().min().unwrap() as i32) < 70;
     let lower = dark + column[dark..].iter().position(teeth).expect("lower teeth");
