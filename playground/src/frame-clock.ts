@@ -37,7 +37,7 @@ export interface AudioClock {
 }
 
 /** The tick assumed until two frames have shown it, ms (25 fps). */
-export const DEFAULT_TICK_MS = 40;
+const DEFAULT_TICK_MS = 40;
 
 export class FrameClock {
   /** Audio-clock time (s) minus pts (s) for the audio playing now; null when none is known. */

@@ -28,22 +28,25 @@ fn render_middle(f: &common::Face, state: &FaceState) -> (RgbImage, u32, std::op
     (img, x, (l[13][1] - 4.0) as u32..(l[14][1] + drop - 1.0) as u32)
 }
 
+/// A pixel's class in middle_runs: 0 teeth (bright, little colour), 1 dark cavity, 2 anything else.
+fn class(c: [u8; 3]) -> usize {
+    let (hi, lo) = (*c.iter().max().unwrap() as i32, *c.iter().min().unwrap() as i32);
+    if common::luma(c) > 120.0 && hi - lo < 70 {
+        0
+    } else if common::luma(c) < 60.0 {
+        1
+    } else {
+        2
+    }
+}
+
 fn middle_runs_of(f: common::Face, state: &FaceState) -> String {
     let (img, x, rows) = render_middle(&f, state);
     let mut s = String::new();
     for y in rows {
         let mut votes = [0; 3];
         for dx in 0..5 {
-            let c = img.pixel(x + dx - 2, y);
-            let (hi, lo) = (*c.iter().max().unwrap() as i32, *c.iter().min().unwrap() as i32);
-            let k = if common::luma(c) > 120.0 && hi - lo < 70 {
-                0
-            } else if common::luma(c) < 60.0 {
-                1
-            } else {
-                2
-            };
-            votes[k] += 1;
+            votes[class(img.pixel(x + dx - 2, y))] += 1;
         }
         let k = (0..3).max_by_key(|&k| votes[k]).unwrap();
         let ch = ['t', 'd', '-'][k];
@@ -88,9 +91,8 @@ fn an_open_mouth_shows_both_rows_of_teeth_around_the_cavity() {
 fn tongue_rows(name: &str, state: &FaceState) -> usize {
     let (img, x, rows) = render_middle(&common::face(name).expect("standard face fixture"), state);
     let column: Vec<[u8; 3]> = rows.map(|y| img.pixel(x, y)).collect();
-    let dark = column.iter().position(|c| common::luma(*c) < 60.0).expect("a cavity");
-    let teeth = |c: &[u8; 3]| common::luma(*c) > 120.0 && (*c.iter().max().unwrap() as i32 - *c.iter().min().unwrap() as i32) < 70;
-    let lower = dark + column[dark..].iter().position(teeth).expect("lower teeth");
+    let dark = column.iter().position(|&c| class(c) == 1).expect("a cavity");
+    let lower = dark + column[dark..].iter().position(|&c| class(c) == 0).expect("lower teeth");
     column[dark..lower].iter().filter(|c| c[0] >= 95 && c[0] as f32 >= 2.5 * c[1] as f32).count()
 }
 
