@@ -18,6 +18,10 @@ const FILES = { model: MODEL, config: `${MODEL}.json` };
 const SIZE = 512;
 /** The standard config's framing puts the eyes 40 % from the top: above them are the brows. */
 const EYE_ROW = Math.round(0.4 * SIZE);
+/** The middle of the frame: below it the nose, the cheeks and the mouth. */
+const MID_ROW = SIZE / 2;
+/** The most the brows' feathered edge may change a pixel over the upper lids (1–2 measured). */
+const LID_LEVELS = 4;
 /** Silence before the speech, and frames enough for it and the brows to settle after. */
 const LEAD_FRAMES = 5;
 const FRAMES = 60;
@@ -54,19 +58,25 @@ if (!fs.existsSync(FILES.model) || !fs.existsSync(FILES.config)) {
     const [marked, plain] = [await render(chunk, chunk.phonemes), await render(chunk, bare)];
     assert.is(marked.length, LEAD_FRAMES + FRAMES);
     assert.is(plain.length, marked.length);
-    // Above the eyes the brows lift; below them the mouth is drawn from the visemes, which the
-    // marks leave as they were (the brow bases' feathered edge reaches a little lower: 1 level).
+    // Above the eyes the brows lift. Below the middle of the frame (the nose, the cheeks, the
+    // mouth and the jaw) everything is drawn from the visemes and the audio, which the marks leave
+    // as they were: not one level changes there. Between the two lie the upper lids, where the
+    // brow bases' feathered edge fades out: a level or two, by how high the brows lift on this
+    // synthesis (Piper's durations vary by a frame from run to run, and the lift with them).
     let browPixels = 0;
-    let belowEyes = 0;
+    let lids = 0;
+    let lowerFace = 0;
     marked.forEach((frame, f) => {
       for (let i = 0; i < frame.length; i++) {
         const d = Math.abs(frame[i]! - plain[f]![i]!);
         if (i < EYE_ROW * SIZE) browPixels += d > 2 ? 1 : 0;
-        else belowEyes = Math.max(belowEyes, d);
+        else if (i < MID_ROW * SIZE) lids = Math.max(lids, d);
+        else lowerFace = Math.max(lowerFace, d);
       }
     });
     assert.ok(browPixels > 10_000, `${browPixels} pixels above the eyes changed by over 2 levels`);
-    assert.ok(belowEyes <= 1, `a pixel below the eyes changed by ${belowEyes} levels`);
+    assert.ok(lids <= LID_LEVELS, `a pixel between the eyes and the frame's middle changed by ${lids} levels`);
+    assert.is(lowerFace, 0, `a pixel below the frame's middle changed by ${lowerFace} levels`);
   });
 }
 
