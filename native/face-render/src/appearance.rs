@@ -45,6 +45,8 @@ pub(crate) struct MouthColours {
     pub cavity_edge: [f32; 3],
     pub cavity_deep: [f32; 3],
     pub tongue: [f32; 3],
+    /// Where lips meet: the lip colour in the shadow of the other lip.
+    pub seam: [f32; 3],
 }
 
 /// Signed distance from `p` to the polygon boundary, positive inside.
@@ -190,6 +192,7 @@ pub(crate) fn mouth_colours(
         // shadow (the interior's light and the lips' shadow darken it further where it is
         // drawn): seen by its colour against the cavity, about as dark.
         tongue: [lip[0] * 0.95, lip[1] * 0.38, lip[2] * 0.4],
+        seam: [lip[0] * 0.6, lip[1] * 0.45, lip[2] * 0.45],
     };
     (colours, teeth_seen)
 }

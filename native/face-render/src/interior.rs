@@ -42,6 +42,8 @@ pub struct Columns {
     cbot: Vec<f32>,
     cshift: Vec<f32>,
     crest_bot: Vec<f32>,
+    /// Per pixel column: the opening's height before `Edges::seam` widened it.
+    cgap: Vec<f32>,
 }
 
 impl Columns {
@@ -56,6 +58,7 @@ impl Columns {
             cbot: vec![0.0; width + 2],
             cshift: vec![0.0; width + 2],
             crest_bot: vec![0.0; width + 2],
+            cgap: vec![0.0; width + 2],
         }
     }
 }
@@ -74,6 +77,9 @@ pub struct Pixel {
     /// The lower contour at rest (posed like the frame) at this column; `bot` when no rest
     /// contours were given.
     pub rest_bot: f32,
+    /// The opening's own height at this column (0 or less where the contours meet or cross);
+    /// `bot - top` unless `Edges::seam` drew it taller.
+    pub gap: f32,
 }
 
 /// What `composite` draws between the contours, besides the colour function.
@@ -92,6 +98,10 @@ pub struct Edges<'a> {
     /// Pixels the lower contour is moved down by (over the lower lip's inner edge: a photo whose
     /// teeth touch the lower lip leaves a sliver of them on the warped lip).
     pub grow_lower: f32,
+    /// The opening is drawn at least this tall (pixels) about its mid-line; 0: off. Where lips
+    /// that were photographed apart close, their warped inner edges carry the photo's teeth; the
+    /// seam draws the shade's closed-gap colour over them (`Pixel::gap` says how closed).
+    pub seam: f32,
 }
 
 /// Antiderivative of the ramp clamp(z / f, 0, 1) from 0 (z >= 0).
@@ -124,6 +134,18 @@ fn coverage(a: f32, b: f32, yt: f32, yb: f32, feather: f32) -> f32 {
         return 0.0;
     }
     ramp_area(hi - a, f) - ramp_area(lo - a, f) + ramp_area(b - lo, f) - ramp_area(b - hi, f) - (hi - lo)
+}
+
+/// Makes `top..bot` at least `seam` tall, where both contours reach: a third of it above their
+/// middle, two thirds below (a photo's teeth touch its lower lip, whose warped inner edge carries
+/// more of them).
+#[inline]
+fn widen(top: &mut f32, bot: &mut f32, seam: f32) {
+    if top.is_finite() && bot.is_finite() && *bot - *top < seam {
+        let mid = 0.5 * (*top + *bot);
+        *top = mid - seam / 3.0;
+        *bot = mid + seam * (2.0 / 3.0);
+    }
 }
 
 /// Fills `out[i]` (column `x0 + i / per`, sample position `x0 + (i + 0.5) / per`) with the
@@ -252,6 +274,11 @@ pub fn composite(
             *b += edges.grow_lower;
         }
     }
+    if edges.seam > 0.0 {
+        for j in 0..ns {
+            widen(&mut cols.top[j], &mut cols.bot[j], edges.seam);
+        }
+    }
     rasterise_contour(
         upper,
         None,
@@ -282,6 +309,12 @@ pub fn composite(
     if edges.grow_lower != 0.0 {
         for b in &mut cols.cbot[..wpx] {
             *b += edges.grow_lower;
+        }
+    }
+    for i in 0..wpx {
+        cols.cgap[i] = cols.cbot[i] - cols.ctop[i];
+        if edges.seam > 0.0 {
+            widen(&mut cols.ctop[i], &mut cols.cbot[i], edges.seam);
         }
     }
     match edges.rest {
@@ -326,9 +359,11 @@ pub fn composite(
             // Column geometry at the pixel centre; at the very corners fall back to the
             // sub-column extremes so the colour function sees a sane interval.
             let (mut top, mut bot) = (cols.ctop[i], cols.cbot[i]);
+            let mut gap = cols.cgap[i];
             if top >= bot || top.is_nan() || bot.is_nan() {
                 top = yt;
                 bot = yb;
+                gap = 0.0;
             }
             let x = r.x0 + i as i32;
             let rb = cols.crest_bot[i];
@@ -339,6 +374,7 @@ pub fn composite(
                 bot,
                 shift: cols.cshift[i],
                 rest_bot: if rb.is_finite() { rb } else { bot },
+                gap,
             });
             let a = (cov.min(1.0) * 256.0).round() as u32;
             let o = y as usize * stride + x as usize * 3;
@@ -354,6 +390,16 @@ pub fn composite(
 
 /// An opening's contours at rest (upper, lower), posed like the frame.
 pub type RestContours<'a> = (&'a [[f32; 2]], &'a [[f32; 2]]);
+
+/// Below this gap (fraction of the mouth width) a photographed interior (teeth in a smile) seen
+/// through a closing slit fades into the synthesised one: a slit a few pixels tall lets little
+/// light in, and closed lips show a dark seam, not the teeth their inner edges were warped from.
+const PHOTO_SLIT_FRAC: f32 = 0.05;
+
+/// How much of a photographed interior a slit `gap` pixels tall still shows (1 open, 0 closed).
+pub fn photo_slit(gap: f32, mouth_width: f32) -> f32 {
+    sstep(0.0, PHOTO_SLIT_FRAC * mouth_width.max(1.0), gap)
+}
 
 /// Per-frame parameters of the synthesised mouth interior.
 #[derive(Clone, Copy, Debug)]
@@ -403,7 +449,7 @@ fn sstep(e0: f32, e1: f32, x: f32) -> f32 {
 }
 
 #[inline]
-fn mix3(a: [f32; 3], b: [f32; 3], t: f32) -> [f32; 3] {
+pub fn mix3(a: [f32; 3], b: [f32; 3], t: f32) -> [f32; 3] {
     [
         a[0] + (b[0] - a[0]) * t,
         a[1] + (b[1] - a[1]) * t,

@@ -11,6 +11,7 @@ fn colours() -> MouthColours {
         cavity_edge: [80.0, 30.0, 30.0],
         cavity_deep: [30.0, 10.0, 12.0],
         tongue: [130.0, 60.0, 60.0],
+        seam: [102.0, 40.0, 40.0],
     }
 }
 
@@ -65,6 +66,7 @@ fn middle_column(up: f32, down: f32, jaw: f32, open: f32, wide: f32, feather: f3
             subtract_rest: true,
             feather,
             grow_lower: 0.0,
+            seam: 0.0,
         },
         |p| mouth_interior(&p, &look, &c),
     );

@@ -47,6 +47,9 @@ const MOVE_EPS_PX: f32 = 1e-3;
 /// The mouth opening's edge is feathered vertically over this fraction of the mouth width (at
 /// least a pixel), so the lips meet the inside softly.
 const MOUTH_FEATHER_FRAC: f32 = 0.02;
+/// A mouth photographed open is drawn at least this tall (fraction of the mouth width, at least
+/// a pixel) where its lips close: the seam where they meet (see `Edges::seam`).
+const MOUTH_SEAM_FRAC: f32 = 0.03;
 /// A renderer moves to its session's thread.
 const _: () = {
     const fn is_send<T: Send>() {}
@@ -364,6 +367,7 @@ impl Renderer {
                     subtract_rest: false,
                     feather: 0.0,
                     grow_lower: 0.0,
+                    seam: 0.0,
                 },
                 |p: Pixel| {
                     let q = source.to_sample(inv.apply([p.x as f64, p.y as f64]));
@@ -438,6 +442,7 @@ impl Renderer {
                     // A photo showing its teeth leaves a sliver of them on the lower lip's
                     // inner edge; cover it as the jaw opens (from nothing, so no pop).
                     grow_lower: if synthesised { 0.0 } else { (0.5 * look.jaw).clamp(0.0, 1.0) },
+                    seam: if synthesised { 0.0 } else { (MOUTH_SEAM_FRAC * mouth_width).max(1.0) },
                 },
                 |p: Pixel| {
                     let synth = interior::mouth_interior(&p, &look, &colours);
@@ -445,7 +450,10 @@ impl Renderer {
                         return synth;
                     };
                     let q = inv.apply([p.x as f64, (p.y - p.shift) as f64]);
-                    let alpha = mask_at(pm, q);
+                    // Through a closing slit the photographed interior turns to the seam.
+                    let open = interior::photo_slit(p.gap, mouth_width);
+                    let synth = interior::mix3(colours.seam, synth, open);
+                    let alpha = mask_at(pm, q) * open;
                     if alpha <= 0.0 {
                         return synth;
                     }

@@ -123,3 +123,34 @@ fn parted_lips_without_teeth_in_the_photo_get_synthesised_upper_teeth() {
     let a = runs.find('d').unwrap_or_else(|| panic!("no cavity in {runs}"));
     assert!(runs[..a].contains('t'), "no upper teeth in {runs}");
 }
+
+/// Per column through the middle 70 % of the mouth, with the lips pressed shut: the darkest pixel
+/// within 3 rows of the inner lips' rest lines, against that window's median (luma).
+fn closed_lips_darkest_over_median(name: &str) -> Vec<f32> {
+    let f = common::face(name).expect("standard face fixture");
+    let rig = Arc::new(FaceRig::new(f.photo.clone(), &f.landmarks).expect("rig"));
+    let mut r = Renderer::new(rig, f.photo.width, f.photo.height, 1.0).unwrap();
+    let mut img = RgbImage::new(f.photo.width, f.photo.height);
+    let shut = MouthShape { open: 0.0, wide: 0.0, press: 1.0, tongue: 0.3 };
+    r.render(&FaceState { mouth: shut, ..FaceState::default() }, &mut img);
+    let l = &f.landmarks;
+    let w = l[291][0] - l[61][0];
+    let (x0, x1) = ((l[61][0] + 0.15 * w) as u32, (l[291][0] - 0.15 * w) as u32);
+    let (y0, y1) = ((l[13][1].min(l[14][1]) - 3.0) as u32, (l[13][1].max(l[14][1]) + 3.0) as u32);
+    (x0..=x1)
+        .map(|x| {
+            let mut column: Vec<f32> = (y0..=y1).map(|y| common::luma(img.pixel(x, y))).collect();
+            column.sort_by(f32::total_cmp);
+            column[0] / column[column.len() / 2]
+        })
+        .collect()
+}
+
+#[test]
+fn lips_pressed_shut_over_photographed_teeth_meet_at_a_seam() {
+    // The default face smiles with its teeth showing. Pressed shut, the warped inner edges of its
+    // lips met as a jagged pale line (those teeth); they now meet at a darker seam all along.
+    let ratios = closed_lips_darkest_over_median("default");
+    let worst = ratios.iter().copied().fold(0.0f32, f32::max);
+    assert!(worst < 0.8, "a column's darkest pixel is {worst:.2} of its median: {ratios:.2?}");
+}
