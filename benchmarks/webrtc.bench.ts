@@ -188,7 +188,9 @@ async function measureTurn(
   await sleep(1500); // back to idle before the next turn, whose baseline comes from these frames
   if (process.env.WEBRTC_BENCH_DUMP) fs.appendFileSync(process.env.WEBRTC_BENCH_DUMP, JSON.stringify({ t0, startedAt: started.at, stoppedAt: stopped?.at, s, ev: (await eventsIn(page)).slice(from).filter((e) => !e.type.includes('delta')).map((e) => [e.type, Math.round(e.at - t0)]) }) + '\n');
   const heardAt = audioOnset(s, t0);
-  const onsets = pageOnsets(s, t0);
+  // The face at rest: before the reply left the server (a voice turn's t0 is the end of the
+  // user's speech, while the face was still listening).
+  const onsets = pageOnsets(s, t0, started.at);
   log(`    turn onsets (mouth − sound, ${s.audioClock} clock): ${describeOnsets(onsets)}`);
   // Both streams leave the server together (audio and frame of one tick, same pts): the offset
   // at the receiver is how much longer a frame takes from its last packet to the screen than a

@@ -103,11 +103,16 @@ const REST_MS = 1000;
  * A turn's lip-sync onsets at a page (onsets.ts): every speech onset of the played-out audio
  * after `t0` (when the reply was asked for: the reply's first sound and each phrase after a
  * pause) paired with the onsets of the mouth box's darkening from its level in the REST_MS before
- * `t0`. Null with fewer than 8 frames at rest. (This replaces a measure that took its resting
- * range from just before the sound and so could not see a picture more than 150 ms early.)
+ * `restTo` (default `t0`). Null with fewer than 8 frames at rest. (This replaces a measure that
+ * took its resting range from just before the sound and so could not see a picture more than
+ * 150 ms early.) A voice turn's `t0` is the end of the user's speech, and the listening face
+ * moves its head in the half second before the reply starts: a level taken before `t0` reads that
+ * slow drift of the box's grey as an opening 300–400 ms early. Such a turn passes `restTo` = when
+ * the reply started to leave the server (`output_audio_buffer.started`), before which no frame
+ * of it can be on screen.
  */
-export function pageOnsets(s: Pick<PageSamples, 'loud' | 'frames'>, t0: number): OnsetPair[] | null {
-  const grey = greyOpening(s.frames, t0 - REST_MS, t0);
+export function pageOnsets(s: Pick<PageSamples, 'loud' | 'frames'>, t0: number, restTo = t0): OnsetPair[] | null {
+  const grey = greyOpening(s.frames, restTo - REST_MS, restTo);
   return grey === null ? null : lipOnsets(s.loud, PLAYOUT_BLOCK_MS, t0, grey.series, grey.closedMax, grey.openMin);
 }
 

@@ -17,6 +17,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { pageOnsets } from '../../benchmarks/lib/call-measures.js';
 import { greyOpening, lipOnsets, mouthOnsets, offsetsByKind, pairOnsets, soundBlocks, speechOnsets, type MouthSample } from '../../benchmarks/lib/onsets.js';
 
 const CLOSED_MAX = 0.01;
@@ -109,6 +110,25 @@ test('a phrase after a short pause pairs with the lips parting from their one cl
   const series = measured.map(([t, opening]) => ({ t, opening }));
   const blocks = soundBlocks((t) => (t < 8690 || t >= 8840 ? 0.05 : 0), 8500, 9200);
   assert.equal(lipOnsets(blocks, 10, 8500, series, CLOSED_MAX, OPEN_MIN).map((p) => [p.kind, p.offsetMs]), [['after a pause', -40]]);
+});
+
+test('a voice turn: the listening head drifting before the reply is no early opening when the rest level ends at the reply\'s start', () => {
+  // As measured (webrtc bench, the second voice turn of each call): the user stops at t0 = 0,
+  // the reply leaves the server at 600 and is heard at 1000; meanwhile the listening head moves
+  // and the mouth box's grey drifts down 3 levels. The mouth opens with the sound (8 levels).
+  const loud = BLOCKS.filter((b) => b.rms > 0);
+  const frames = Array.from({ length: 100 }, (_, k) => {
+    const t = -1000 + k * 40;
+    const drift = 3 * Math.min(1, Math.max(0, t / 600));
+    return { t, grey: 174 - drift - (loud.some((b) => b.t >= t - 20 && b.t < t + 20) ? 8 : 0) };
+  });
+  const before = pageOnsets({ loud, frames }, 0);
+  assert.not.equal(before?.[0]?.offsetMs, 0, 'a rest level from before t0 takes the drift for the opening');
+  const pairs = pageOnsets({ loud, frames }, 0, 600);
+  assert.equal(pairs?.map((p) => [p.kind, p.offsetMs]), [
+    ['first sound', 0],
+    ['after a pause', 0],
+  ]);
 });
 
 test('a bilabial start is flagged where the lips are seen pressed, and late where they are not', () => {
