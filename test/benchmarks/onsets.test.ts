@@ -120,7 +120,7 @@ test('a voice turn: the listening head drifting before the reply is no early ope
   const frames = Array.from({ length: 100 }, (_, k) => {
     const t = -1000 + k * 40;
     const drift = 3 * Math.min(1, Math.max(0, t / 600));
-    return { t, grey: 174 - drift - (loud.some((b) => b.t >= t - 20 && b.t < t + 20) ? 8 : 0) };
+    return { t, receivedAt: t - 100, grey: 174 - drift - (loud.some((b) => b.t >= t - 20 && b.t < t + 20) ? 8 : 0) };
   });
   const before = pageOnsets({ loud, frames }, 0);
   assert.not.equal(before?.[0]?.offsetMs, 0, 'a rest level from before t0 takes the drift for the opening');
