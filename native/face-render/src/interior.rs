@@ -98,9 +98,10 @@ pub struct Edges<'a> {
     /// Pixels the lower contour is moved down by (over the lower lip's inner edge: a photo whose
     /// teeth touch the lower lip leaves a sliver of them on the warped lip).
     pub grow_lower: f32,
-    /// The opening is drawn at least this tall (pixels) about its mid-line; 0: off. Where lips
-    /// that were photographed apart close, their warped inner edges carry the photo's teeth; the
-    /// seam draws the shade's closed-gap colour over them (`Pixel::gap` says how closed).
+    /// The opening is drawn at least this tall (pixels) over its mid-line (see `widen`); 0: off.
+    /// Where lips that were photographed apart close, their warped inner edges carry the photo's
+    /// teeth; the seam draws the shade's closed-gap colour over them (`Pixel::gap` says how
+    /// closed).
     pub seam: f32,
 }
 
