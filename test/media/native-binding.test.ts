@@ -173,7 +173,16 @@ Binding('a JS thread that falls behind loses media events, counted in eventsDrop
   const seen: string[] = [];
   session.on('event', (e) => seen.push(e.type));
   session.advance(3000);
-  const during = session.stats();
+  // The JPEGs are encoded on GStreamer's threads and may still be arriving when advance()
+  // returns (CI once read 3701 queued): wait for the queue to fill without yielding to the event
+  // loop, which would drain it (Atomics.wait blocks this thread, as a busy JS thread would).
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + 30_000;
+  let during = session.stats();
+  while (during.eventsQueued < 4096 && Date.now() < deadline) {
+    Atomics.wait(pause, 0, 0, 5);
+    during = session.stats();
+  }
   assert.is(during.eventsQueued, 4096);
   assert.ok(during.eventsDropped > 0, 'overflow is counted');
   await session.close();
