@@ -15,12 +15,18 @@ fn middle_runs(name: &str, state: &FaceState) -> String {
     middle_runs_of(common::face(name).expect("standard face fixture"), state)
 }
 
-/// The face rendered in `state`, the middle column's x, and its rows (see middle_runs).
-fn render_middle(f: &common::Face, state: &FaceState) -> (RgbImage, u32, std::ops::Range<u32>) {
+/// The face rendered in `state` at its photo's size.
+fn render(f: &common::Face, state: &FaceState) -> RgbImage {
     let rig = Arc::new(FaceRig::new(f.photo.clone(), &f.landmarks).expect("rig"));
     let mut r = Renderer::new(rig, f.photo.width, f.photo.height, 1.0).unwrap();
     let mut img = RgbImage::new(f.photo.width, f.photo.height);
     r.render(state, &mut img);
+    img
+}
+
+/// The face rendered in `state`, the middle column's x, and its rows (see middle_runs).
+fn render_middle(f: &common::Face, state: &FaceState) -> (RgbImage, u32, std::ops::Range<u32>) {
+    let img = render(f, state);
     let l = &f.landmarks;
     let w = l[291][0] - l[61][0];
     let x = ((l[13][0] + l[14][0]) * 0.5) as u32;
@@ -128,11 +134,8 @@ fn parted_lips_without_teeth_in_the_photo_get_synthesised_upper_teeth() {
 /// within 3 rows of the inner lips' rest lines, against that window's median (luma).
 fn closed_lips_darkest_over_median(name: &str) -> Vec<f32> {
     let f = common::face(name).expect("standard face fixture");
-    let rig = Arc::new(FaceRig::new(f.photo.clone(), &f.landmarks).expect("rig"));
-    let mut r = Renderer::new(rig, f.photo.width, f.photo.height, 1.0).unwrap();
-    let mut img = RgbImage::new(f.photo.width, f.photo.height);
     let shut = MouthShape { open: 0.0, wide: 0.0, press: 1.0, tongue: 0.3 };
-    r.render(&FaceState { mouth: shut, ..FaceState::default() }, &mut img);
+    let img = render(&f, &FaceState { mouth: shut, ..FaceState::default() });
     let l = &f.landmarks;
     let w = l[291][0] - l[61][0];
     let (x0, x1) = ((l[61][0] + 0.15 * w) as u32, (l[291][0] - 0.15 * w) as u32);
