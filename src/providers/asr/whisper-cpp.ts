@@ -1,11 +1,15 @@
 /**
  * Offline speech recognition with Whisper (whisper.cpp in the native addon, through
- * src/media/speech-recognition.ts). The model (Whisper base, ~150 MB of float16 weights) is loaded
- * on the first transcription and then shared by every session in the process: loads of the same
- * file share one promise. Each call takes the request's 16 kHz audio (`pcm16k`: a voice turn's,
- * which the VAD's stream already made) or resamples the 24 kHz input to Whisper's 16 kHz (the VAD's
- * polyphase Resampler), then transcribes it with settings for short turns (greedy, no timestamps,
- * one segment per 30 s window, encoder context cut to the utterance; see native/asr).
+ * src/media/speech-recognition.ts). The model (ASR_WHISPER_MODEL: Whisper base, ~150 MB of float16
+ * weights, or tiny.en, ~78 MB; or the file ASR_WHISPER_MODEL_PATH names) is loaded on the first
+ * transcription and then shared by every session in the process: loads of the same file share one
+ * promise. Each call takes the request's 16 kHz audio (`pcm16k`: a voice turn's, which the VAD's
+ * stream already made) or resamples the 24 kHz input to Whisper's 16 kHz (the VAD's polyphase
+ * Resampler), then transcribes it with settings for short turns (greedy, no timestamps, one
+ * segment per 30 s window, encoder context cut to the utterance; see native/asr). An English-only
+ * model (tiny.en) is asked for English when the request names no language: whisper.cpp's language
+ * detection on such a model answers at random (Urdu, Welsh for espeak-ng's English) and costs
+ * ~0.1 s; a request naming another language fails with asr_failed.
  *
  * At most `concurrency` transcriptions run at once (default 1: on a 2-core machine two at once
  * each take about twice as long, so a queue answers the first speaker sooner); the rest wait,
@@ -44,8 +48,8 @@ export interface WhisperCppOptions {
   threads: number;
   concurrency: number;
   log: Logger;
-  /** Transcriber id suffix, e.g. 'base' → 'whisper-cpp:base'. */
-  name?: string;
+  /** Transcriber id suffix, the model's name: 'base' → 'whisper-cpp:base', 'tiny.en', 'custom' (ASR_WHISPER_MODEL_PATH). */
+  name: string;
 }
 
 /** One load per model file per process, shared by every transcriber and session. */
@@ -136,7 +140,7 @@ export class WhisperCppTranscriber implements Transcriber {
   private readonly releaseIdleCores = idleCores.hold();
 
   constructor(private readonly options: WhisperCppOptions) {
-    this.id = `whisper-cpp:${options.name ?? 'base'}`;
+    this.id = `whisper-cpp:${options.name}`;
     this.gate = new Gate(options.concurrency);
   }
 
@@ -153,12 +157,13 @@ export class WhisperCppTranscriber implements Transcriber {
     }
     // The VAD's 16 kHz stream when the caller has it (a voice turn); else resampled here, once.
     const pcm = request.pcm16k ?? toWhisperInput(request.pcm);
+    const language = request.language ?? (model.multilingual ? 'auto' : 'en');
     const transcript = await this.gate.run(signal, request.speculative ?? (() => false), async () => {
       throwIfAborted(signal);
       try {
         return await model.transcribe(
           pcm,
-          { language: request.language ?? 'auto', prompt: request.prompt ?? undefined, threads: threadsForIdleCores(this.options.threads, idleCores.now) },
+          { language, prompt: request.prompt ?? undefined, threads: threadsForIdleCores(this.options.threads, idleCores.now) },
           signal,
         );
       } catch (err) {

@@ -2,8 +2,11 @@
  * The CT2 → ggml Whisper converter (src/models/whisper-ggml.ts) on a tiny synthetic CT2 model:
  * the ggml file is parsed back and every tensor checked against the CT2 data it came from (split
  * attention projections, float16 kept, float32 sources rounded to float16, vectors widened to
- * float32), plus the header, mel filters, vocabulary bytes and determinism. The real model is
- * checked only by its recorded hash, when setup has made it.
+ * float32), plus the header, mel filters, vocabulary bytes and determinism; the manifest's
+ * conversions (Whisper base and tiny.en) and the names ASR_WHISPER_MODEL gives them. The real
+ * models, when setup has fetched their CT2 files, are converted again and must have the sha256
+ * the manifest records, with the vocabulary size that tells whisper.cpp multilingual (base) from
+ * English-only (tiny.en).
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -14,19 +17,25 @@ import * as assert from 'uvu/assert';
 import {
   convertCt2ToGgml,
   convertWhisperModel,
+  DEFAULT_WHISPER_MODEL,
   floatToHalf,
   halfToFloat,
   readCt2Model,
   vocabularyBytes,
+  whisperConversions,
+  WHISPER_MODEL_NAMES,
+  WHISPER_MODELS,
   whisperModelPath,
   WhisperConvertError,
 } from '../../../src/models/whisper-ggml.js';
-import { REPO_MODELS_DIR, manifestPath } from '../../../src/models/manifest.js';
+import { REPO_MODELS_DIR, loadManifest, manifestPath, modelPath, weightsDir, type Manifest } from '../../../src/models/manifest.js';
 import { melFilters } from '../../../src/audio/whisper-mel.js';
 import { needs } from '../../helpers/skip.js';
 
-/** Where the converted model lives under weights/ (the manifest's asr-whisper-base-ggml). */
-const WHISPER_GGML_FILE = 'asr/ggml-base.bin';
+/** Where the converted models live under weights/ (the manifest's asr-whisper-base-ggml and asr-whisper-tiny-en-ggml). */
+const WHISPER_GGML_FILES = { base: 'asr/ggml-base.bin', 'tiny.en': 'asr/ggml-tiny.en.bin' } as const;
+/** whisper.cpp's test: a vocabulary of 51865 or more is multilingual, 51864 is English-only. */
+const N_VOCAB_OF = { base: 51865, 'tiny.en': 51864 } as const;
 
 const F32 = 0;
 const F16 = 4;
@@ -293,35 +302,74 @@ Convert('readCt2Model() refuses other formats with a message', () => {
   assert.throws(() => convertCt2ToGgml(missing, tinyTokenizer()), /decoder\/layer_norm\/gamma/);
 });
 
+Convert("whisperConversions() makes every derived asr model of the manifest from its model.bin and tokenizer.json", () => {
+  const conversions = whisperConversions(loadManifest(REPO_MODELS_DIR));
+  assert.equal(
+    conversions.map((c) => [c.target.name, c.model.name, c.tokenizer.name]),
+    [
+      ['asr-whisper-base-ggml', 'asr-whisper-base-ct2', 'asr-whisper-base-tokenizer'],
+      ['asr-whisper-tiny-en-ggml', 'asr-whisper-tiny-en-ct2', 'asr-whisper-tiny-en-tokenizer'],
+    ],
+  );
+  // ASR_WHISPER_MODEL's names are exactly the converted files, each named after its file.
+  assert.equal(Object.values(WHISPER_MODELS), conversions.map((c) => c.target.name));
+  for (const name of WHISPER_MODEL_NAMES) {
+    assert.is(conversions.find((c) => c.target.name === WHISPER_MODELS[name])?.target.file, WHISPER_GGML_FILES[name]);
+  }
+  assert.ok(WHISPER_MODEL_NAMES.includes(DEFAULT_WHISPER_MODEL));
+  const broken = JSON.parse(fs.readFileSync(manifestPath(REPO_MODELS_DIR), 'utf8')) as Manifest;
+  const tiny = broken.models.find((m) => m.name === 'asr-whisper-tiny-en-ggml') as { derivedFrom: string[] };
+  tiny.derivedFrom = ['asr-whisper-tiny-en-ct2'];
+  assert.throws(() => whisperConversions(broken), (e: Error) => e instanceof WhisperConvertError && /asr-whisper-tiny-en-ggml/.test(e.message));
+});
+
 Convert('convertWhisperModel() writes the file once, stamps it, and refuses a hash mismatch', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asr-convert-'));
   fs.copyFileSync(manifestPath(REPO_MODELS_DIR), manifestPath(dir));
+  const convert = (expected?: { sha256: string; bytes: number }) => convertWhisperModel(dir, 'asr-whisper-base-ggml', expected);
   try {
-    assert.is(convertWhisperModel(dir).state, 'missing');
+    assert.is(convert().state, 'missing');
+    assert.is(convertWhisperModel(dir, 'asr-whisper-tiny-en-ggml').state, 'missing');
     assert.is(whisperModelPath(dir), null);
+    assert.throws(() => convertWhisperModel(dir, 'asr-whisper-base-ct2'), /no Whisper model 'asr-whisper-base-ct2'/);
     const ct2 = path.join(dir, 'weights/asr/whisper-base-ct2');
     fs.mkdirSync(ct2, { recursive: true });
     fs.writeFileSync(path.join(ct2, 'model.bin'), ct2Bytes(tinyVars()));
     fs.writeFileSync(path.join(ct2, 'tokenizer.json'), tinyTokenizer());
     const bytes = convertCt2ToGgml(ct2Bytes(tinyVars()), tinyTokenizer());
-    assert.throws(() => convertWhisperModel(dir), /sha256/);
-    assert.not.ok(fs.existsSync(path.join(dir, 'weights', WHISPER_GGML_FILE)), 'nothing written on a mismatch');
+    assert.throws(() => convert(), /sha256/);
+    assert.not.ok(fs.existsSync(path.join(dir, 'weights', WHISPER_GGML_FILES.base)), 'nothing written on a mismatch');
     const expected = { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
-    assert.is(convertWhisperModel(dir, expected).state, 'converted');
-    assert.is(convertWhisperModel(dir, expected).state, 'present');
-    assert.ok(fs.readFileSync(path.join(dir, 'weights', WHISPER_GGML_FILE)).equals(bytes));
+    assert.is(convert(expected).state, 'converted');
+    assert.is(convert(expected).state, 'present');
+    assert.ok(fs.readFileSync(path.join(dir, 'weights', WHISPER_GGML_FILES.base)).equals(bytes));
+    assert.is(convertWhisperModel(dir, 'asr-whisper-tiny-en-ggml').state, 'missing', "tiny.en's CT2 files are elsewhere");
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 
-/** Registered as skipped (counted by uvu, the reason printed) until setup has converted the model. */
-const madeTest = needs(Convert, 'convert-whisper', whisperModelPath(REPO_MODELS_DIR) ? null : 'models/weights/asr/ggml-base.bin is not made (npm run setup)');
+for (const name of WHISPER_MODEL_NAMES) {
+  const conversion = whisperConversions(loadManifest(REPO_MODELS_DIR)).find((c) => c.target.name === WHISPER_MODELS[name]);
+  assert.ok(conversion, name);
+  const { target, model, tokenizer } = conversion;
+  const modelFile = modelPath(REPO_MODELS_DIR, model.name);
+  const tokenizerFile = modelPath(REPO_MODELS_DIR, tokenizer.name);
+  /** Registered as skipped (counted by uvu, the reason printed) until setup has fetched the CT2 files. */
+  const fetchedTest = needs(Convert, 'convert-whisper', modelFile && tokenizerFile ? null : `${model.name} or ${tokenizer.name} is not fetched (npm run setup)`);
+  fetchedTest(`convertCt2ToGgml() turns the fetched Whisper ${name} into the bytes the manifest records`, () => {
+    const bytes = convertCt2ToGgml(fs.readFileSync(modelFile!), fs.readFileSync(tokenizerFile!, 'utf8'));
+    assert.is(bytes.length, target.bytes);
+    assert.is(createHash('sha256').update(bytes).digest('hex'), target.sha256);
+    assert.is(bytes.readInt32LE(4), N_VOCAB_OF[name], 'n_vocab, after the magic');
+  });
 
-madeTest('whisperModelPath() finds the converted Whisper base when setup made it', () => {
-  const modelsDir = REPO_MODELS_DIR;
-  assert.is(whisperModelPath(modelsDir), path.join(modelsDir, 'weights', WHISPER_GGML_FILE));
-  assert.is(convertWhisperModel(modelsDir).state, 'present');
-});
+  /** Registered as skipped until setup has converted the model. */
+  const madeTest = needs(Convert, 'convert-whisper', whisperModelPath(REPO_MODELS_DIR, name) ? null : `models/weights/${WHISPER_GGML_FILES[name]} is not made (npm run setup)`);
+  madeTest(`whisperModelPath() finds the converted Whisper ${name} when setup made it`, () => {
+    assert.is(whisperModelPath(REPO_MODELS_DIR, name), path.join(weightsDir(REPO_MODELS_DIR), WHISPER_GGML_FILES[name]));
+    assert.is(convertWhisperModel(REPO_MODELS_DIR, target.name).state, 'present');
+  });
+}
 
 Convert.run();

@@ -1,6 +1,7 @@
 /**
  * Routing of session transcription models to recognisers (src/providers/asr/index.ts), the
- * configuration that drives it (config.ts), and the fake transcriber engine tests use.
+ * configuration that drives it (config.ts: ASR_WHISPER_MODEL's choice among the converted Whisper
+ * models), and the fake transcriber engine tests use.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,8 +12,11 @@ import { memoryLogger } from '../../../src/core/log.js';
 import { ProviderError, pcm16ToWav } from '../../../src/providers/asr/base.js';
 import { loadAsrConfig } from '../../../src/providers/asr/config.js';
 import { fakeAsrFailure, FakeTranscriber, splitDeltas } from '../../../src/providers/asr/fake-asr.js';
-import { createSpeechRecognizers, HOW_TO_GET_ASR } from '../../../src/providers/asr/index.js';
+import { createSpeechRecognizers, HOW_TO_GET_ASR, whisperModelPath } from '../../../src/providers/asr/index.js';
+import { DEFAULT_WHISPER_MODEL, type WhisperModelName } from '../../../src/models/whisper-ggml.js';
+import { REPO_MODELS_DIR } from '../../../src/models/manifest.js';
 import { rejection } from '../../helpers/assert-error.js';
+import { needs } from '../../helpers/skip.js';
 
 const Routing = suite('SpeechRecognizers');
 
@@ -59,6 +63,35 @@ Routing('forModel() on the whisper-cpp route gives every name the one local mode
   await asr.close();
 });
 
+/** Registered as skipped (the reason printed) until setup has converted both Whisper models. */
+const convertedTest = needs(
+  Routing,
+  'SpeechRecognizers',
+  whisperModelPath(REPO_MODELS_DIR, 'base') && whisperModelPath(REPO_MODELS_DIR, 'tiny.en') ? null : 'the converted Whisper models are not in models/weights/asr/ (npm run setup)',
+);
+
+convertedTest('forModel() on the whisper-cpp route gives the model ASR_WHISPER_MODEL names, DEFAULT_WHISPER_MODEL when unset', async () => {
+  const cases: Array<[Record<string, string>, WhisperModelName]> = [[{}, DEFAULT_WHISPER_MODEL], [{ ASR_WHISPER_MODEL: 'base' }, 'base'], [{ ASR_WHISPER_MODEL: 'tiny.en' }, 'tiny.en']];
+  for (const [env, model] of cases) {
+    const { logger, records } = memoryLogger();
+    const asr = createSpeechRecognizers(loadAsrConfig(env), REPO_MODELS_DIR, logger);
+    assert.is(asr.forModel(null).id, `whisper-cpp:${model}`);
+    const selected = records.find((r) => /provider selected/.test(String(r.msg)));
+    assert.is(selected?.file, whisperModelPath(REPO_MODELS_DIR, model), 'the log names the file loaded');
+    await asr.close();
+  }
+});
+
+Routing('forModel() names ASR_WHISPER_MODEL in asr_unavailable when that model is not converted', async () => {
+  const asr = createSpeechRecognizers(loadAsrConfig({ ASR_WHISPER_MODEL: 'tiny.en' }), emptyModels(), memoryLogger().logger);
+  const t = asr.forModel(null);
+  assert.is(t.id, 'unavailable');
+  const err = await rejection(t.transcribe({ pcm: PCM, language: null, prompt: null }));
+  assert.is((err as ProviderError).code, 'asr_unavailable');
+  assert.match((err as Error).message, 'Whisper model tiny.en (ASR_WHISPER_MODEL) is not installed');
+  await asr.close();
+});
+
 Routing('forModel() reports a missing ASR_WHISPER_MODEL_PATH file as asr_unavailable naming it', async () => {
   const asr = createSpeechRecognizers(loadAsrConfig({ ASR_WHISPER_MODEL_PATH: '/nonexistent/ggml.bin' }), emptyModels(), memoryLogger().logger);
   const err = await rejection(asr.forModel(null).transcribe({ pcm: PCM, language: null, prompt: null }));
@@ -71,6 +104,8 @@ Routing('loadAsrConfig() has defaults and refuses bad values naming the variable
   assert.is(d.provider, 'auto');
   assert.is(d.openai, null);
   assert.is(d.whisper.concurrency, 1);
+  assert.is(d.whisper.model, DEFAULT_WHISPER_MODEL);
+  assert.is(loadAsrConfig({ ASR_WHISPER_MODEL: ' tiny.en ' }).whisper.model, 'tiny.en');
   assert.ok(d.whisper.threads >= 1 && d.whisper.threads <= 2);
   assert.is(loadAsrConfig({ ASR_WHISPER_THREADS: '4', ASR_WHISPER_CONCURRENCY: '3' }).whisper.threads, 4);
   const bad: Array<[Record<string, string>, string]> = [
@@ -80,6 +115,8 @@ Routing('loadAsrConfig() has defaults and refuses bad values naming the variable
     [{ ASR_OPENAI_BASE_URL: 'http://x' }, 'ASR_OPENAI_API_KEY'],
     [{ ASR_WHISPER_THREADS: '0' }, 'ASR_WHISPER_THREADS'],
     [{ ASR_WHISPER_CONCURRENCY: 'two' }, 'ASR_WHISPER_CONCURRENCY'],
+    [{ ASR_WHISPER_MODEL: 'small' }, 'ASR_WHISPER_MODEL'],
+    [{ ASR_WHISPER_MODEL: 'tiny' }, 'ASR_WHISPER_MODEL'],
     [{ ASR_OPENAI_TIMEOUT_MS: '5' }, 'ASR_OPENAI_TIMEOUT_MS'],
   ];
   for (const [env, variable] of bad) {

@@ -1,14 +1,16 @@
 /**
  * The offline Whisper recogniser (src/providers/asr/whisper-cpp.ts) on real speech: espeak-ng
  * sentences at the realtime input format (PCM16, 24 kHz), word error rate, deltas, language
- * detection, the queue and abort. Skipped, with the reason printed, when the converted model
- * (models/weights/asr/ggml-base.bin, made by `npm run setup`) or the addon's Whisper functions
- * are absent. The resampling helper is tested without either.
+ * detection, the queue and abort, with Whisper base; Whisper tiny.en (ASR_WHISPER_MODEL=tiny.en)
+ * word for word on short sentences, in English when no language is named, and refusing others.
+ * Skipped, with the reason printed, when the converted model (models/weights/asr/ggml-base.bin or
+ * ggml-tiny.en.bin, made by `npm run setup`) or the addon's Whisper functions are absent. The
+ * resampling helper is tested without either.
  */
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { whisperModelPath } from '../../../src/models/whisper-ggml.js';
+import { whisperModelPath, type WhisperModelName } from '../../../src/models/whisper-ggml.js';
 import { memoryLogger } from '../../../src/core/log.js';
 import { speechRecognitionAvailable } from '../../../src/media/speech-recognition.js';
 import { ProviderError } from '../../../src/providers/asr/base.js';
@@ -17,12 +19,13 @@ import { toWhisperInput, WhisperCppTranscriber } from '../../../src/providers/as
 import { espeak, toPcm16 } from '../../helpers/speech.js';
 import { rejection } from '../../helpers/assert-error.js';
 import { needs } from '../../helpers/skip.js';
+import { wer, words } from '../../helpers/word-errors.js';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
 
-/** Why the model tests cannot run here, or null when they can. */
-function skipReason(): string | null {
-  if (!whisperModelPath(MODELS_DIR)) return 'models/weights/asr/ggml-base.bin is not made (npm run setup)';
+/** Why the tests of `model` cannot run here, or null when they can. */
+function skipReason(model: WhisperModelName): string | null {
+  if (!whisperModelPath(MODELS_DIR, model)) return `the converted Whisper ${model} is not in models/weights/asr/ (npm run setup)`;
   if (!speechRecognitionAvailable()) return 'the native addon is not built with Whisper (npm run build:native)';
   return null;
 }
@@ -33,36 +36,21 @@ function speech24k(text: string): Int16Array {
   return toPcm16(new Resampler(rateHz, 24000).push(samples));
 }
 
-function words(text: string): string[] {
-  return text.toLowerCase().split(/[^a-z0-9']+/).filter(Boolean);
-}
-
-/** Word error rate: word edit distance over the reference length. */
-function wer(reference: string, hypothesis: string): number {
-  const [r, h] = [words(reference), words(hypothesis)];
-  let prev = Array.from({ length: h.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= r.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= h.length; j++) {
-      cur[j] = Math.min((prev[j - 1] ?? 0) + (r[i - 1] === h[j - 1] ? 0 : 1), (prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1);
-    }
-    prev = cur;
-  }
-  return (prev[h.length] ?? 0) / Math.max(1, r.length);
-}
-
-
 interface Ctx {
   asr: WhisperCppTranscriber;
 }
 
 const Whisper = suite<Ctx>('WhisperCppTranscriber', {} as Ctx);
-const reason = skipReason();
 /** Registered as skipped (counted by uvu, the reason printed) when the model or the addon's Whisper is missing. */
-const modelTest = needs(Whisper, 'WhisperCppTranscriber', reason);
+const modelTest = needs(Whisper, 'WhisperCppTranscriber', skipReason('base'));
+const tinyTest = needs(Whisper, 'WhisperCppTranscriber', skipReason('tiny.en'));
+
+function transcriber(model: WhisperModelName): WhisperCppTranscriber {
+  return new WhisperCppTranscriber({ modelPath: whisperModelPath(MODELS_DIR, model) ?? '/nonexistent', threads: 2, concurrency: 1, log: memoryLogger().logger, name: model });
+}
 
 Whisper.before.each((ctx) => {
-  ctx.asr = new WhisperCppTranscriber({ modelPath: whisperModelPath(MODELS_DIR) ?? '/nonexistent', threads: 2, concurrency: 1, log: memoryLogger().logger });
+  ctx.asr = transcriber('base');
 });
 
 Whisper.after.each(async (ctx) => {
@@ -180,8 +168,38 @@ modelTest('transcribe() turns a bad language code into asr_failed', async ({ asr
   assert.is((err as ProviderError).statusCode, null);
 });
 
+tinyTest('tiny.en recognises short espeak-ng sentences word for word, in English when no language is named', async () => {
+  const asr = transcriber('tiny.en');
+  try {
+    assert.is(asr.id, 'whisper-cpp:tiny.en');
+    const sentences = ['Please open the window.', 'What time is it in London?', 'Good morning, how are you today?', 'I would like to book a table for two.'];
+    for (const [i, sentence] of sentences.entries()) {
+      // Half without a language: an English-only model must not run whisper.cpp's detection,
+      // which on it names a random language.
+      const language = i % 2 === 0 ? 'en' : null;
+      const result = await asr.transcribe({ pcm: speech24k(sentence), language, prompt: null });
+      assert.equal(words(result.text), words(sentence), `${sentence} -> ${result.text}`);
+      assert.is(result.language, 'en');
+    }
+  } finally {
+    await asr.close();
+  }
+});
+
+tinyTest('tiny.en refuses a language other than English with asr_failed', async () => {
+  const asr = transcriber('tiny.en');
+  try {
+    const err = await rejection(asr.transcribe({ pcm: speech24k('Good morning.'), language: 'fr', prompt: null }));
+    assert.instance(err, ProviderError);
+    assert.is((err as ProviderError).code, 'asr_failed');
+    assert.match((err as Error).message, 'English-only');
+  } finally {
+    await asr.close();
+  }
+});
+
 Whisper('transcribe() with a model file that cannot be loaded fails with asr_unavailable', async () => {
-  const asr = new WhisperCppTranscriber({ modelPath: '/nonexistent/ggml-base.bin', threads: 1, concurrency: 1, log: memoryLogger().logger });
+  const asr = new WhisperCppTranscriber({ modelPath: '/nonexistent/ggml-base.bin', threads: 1, concurrency: 1, log: memoryLogger().logger, name: 'custom' });
   const err = await rejection(asr.transcribe({ pcm: new Int16Array(24000), language: 'en', prompt: null }));
   assert.instance(err, ProviderError);
   assert.is((err as ProviderError).code, 'asr_unavailable');
