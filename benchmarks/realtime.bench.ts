@@ -3,10 +3,21 @@
  * own process, real store, real media plane), for each language model setting:
  *  - `default`: the embedded defaults as `npm start` runs them (local Qwen GGUF, Piper/flite,
  *    Whisper base, Silero, Smart Turn);
- *  - `offline`: the rule-based offline responder in place of the model (the server alone).
+ *  - `offline`: the rule-based offline responder in place of the model (the server alone);
+ *  - `remote`: a hosted model's stand-in (lib/remote-stand-in.ts: a real OpenAI-compatible
+ *    chat-completions server on 127.0.0.1, started by the bench, one for all of a setting's runs,
+ *    answering the last question in a sentence or two, paced as a hosted model streams), the
+ *    server started with LLM_PROVIDER=openai and LLM_BASE_URL at it, everything else embedded
+ *    as `npm start` has it (the local GGUF still in models/weights, as a deployment with local
+ *    weights has it). The notes say how many requests it had, and how many the server abandoned
+ *    before their end (before or after their first token).
  *
  * Switches (environment):
- *  - REALTIME_BENCH_LLM=default|offline|both (default both): the language model settings;
+ *  - REALTIME_BENCH_LLM=default|offline|remote, a comma list, or all (default both, which is
+ *    default,offline): the language model settings;
+ *  - REALTIME_BENCH_REMOTE_FIRST_TOKEN_MS=N (default 200), REALTIME_BENCH_REMOTE_TOKENS_PER_S=N
+ *    (default 60): the remote stand-in's pacing, ms from a request to its first token, then
+ *    tokens a second (one streamed word piece a token, every event paced);
  *  - REALTIME_BENCH_PARTS=turns,concurrent,tools (default all): `turns` the text and voice turns,
  *    `concurrent` the concurrent sessions (both on the same server per run), `tools` the tool
  *    round trip (its own servers); REALTIME_BENCH_PARTS=tools runs the tool round trip alone;
@@ -61,6 +72,7 @@ import { tempDir } from '../test/helpers/server.js';
 import type { RealtimeTestClient, ServerEvent } from '../test/helpers/realtime-client.js';
 import { median, seededRandom, summarise, type BenchContext, type BenchOutput, type Benchmark, type Metric } from './lib/harness.js';
 import { connect, responseTimings, waitWarm, type ResponseTiming } from './lib/realtime-session.js';
+import { describePacing, startRemoteStandIn, type RemotePacing, type RemoteStandIn } from './lib/remote-stand-in.js';
 import { TOOL_LLMS, runTools } from './lib/tool-round-trip.js';
 import { addEndings, explainTurns, noEndings, turnMetrics, turnNotes, type Endings } from './lib/voice-turn-report.js';
 import {
@@ -100,6 +112,9 @@ const TEXT_QUESTIONS = ['Hello, who are you?', 'What can you do for me?', 'Tell 
 const PARTS = ['turns', 'concurrent', 'tools'] as const;
 type Part = (typeof PARTS)[number];
 
+const LLMS = ['default', 'offline', 'remote'] as const;
+type Llm = (typeof LLMS)[number];
+
 /** What one mode's turns gathered over the runs. */
 interface ModeTurns {
   turns: VoiceTurn[];
@@ -119,7 +134,7 @@ interface VoicePlan {
 
 const bench: Benchmark = {
   name: 'realtime',
-  description: 'realtime latency as a user gets it: text turns (response.create → first audio) and voice turns (end of speech → first audio) under server_vad and semantic_vad on a silent and a live-microphone line, by many speakers, with waits, false cut-ins, answers to be cut and a breakdown; concurrent voice sessions; tool round trip (function_call_output + response.create → first audio), local model and a paced stand-in remote',
+  description: 'realtime latency as a user gets it, with the embedded model, the offline responder or a paced remote stand-in: text turns (response.create → first audio) and voice turns (end of speech → first audio) under server_vad and semantic_vad on a silent and a live-microphone line, by many speakers, with waits, false cut-ins, answers to be cut and a breakdown; concurrent voice sessions; tool round trip (function_call_output + response.create → first audio), local model and a paced stand-in remote',
   async run(ctx) {
     const parts = chosen('REALTIME_BENCH_PARTS', PARTS);
     const out: BenchOutput = { params: { parts: parts.join(', ') }, metrics: [], notes: [] };
@@ -142,6 +157,24 @@ function chosen<T extends string>(name: string, all: readonly T[]): T[] {
   const names = value.split(',').map((x) => x.trim());
   for (const n of names) if (!all.includes(n as T)) throw new Error(`${name}: '${n}' is not one of ${all.join(', ')}`);
   return names as T[];
+}
+
+/** REALTIME_BENCH_LLM (see the header): 'both' and unset are default,offline, 'all' every setting. */
+function llmSettings(): Llm[] {
+  const value = process.env.REALTIME_BENCH_LLM;
+  if (value === undefined || value === '' || value === 'both') return ['default', 'offline'];
+  return chosen('REALTIME_BENCH_LLM', LLMS);
+}
+
+/** The remote stand-in's pacing from REALTIME_BENCH_REMOTE_FIRST_TOKEN_MS and REALTIME_BENCH_REMOTE_TOKENS_PER_S. */
+function remotePacing(): RemotePacing {
+  const read = (name: string, fallback: string, min: number) => {
+    const value = process.env[name] || fallback;
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < min || n > 100_000) throw new Error(`${name}: '${value}' is not a number from ${min} to 100000`);
+    return n;
+  };
+  return { firstTokenMs: read('REALTIME_BENCH_REMOTE_FIRST_TOKEN_MS', '200', 0), tokensPerS: read('REALTIME_BENCH_REMOTE_TOKENS_PER_S', '60', 0.1) };
 }
 
 /** REALTIME_BENCH_CONCURRENT: sessions at once (default 4, the server's default WORKER_CAPACITY). */
@@ -174,78 +207,115 @@ async function voicePlan(ctx: BenchContext): Promise<VoicePlan> {
 
 /** Text and voice turns and the concurrent sessions (see the header), one server per model setting and run. */
 async function runTurns(ctx: BenchContext, parts: Part[]): Promise<BenchOutput> {
-  const llms = (process.env.REALTIME_BENCH_LLM ?? 'both') === 'both' ? ['default', 'offline'] : [process.env.REALTIME_BENCH_LLM as string];
+  const llms = llmSettings();
+  const pacing = llms.includes('remote') ? remotePacing() : null;
   const plan = await voicePlan(ctx);
   const metrics: Metric[] = [];
   const notes: string[] = [];
   for (const llm of llms) {
-    const text: { audio: number[]; image: number[] } = { audio: [], image: [] };
-    const modes = new Map<string, ModeTurns>();
-    const timings = new Map<string, ResponseTiming>();
-    const gather = (tag: string, turns: VoiceTurn[], endings: Endings) => {
-      const m = modes.get(tag) ?? { turns: [], endings: noEndings() };
-      m.turns.push(...turns);
-      addEndings(m.endings, endings);
-      modes.set(tag, m);
-    };
-    for (let run = 0; run < ctx.runs; run++) {
-      const server = await spawnServer({
-        DATA_DIR: tempDir('avatar-bench-'),
-        ...(llm === 'offline' ? { LLM_PROVIDER: 'offline' } : {}),
-        LOG_LEVEL: 'info',
-        PRELOAD_MODELS: 'true',
-      });
-      try {
-        await waitWarm(server);
-        const key = server.bootstrapKey as string;
-        if (parts.includes('turns')) {
-          const r = await textTurns(server.url, key);
-          text.audio.push(...r.audio);
-          text.image.push(...r.image);
-          for (const line of plan.lines) {
-            for (const mode of plan.modes) {
-              const tag = modeTag(mode, line);
-              const r = await voiceTurns(ctx, server, key, mode, line, plan.samples, `${llm} ${tag}`);
-              gather(tag, r.turns, r.endings);
-            }
+    const remote = llm === 'remote' ? await startRemoteStandIn(pacing!) : null;
+    if (remote) ctx.log(`remote stand-in at ${remote.server.baseUrl}: ${describePacing(remote.pacing)}`);
+    try {
+      await runSetting(ctx, llm, remote, parts, plan, metrics, notes);
+    } finally {
+      await remote?.server.close();
+    }
+    if (remote) notes.push(remoteNote(remote));
+  }
+  return {
+    params: voiceParams(llms, parts, plan, ctx.runs, pacing),
+    metrics,
+    notes: [
+      'Goals (issue 38): with the remote stand-in (first token 200 ms, 60 tokens/s) and the default turn detection (semantic_vad): end of speech → first audio delta p50 ≤ 450 ms, p95 ≤ 650 ms, no turn over 1 200 ms, no cut-in in mid-sentence pauses up to 600 ms; with the embedded models: p50 ≤ 650 ms, p95 ≤ 900 ms, none over 1 200 ms, no cut-in; four talking at once: p50 ≤ 900 ms, p95 ≤ 1 300 ms per turn.',
+      ...notes,
+    ],
+  };
+}
+
+/** One model setting's runs (a server each), its metrics and notes added to `metrics` and `notes`. */
+async function runSetting(ctx: BenchContext, llm: Llm, remote: RemoteStandIn | null, parts: Part[], plan: VoicePlan, metrics: Metric[], notes: string[]): Promise<void> {
+  const text: { audio: number[]; image: number[] } = { audio: [], image: [] };
+  const modes = new Map<string, ModeTurns>();
+  const timings = new Map<string, ResponseTiming>();
+  const gather = (tag: string, turns: VoiceTurn[], endings: Endings) => {
+    const m = modes.get(tag) ?? { turns: [], endings: noEndings() };
+    m.turns.push(...turns);
+    addEndings(m.endings, endings);
+    modes.set(tag, m);
+  };
+  for (let run = 0; run < ctx.runs; run++) {
+    const server = await spawnServer({
+      DATA_DIR: tempDir('avatar-bench-'),
+      ...(llm === 'offline' ? { LLM_PROVIDER: 'offline' } : {}),
+      ...(remote ? { LLM_PROVIDER: 'openai', LLM_BASE_URL: remote.server.baseUrl } : {}),
+      LOG_LEVEL: 'info',
+      PRELOAD_MODELS: 'true',
+    });
+    try {
+      await waitWarm(server);
+      // The warm-up asks the default model once: a stand-in never asked was never the server's model.
+      if (remote && remote.counts().requests === 0) throw new Error('the server warmed up without asking the remote stand-in (LLM_BASE_URL not taken?)');
+      const key = server.bootstrapKey as string;
+      if (parts.includes('turns')) {
+        const r = await textTurns(server.url, key);
+        text.audio.push(...r.audio);
+        text.image.push(...r.image);
+        for (const line of plan.lines) {
+          for (const mode of plan.modes) {
+            const tag = modeTag(mode, line);
+            const r = await voiceTurns(ctx, server, key, mode, line, plan.samples, `${llm} ${tag}`);
+            gather(tag, r.turns, r.endings);
           }
         }
-        if (parts.includes('concurrent')) {
-          const r = await concurrentTurns(ctx, server, key, plan, `${llm} ${concurrentTag(plan)}`);
-          gather(concurrentTag(plan), r.turns, r.endings);
-        }
-        for (const [id, t] of responseTimings(server)) timings.set(id, t);
-      } catch (err) {
-        throw new Error(`${(err as Error).message.slice(0, 300)}\nserver output (tail):\n${server.stdout().slice(-3000)}`);
-      } finally {
-        server.child.kill('SIGTERM');
-        await server.exited;
       }
-      const voice = [...modes].map(([tag, m]) => `${tag} ${median(m.turns.map((t) => t.fromSpeechEndMs).filter((x): x is number => x !== null))} ms`);
-      ctx.log(`${llm} run ${run + 1}: ${text.audio.length > 0 ? `text first audio p50 ${median(text.audio)} ms; ` : ''}voice p50 (so far) ${voice.join(', ')}`);
+      if (parts.includes('concurrent')) {
+        const r = await concurrentTurns(ctx, server, key, plan, `${llm} ${concurrentTag(plan)}`);
+        gather(concurrentTag(plan), r.turns, r.endings);
+      }
+      for (const [id, t] of responseTimings(server)) timings.set(id, t);
+    } catch (err) {
+      throw new Error(`${(err as Error).message.slice(0, 300)}\nserver output (tail):\n${server.stdout().slice(-3000)}`);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
     }
-    const tag = `[${llm}]`;
-    if (parts.includes('turns')) {
-      metrics.push(summarise(`${tag} text: response.create → first output_audio.delta`, 'ms', text.audio));
-      metrics.push(summarise(`${tag} text: response.create → first output_image.delta`, 'ms', text.image));
-    }
-    for (const [mode, m] of modes) {
-      metrics.push(...turnMetrics(`${tag} ${mode}`, m.turns, timings));
-      notes.push(...turnNotes(`${tag} ${mode}`, m.turns, m.endings));
-    }
+    const voice = [...modes].map(([tag, m]) => `${tag} ${median(m.turns.map((t) => t.fromSpeechEndMs).filter((x): x is number => x !== null))} ms`);
+    const asked = remote ? `; remote stand-in so far: ${countsText(remote)}` : '';
+    ctx.log(`${llm} run ${run + 1}: ${text.audio.length > 0 ? `text first audio p50 ${median(text.audio)} ms; ` : ''}voice p50 (so far) ${voice.join(', ')}${asked}`);
   }
-  return { params: voiceParams(llms, parts, plan, ctx.runs), metrics, notes: ['Goals (issue 12): voice p50 ≤ 600 ms and p95 ≤ 900 ms from the end of speech, no false cut-in on the paused questions; text p50 ≤ 250 ms with the local model.', ...notes] };
+  const tag = `[${llm}]`;
+  if (parts.includes('turns')) {
+    metrics.push(summarise(`${tag} text: response.create → first output_audio.delta`, 'ms', text.audio));
+    metrics.push(summarise(`${tag} text: response.create → first output_image.delta`, 'ms', text.image));
+  }
+  for (const [mode, m] of modes) {
+    metrics.push(...turnMetrics(`${tag} ${mode}`, m.turns, timings));
+    notes.push(...turnNotes(`${tag} ${mode}`, m.turns, m.endings));
+  }
+}
+
+const countsText = (remote: RemoteStandIn) => {
+  const c = remote.counts();
+  return `${c.requests} requests, ${c.aborted} aborted before their end (${c.abortedBeforeFirstToken} before their first token, ${c.aborted - c.abortedBeforeFirstToken} after)`;
+};
+
+function remoteNote(remote: RemoteStandIn): string {
+  return (
+    `[remote]: a chat-completions server started by the bench on 127.0.0.1 in place of a hosted model (no internet here), paced: ${describePacing(remote.pacing)}; ${countsText(remote)}. ` +
+    "Aborted after the first token: the server's start-up warm-up (it reads one token and stops, once a run), and replies still streaming when the bench cancels them after their first audio or the speaker goes on; before it: replies the server started and abandoned unheard"
+  );
 }
 
 const modeTag = (mode: TurnMode, line: Line) => `${mode}, ${line}`;
 const concurrentTag = (plan: VoicePlan) => `concurrent ×${plan.sessions} (server_vad, ${plan.concurrentLine}, audio only)`;
 
-function voiceParams(llms: string[], parts: Part[], plan: VoicePlan, runs: number): Record<string, unknown> {
+function voiceParams(llms: Llm[], parts: Part[], plan: VoicePlan, runs: number, pacing: RemotePacing | null): Record<string, unknown> {
   const speakers = new Map<string, string[]>();
   for (const s of plan.samples) speakers.set(s.speaker, [...(speakers.get(s.speaker) ?? []), s.label.slice(0, s.label.indexOf(':'))]);
   return {
     llm: llms.join(', '),
     runs,
+    ...(pacing ? { remote_stand_in_pacing: { first_token_ms: pacing.firstTokenMs, tokens_per_s: pacing.tokensPerS } } : {}),
     ...(parts.includes('turns')
       ? {
           text_turns_per_run: TEXT_TURNS,

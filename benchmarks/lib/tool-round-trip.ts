@@ -17,27 +17,27 @@
  *    answer's (the tools are then left out of the prompt, so the model evaluates the conversation
  *    anew: a cost of that choice);
  *  - `remote`: the server pointed at an OpenAI-compatible chat-completions server (LLM_BASE_URL)
- *    that this bench starts on 127.0.0.1 (test/helpers/chat-completions-server.ts), a stand-in for
- *    a hosted model, since no internet is reachable: it always calls the tool, and streams at
- *    REMOTE_FIRST_TOKEN_MS to the first token, then REMOTE_TOKENS_PER_S (one word piece a token).
+ *    that this bench starts on 127.0.0.1 (lib/remote-stand-in.ts), a stand-in for a hosted model,
+ *    since no internet is reachable: with this bench's own replies (it always calls the tool, then
+ *    speaks the weather), streamed at REMOTE_PACING (one word or argument piece a token).
  * REALTIME_BENCH_TOOL_LLM=local|remote|both (default both) chooses. Each run starts the server
  * anew and makes one unmeasured round trip (a warm-up) before TOOL_TURNS measured ones per
  * variant, each on a new connection (a new conversation). The notes carry the load average at
  * the start and the end: the figures are only as good as the machine was quiet.
  */
 import os from 'node:os';
-import { startChatCompletionsServer, type ChatReply, type ChatRequestBody } from '../../test/helpers/chat-completions-server.js';
+import type { ChatReply, ChatRequestBody } from '../../test/helpers/chat-completions-server.js';
 import { spawnServer } from '../../test/helpers/process.js';
 import type { RealtimeTestClient, ServerEvent } from '../../test/helpers/realtime-client.js';
 import { tempDir } from '../../test/helpers/server.js';
 import { median, summarise, type BenchContext, type BenchOutput, type Metric } from './harness.js';
 import { connect, responseTimings, waitWarm, type ResponseTiming } from './realtime-session.js';
+import { describePacing, startRemoteStandIn, type RemotePacing } from './remote-stand-in.js';
 
 /** Measured tool round trips per run (each run a fresh server), after one unmeasured warm-up. */
 const TOOL_TURNS = 5;
 /** The stand-in remote model's pacing: a hosted model's usual time to first token, and its stream rate. */
-const REMOTE_FIRST_TOKEN_MS = 300;
-const REMOTE_TOKENS_PER_S = 30;
+const REMOTE_PACING: RemotePacing = { firstTokenMs: 300, tokensPerS: 30 };
 /** How long a turn of the local model may take (a reply without a call is spoken to its end first). */
 const TOOL_TURN_TIMEOUT_MS = 120_000;
 export const TOOL_LLMS = ['local', 'remote'] as const;
@@ -95,7 +95,7 @@ const TURN_DETECTION = { type: 'server_vad', silence_duration_ms: 500 };
 export async function runTools(ctx: BenchContext, llms: ToolLlm[]): Promise<BenchOutput> {
   const metrics: Metric[] = [];
   const notes: string[] = [];
-  const pacing = `first token ${REMOTE_FIRST_TOKEN_MS} ms after the request, then ${REMOTE_TOKENS_PER_S} tokens/s (one word piece or argument piece a token, every event paced)`;
+  const pacing = describePacing(REMOTE_PACING);
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' / ');
   notes.push(`tools: load average (1 / 5 / 15 min) at the start ${load()} on ${os.cpus().length} cores`);
   for (const llm of llms) {
@@ -109,7 +109,7 @@ export async function runTools(ctx: BenchContext, llms: ToolLlm[]): Promise<Benc
         : [{ tag: '[remote stand-in]', choices: {} }];
     const turns = new Map<string, ToolTurn[]>(variants.map((v) => [v.tag, []]));
     const timings = new Map<string, ResponseTiming>();
-    const remote = llm === 'remote' ? await startChatCompletionsServer(standInModel) : null;
+    const remote = llm === 'remote' ? (await startRemoteStandIn(REMOTE_PACING, standInModel)).server : null;
     if (remote) ctx.log(`remote stand-in at ${remote.baseUrl}: ${pacing}`);
     try {
       for (let run = 0; run < ctx.runs; run++) {
@@ -185,7 +185,7 @@ export async function runTools(ctx: BenchContext, llms: ToolLlm[]): Promise<Benc
       tool_turns_per_run_and_variant: TOOL_TURNS,
       tool: WEATHER_TOOL,
       tool_questions: TOOL_QUESTIONS.map(([q]) => q),
-      remote_stand_in_pacing: { first_token_ms: REMOTE_FIRST_TOKEN_MS, tokens_per_s: REMOTE_TOKENS_PER_S },
+      remote_stand_in_pacing: { first_token_ms: REMOTE_PACING.firstTokenMs, tokens_per_s: REMOTE_PACING.tokensPerS },
     },
     metrics,
     notes,
@@ -193,21 +193,18 @@ export async function runTools(ctx: BenchContext, llms: ToolLlm[]): Promise<Benc
 }
 
 /**
- * The stand-in remote model: a weather question gets a get_weather call, the call's output a
- * spoken answer, each streamed at the remote pacing. The first content event is the stream's
- * second (the role delta comes first), so the wait before the stream leaves room for both.
+ * The stand-in remote model's replies (paced by lib/remote-stand-in.ts): a weather question gets
+ * a get_weather call, the call's output a spoken answer.
  */
-async function standInModel(body: ChatRequestBody): Promise<ChatReply> {
-  const intervalMs = 1000 / REMOTE_TOKENS_PER_S;
-  await new Promise((r) => setTimeout(r, Math.max(0, REMOTE_FIRST_TOKEN_MS - 2 * intervalMs)));
+function standInModel(body: ChatRequestBody): ChatReply {
   const last = body.messages[body.messages.length - 1];
   if (last?.role === 'tool') {
     const { location } = JSON.parse(String(last.content)) as { location: string };
-    return { text: `It is sunny in ${location} right now, about 22 degrees with a light breeze, so a light jacket will do if you go out this evening.`, delayMs: intervalMs };
+    return { text: `It is sunny in ${location} right now, about 22 degrees with a light breeze, so a light jacket will do if you go out this evening.` };
   }
   const asked = JSON.stringify(last?.content ?? '');
   const city = TOOL_QUESTIONS.find(([, c]) => asked.includes(c))?.[1] ?? 'Paris';
-  return { toolCalls: [{ name: WEATHER_TOOL.name, arguments: JSON.stringify({ location: city }) }], delayMs: intervalMs };
+  return { toolCalls: [{ name: WEATHER_TOOL.name, arguments: JSON.stringify({ location: city }) }] };
 }
 
 /**

@@ -12,7 +12,11 @@
  * `index`, `id`, `type` and `function.name` with empty arguments, later deltas pieces of
  * `function.arguments`; calls one after another, or interleaved by index when `interleave` is
  * set. Every request body is recorded in `requests`, in arrival order, before the script runs;
- * `whenIdle()` tells when every response has ended (a client that aborted has gone away).
+ * `whenIdle()` tells when every response has ended (a client that aborted has gone away), and
+ * `aborts` which responses their client left before the end, with how far each had got.
+ *
+ * Pacing: `delayMs` before every streamed event, or `firstDelayMs` before the first and `delayMs`
+ * before each later one (a hosted model's wait for its first token, then its stream rate).
  *
  * A script that throws (an assertion in it, say) is answered with HTTP 500 carrying its message and
  * `x-should-retry: false` (so the OpenAI SDK does not run the script again), which the client sees
@@ -54,6 +58,8 @@ export interface ChatReply {
   errorMessage?: string;
   /** Milliseconds between streamed events (default 0: all written at once). */
   delayMs?: number;
+  /** Milliseconds before the first streamed event (the role delta), in place of delayMs there (default delayMs). */
+  firstDelayMs?: number;
   /**
    * How a stream ends: 'done' (finish reason, usage, [DONE]; the default), 'hang' (after the
    * content, nothing more until the client goes away: for abort tests), 'cut' (the socket is
@@ -65,11 +71,24 @@ export interface ChatReply {
 /** Answers request `n` (from 0) with the reply for `body`; may be async. */
 export type ChatScript = (body: ChatRequestBody, n: number) => ChatReply | Promise<ChatReply>;
 
+/** A response whose client went away before its end. */
+export interface ChatAbort {
+  /** The request's number (from 0, its index in `requests`). */
+  request: number;
+  /** Stream events written to it before the client went (0: none, e.g. it left while the script ran). */
+  eventsSent: number;
+}
+
 export interface ChatCompletionsServer {
   /** `http://127.0.0.1:<port>/v1` */
   baseUrl: string;
   /** Every request body received, in order. */
   requests: ChatRequestBody[];
+  /**
+   * Every response whose client went away before its end, in the order they went (a 'hang'
+   * stream ended by its client included; a scripted 'cut' and close() are not the client's doing).
+   */
+  aborts: ChatAbort[];
   /**
    * Resolves once no response is being written (a hanging stream ends when its client goes away);
    * rejects after `timeoutMs` (default 5000).
@@ -87,6 +106,8 @@ const IDLE_TIMEOUT_MS = 5_000;
 
 export async function startChatCompletionsServer(script: ChatScript): Promise<ChatCompletionsServer> {
   const requests: ChatRequestBody[] = [];
+  const aborts: ChatAbort[] = [];
+  let closing: Promise<void> | null = null;
   let callCount = 0;
   const newCallId = () => `call_${++callCount}`;
   const open = new Set<http.ServerResponse>();
@@ -115,7 +136,11 @@ export async function startChatCompletionsServer(script: ChatScript): Promise<Ch
       return sendError(res, 400, 'The body is not JSON.');
     }
     const n = requests.push(body) - 1;
-    let reply: ChatReply;
+    let reply: ChatReply | undefined;
+    let eventsSent = 0;
+    res.on('close', () => {
+      if (!res.writableFinished && reply?.ending !== 'cut' && closing === null) aborts.push({ request: n, eventsSent });
+    });
     try {
       reply = await script(body, n);
     } catch (err) {
@@ -127,17 +152,17 @@ export async function startChatCompletionsServer(script: ChatScript): Promise<Ch
     const finishReason = reply.finishReason ?? (hasCalls ? 'tool_calls' : 'stop');
     const textPieces = textPiecesOf(reply.text);
     if (!body.stream) return sendJson(res, 200, completion(body, textPieces, calls, finishReason, reply.usage));
-    await stream(res, body, reply, textPieces, calls, finishReason);
+    await stream(res, body, reply, textPieces, calls, finishReason, () => eventsSent++);
   }
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
   });
-  let closing: Promise<void> | null = null;
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     requests,
+    aborts,
     whenIdle(timeoutMs = IDLE_TIMEOUT_MS) {
       if (open.size === 0) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
@@ -166,7 +191,8 @@ interface Call {
 
 type Delta = Record<string, unknown>;
 
-async function stream(res: http.ServerResponse, body: ChatRequestBody, reply: ChatReply, text: string[], calls: Call[], finishReason: string): Promise<void> {
+/** Streams the reply; `sent()` is called after each event is written through. */
+async function stream(res: http.ServerResponse, body: ChatRequestBody, reply: ChatReply, text: string[], calls: Call[], finishReason: string, sent: () => void): Promise<void> {
   const includeUsage = body.stream_options?.include_usage === true;
   const created = Math.floor(Date.now() / 1000);
   const envelope = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
@@ -189,11 +215,16 @@ async function stream(res: http.ServerResponse, body: ChatRequestBody, reply: Ch
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   let open = true;
   res.on('close', () => (open = false));
+  let first = true;
   const send = async (data: unknown) => {
     if (!open) return;
-    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    const delayMs = first ? (reply.firstDelayMs ?? reply.delayMs) : reply.delayMs;
+    first = false;
+    if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
     // Written through to the socket before the next (so a 'cut' comes after everything sent).
-    if (open) await new Promise<void>((resolve) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`, () => resolve()));
+    if (!open) return;
+    await new Promise<void>((resolve) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`, () => resolve()));
+    sent();
   };
   for (const delta of deltas) await send(choice(delta));
   const ending = reply.ending ?? 'done';
