@@ -77,6 +77,7 @@ export class EarlyReply {
     return {
       id: this.model.id,
       local: this.model.local,
+      speculative: false,
       generate: (request: GenerateRequest) => this.replay(request.signal),
       close: async () => {},
     };

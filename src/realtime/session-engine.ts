@@ -17,9 +17,10 @@
  *  - a voice turn: speech_started → speech_stopped → input_audio_buffer.committed →
  *    conversation.item.added → transcription (.delta*, .completed | .failed) →
  *    conversation.item.done → response (when create_response);
- *  - the voice-turn machinery (transcription, speculative transcription in a turn's pauses, the
- *    early reply) lives in voice-turn.ts; the engine hands it the VAD's events and answers the
- *    turn once its transcript is in;
+ *  - the voice input (the input buffer, turn detection and its judge, the pauses' and the turns'
+ *    transcription) is one stage, audio-recognition.ts, and the reply begun while a turn is being
+ *    decided (the words' reading, the early reply) is preemptive-generation.ts; the engine turns
+ *    the stage's events into protocol events and answers the turn once its transcript is in;
  *  - client events are checked and typed at the edge (client-events.ts, on the openai package's GA
  *    client-event types) before a handler sees them;
  *  - items are parsed by items.ts, response.create by response-request.ts, and a response runs in
@@ -36,10 +37,11 @@ import type { SpeechService } from '../providers/tts/base.js';
 import type { SpeechRecognizers } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
-import { judgedWithWords } from './turn-judge.js';
 import { AppError } from '../core/errors.js';
 import type { AvatarOutput } from './avatar-output.js';
-import { InputAudio, type SpeechStopped } from './input-audio.js';
+import { AudioRecognition, type PauseTranscription, type UserTurn } from './audio-recognition.js';
+import { PreemptiveGeneration } from './preemptive-generation.js';
+import { DEFAULT_INSTRUCTIONS } from '../sessions/session-config.js';
 import { Conversation } from './conversation.js';
 import { type Item, type MessageItem, type ParsedItem, itemText, parseItem, toMessages } from './items.js';
 import type { InputImages } from './input-images.js';
@@ -63,7 +65,6 @@ import {
   requireString,
 } from './protocol.js';
 import { ResponseRun, type ModelRequest, type ResponseOutcome } from './response.js';
-import { VoiceTurns, type Speculation } from './voice-turn.js';
 import { applySessionUpdate, type SessionSettings } from './session-update.js';
 
 /**
@@ -157,10 +158,10 @@ export class RealtimeSessionEngine {
   /** The last store write failed: further failures are not logged until one succeeds. */
   private recordFailing = false;
   private chatLimitWarned = false;
-  /** The input audio buffer, a call's microphone, and server-VAD turns. */
-  private readonly input: InputAudio;
-  /** Transcription, speculation in a turn's pauses, and the early reply (voice-turn.ts). */
-  private readonly voice: VoiceTurns;
+  /** The voice input: the input audio buffer, a call's microphone, turns and their transcripts. */
+  private readonly input: AudioRecognition;
+  /** The words' reading and the early reply of a turn being decided (preemptive-generation.ts). */
+  private readonly preemptive: PreemptiveGeneration;
   /** What the model was last asked to prepare (prepareModel). */
   private prepared = '';
 
@@ -169,30 +170,35 @@ export class RealtimeSessionEngine {
     private readonly deps: EngineDeps,
   ) {
     this.settings = applySessionUpdate(null, options.initial, options.defaultModel);
-    this.voice = new VoiceTurns({
+    const log = deps.log.child({ sessionId: options.sessionId });
+    this.preemptive = new PreemptiveGeneration({
       sessionId: options.sessionId,
-      emit: (e) => this.emit(e),
       settings: () => this.settings,
-      asr: deps.asr,
       llm: deps.llm,
       log: deps.log,
       closed: () => this.closed,
       responding: () => this.active !== null,
+      transcribing: () => this.input.transcribing,
       messages: () => this.conversation.messages(),
       replyRequest: (context) => {
         const { session } = this.settings;
         return replyRequest(session.instructions, session.output_modalities, context, session.max_output_tokens, this.settings);
       },
+      readingRequest: (words) => replyRequest(DEFAULT_INSTRUCTIONS, ['audio'], [{ role: 'user', content: words }], 'inf'),
     });
-    const judge = async (): Promise<EndOfTurnModel | null> => {
-      const model = await deps.endOfTurnModel();
-      return model && judgedWithWords(model, () => this.voice.wordsOfLatestPause());
-    };
-    this.input = new InputAudio(deps.createVad, judge, deps.log.child({ sessionId: options.sessionId }));
+    this.input = new AudioRecognition({
+      createVad: deps.createVad,
+      endOfTurnModel: deps.endOfTurnModel,
+      asr: deps.asr,
+      readWords: (p) => this.preemptive.readWords(p),
+      settings: () => this.settings,
+      emit: (e) => this.emit(e),
+      log,
+    });
     this.input.on('speech_started', (e) => this.onSpeechStarted(e));
-    this.input.on('speech_paused', (e) => this.voice.paused(e));
-    this.input.on('speech_resumed', (e) => this.voice.resumed(e));
-    this.input.on('speech_stopped', (e) => this.onSpeechStopped(e));
+    this.input.on('pause_transcript', (e) => this.preemptive.onPauseTranscript(e));
+    this.input.on('speech_resumed', (e) => this.preemptive.onResumed(e.pause));
+    this.input.on('turn_ended', (e) => this.onTurnEnded(e));
     // Runs guard their own callbacks (a failure fails the run); nothing here can throw into the avatar.
     deps.avatar.on('audio', (chunk) => this.active?.onAudio(chunk));
     deps.avatar.on('frame', (frame) => this.active?.onFrame(frame));
@@ -273,8 +279,8 @@ export class RealtimeSessionEngine {
     this.closed = true;
     this.disarmIdleTimeout();
     this.active?.cancel('client_cancelled');
+    this.preemptive.close();
     await this.input.close();
-    await this.voice.close();
   }
 
   /**
@@ -423,7 +429,7 @@ export class RealtimeSessionEngine {
       const itemId = newItemId();
       this.emit({ type: 'input_audio_buffer.timeout_triggered', audio_start_ms: startMs, audio_end_ms: this.input.heardMs, item_id: itemId });
       this.input.clear();
-      this.voice.dropSpeculation();
+      this.preemptive.dropPending();
       const item: MessageItem = { id: itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: '' }] };
       const previousItemId = this.conversation.insert(item, null);
       this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
@@ -460,7 +466,7 @@ export class RealtimeSessionEngine {
     const previousItemId = this.conversation.insert(item, previous);
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
     if (pcm && item.type === 'message') {
-      this.voice.transcribe(item, pcm, null, null, (transcript) => this.onTranscribed(item, previousItemId, transcript, false));
+      this.input.transcribe(item, pcm, null, null, (transcript) => this.onTranscribed(item, previousItemId, transcript, false));
       this.enforceConversationBound();
       return;
     }
@@ -574,7 +580,7 @@ export class RealtimeSessionEngine {
     this.refuseOnWebRtc(event);
     const { itemId, pcm } = this.input.commit();
     this.deps.avatar.listen(false);
-    this.voice.dropSpeculation();
+    this.preemptive.dropPending();
     this.commitAudio(itemId, pcm, false);
   }
 
@@ -583,7 +589,7 @@ export class RealtimeSessionEngine {
     this.input.clear();
     this.inputDecoder?.reset();
     this.deps.avatar.listen(false);
-    this.voice.dropSpeculation();
+    this.preemptive.dropPending();
     this.emit({ type: 'input_audio_buffer.cleared' });
   }
 
@@ -607,31 +613,31 @@ export class RealtimeSessionEngine {
     this.disarmIdleTimeout();
     this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: e.itemId });
     this.deps.avatar.listen(true);
-    this.voice.dropEarlyReply(); // a turn's reply not started by now is not wanted any more
+    this.preemptive.dropEarlyReply(); // a turn's reply not started by now is not wanted any more
     const td = this.settings.turnDetection;
     if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
   }
 
-  private onSpeechStopped(e: SpeechStopped): void {
+  private onTurnEnded(e: UserTurn): void {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: e.itemId });
     this.deps.avatar.listen(false);
-    const speculation = this.voice.stopped(e);
+    const wordsRead = this.preemptive.onTurnEnded(e.itemId, e.transcription?.pause ?? null);
     this.deps.log.info('turn ended', {
       sessionId: this.options.sessionId,
       itemId: e.itemId,
       endedBy: e.endedBy,
       endOfTurnProbability: e.endOfTurnProbability,
-      speculativeTranscript: speculation !== null,
-      wordsEndProbability: speculation?.wordsRead?.endProbability ?? null,
-      wordsReadMs: speculation?.wordsRead?.ms ?? null,
-      earlyReply: speculation?.reply != null,
+      speculativeTranscript: e.transcription !== null,
+      wordsEndProbability: wordsRead?.endProbability ?? null,
+      wordsReadMs: wordsRead?.ms ?? null,
+      earlyReply: this.preemptive.hasEarlyReply,
     });
-    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, speculation, e.audio16k);
+    this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, e.transcription, e.audio16k);
   }
 
   /** input_audio_buffer.committed, the user item, its transcription, and (VAD) the response. */
-  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean, speculation: Speculation | null = null, pcm16k: Float32Array | null = null): void {
+  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean, fromPause: PauseTranscription | null = null, pcm16k: Float32Array | null = null): void {
     const item: MessageItem = {
       id: itemId,
       object: 'realtime.item',
@@ -643,7 +649,7 @@ export class RealtimeSessionEngine {
     const previousItemId = this.conversation.insert(item, null);
     this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
-    this.voice.transcribe(item, pcm, pcm16k, speculation, (transcript) => this.onTranscribed(item, previousItemId, transcript, respond));
+    this.input.transcribe(item, pcm, pcm16k, fromPause, (transcript) => this.onTranscribed(item, previousItemId, transcript, respond));
     this.enforceConversationBound();
   }
 
@@ -699,7 +705,7 @@ export class RealtimeSessionEngine {
     } catch (err) {
       this.emit(errorEvent(err, null));
     } finally {
-      this.voice.dropEarlyReply(); // the turn's response took it, or asked for another reply
+      this.preemptive.dropEarlyReply(); // the turn's response took it, or asked for another reply
     }
   }
 
@@ -718,7 +724,7 @@ export class RealtimeSessionEngine {
     const s = this.settings.session;
     const input = r.input === null ? null : await this.inputItems(r.input);
     // Wait for transcriptions in progress so the model hears what was said.
-    await this.voice.settled();
+    await this.input.settled();
     if (this.closed) return;
     if (this.active) throw new RealtimeError('conversation_already_has_active_response', 'Conversation already has an active response in progress.');
 
@@ -751,7 +757,7 @@ export class RealtimeSessionEngine {
           if (e.type === 'conversation.item.added') this.enforceConversationBound();
         },
         avatar: this.deps.avatar,
-        llm: this.voice.takeEarlyReply(model, request, responseId) ?? model,
+        llm: this.preemptive.takeEarlyReply(model, request, responseId) ?? model,
         voice: () => this.deps.tts.voice({ voiceId, userId: this.options.userId, source: this.options.ttsSource }),
         log: this.deps.log,
         onProgress: (text) => void this.record(() => this.deps.recorder.setCurrentTranscript(text)),

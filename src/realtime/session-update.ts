@@ -37,17 +37,20 @@ const MAX_TRANSCRIPTION_NAME_CHARS = 200;
 const MAX_TRANSCRIPTION_PROMPT_CHARS = 4000;
 
 /**
- * semantic_vad's eagerness, as silences in ms: how long a pause is before the end-of-turn model
- * judges it (`candidate`), how long a pause it calls unfinished may last before the turn ends
- * anyway (`ceiling`), and the silence that ends a turn when no model is installed (`fallback`).
- * OpenAI documents the ceilings as 8 s, 4 s and 2 s for low, medium and high.
+ * semantic_vad's eagerness: how sure the judge must be that the turn has ended (`confidence`,
+ * turn-judge.ts: the evidence and the silence so far, weighed), the silence after which the
+ * pause's transcript is made for it (`pause`), how long a pause may last before the turn ends
+ * whatever the judge says (`ceiling`; OpenAI documents 8 s, 4 s and 2 s for low, medium and high),
+ * and the silence that ends a turn when there is no judge at all (`fallback`).
  */
-const SEMANTIC_EAGERNESS: Record<string, { candidate: number; ceiling: number; fallback: number }> = {
-  low: { candidate: 250, ceiling: 8000, fallback: 1200 },
-  medium: { candidate: 160, ceiling: 4000, fallback: 700 },
-  auto: { candidate: 160, ceiling: 4000, fallback: 700 },
-  high: { candidate: 120, ceiling: 2000, fallback: 350 },
+const SEMANTIC_EAGERNESS: Record<string, { confidence: number; pause: number; ceiling: number; fallback: number }> = {
+  low: { confidence: 0.99, pause: 32, ceiling: 8000, fallback: 1200 },
+  medium: { confidence: 0.97, pause: 32, ceiling: 4000, fallback: 700 },
+  auto: { confidence: 0.97, pause: 32, ceiling: 4000, fallback: 700 },
+  high: { confidence: 0.9, pause: 32, ceiling: 2000, fallback: 350 },
 };
+/** eagerness auto, the default: what the turn-end benchmark holds its default judge to. */
+export const DEFAULT_SEMANTIC_EAGERNESS = SEMANTIC_EAGERNESS.auto!;
 
 export interface TurnDetection {
   segmenter: SegmenterConfig;
@@ -268,7 +271,7 @@ function parseTurnDetection(value: unknown): TurnDetection | null {
       threshold: 0.5,
       prefixPaddingMs: 300,
       silenceDurationMs: mapped.ceiling,
-      endOfTurn: { candidateSilenceMs: mapped.candidate, fallbackSilenceMs: mapped.fallback },
+      endOfTurn: { pauseMs: mapped.pause, confidence: mapped.confidence, fallbackSilenceMs: mapped.fallback },
     };
   } else {
     segmenter = {

@@ -8,34 +8,27 @@
  *    frame − prefixPaddingMs, clamped at 0 and at the end of the previous turn / the last clear();
  *  - while speaking, frames below (threshold − 0.15) (hysteresis) are silence; frames ≥ threshold
  *    restart the silence, frames in between neither count nor restart it;
- *  - once a silence has lasted PAUSE_MS (or the window, or half the model's candidate silence
- *    with semantic_vad, if shorter), `speech_paused` reports
+ *  - once a silence has lasted PAUSE_MS (semantic_vad: `endOfTurn.pauseMs`; or the window, if
+ *    shorter), `speech_paused` reports
  *    the audio so far, once per silence: the engine may start transcribing it before the turn is
  *    certain; speech that breaks that silence emits `speech_resumed` (the work is stale), and a
  *    turn that ends in it names it in `speech_stopped.pause`;
  *  - server_vad: the turn ends once the silence has lasted silenceDurationMs;
- *  - semantic_vad with a model: once the silence has lasted `endOfTurn.candidateSilenceMs` the
- *    model judges the turn so far (asynchronously; frames go on being scored), and again at 4 and
- *    8 times that silence (JUDGEMENTS), each time with a lower bar: the longer someone has been
- *    quiet, the less sure the model needs to be. The judgement at 4× is the first verdict held to
- *    the lower bar (the model is not asked again): it hears the turn up to the candidate silence,
- *    not the longer silence since. Smart Turn hears a long trailing silence as an end whatever was
- *    said (on flite's "Can you tell me about the | history of Rome?" with a 600 ms pause its
- *    probability rises from 0.01 at 160 ms of silence to 0.79 at 460 and 0.92 at 580 ms), so a
- *    model that heard the growing silence would count it twice, once in its verdict and once in
- *    the falling bar, and end pauses of about half a second mid-sentence. Only the last judgement,
- *    at 8×, hears the whole silence: past a second of it, silence is itself evidence that the
- *    speaker is done. A verdict over the bar ends the turn at the
- *    latest scored frame, if the silence is still unbroken once every frame received by the time
- *    the verdict came has been scored (on a busy machine frames queue up, and speech in them makes
- *    the verdict stale: the speaker had only paused); otherwise (or if the
- *    judgement failed) the turn goes on, at most to silenceDurationMs, the ceiling, so a person
- *    who pauses mid-sentence is not cut off. Without a model, `endOfTurn.fallbackSilenceMs` is the
+ *  - semantic_vad with a judge (turn-judge.ts): every scored frame of a silence in the turn is
+ *    shown to the judge (`TurnEndJudge.onSilence`), which gathers its evidence (the melody, the
+ *    words of the pause's transcript) as it comes and ends the turn when it is sure enough, at
+ *    that frame or later through `SilenceFrame.requestEnd`. A later end takes effect at the
+ *    latest scored frame, and only if the silence is still unbroken once every frame received by
+ *    the time of the request has been scored (on a busy machine frames queue up, and speech in
+ *    them makes the decision stale: the speaker had only paused). Otherwise the turn goes on, at
+ *    most to silenceDurationMs, the ceiling, so a person who pauses mid-sentence is not cut off.
+ *    Speech that breaks the silence, a clear() and the end of the turn tell the judge the
+ *    silence is over (`onSilenceEnd`). Without a judge, `endOfTurn.fallbackSilenceMs` is the
  *    silence that ends the turn;
  *  - at the end, `speech_stopped.audioEndMs` is the end of the frame that ended the turn, and the
  *    event carries the committed audio [audioStartMs, audioEndMs) as 24 kHz PCM16.
  * A turn's audio at the detector's rate is made once: the resampler's output for the VAD is kept
- * beside the 24 kHz input (same retention, same clear()), and the end-of-turn model (at the
+ * beside the 24 kHz input (same retention, same clear()), and the judge's audio model (at the
  * detector's rate), speech_paused and speech_stopped (`audio16k`, for Whisper, when that rate is
  * 16 kHz) read spans of it instead of resampling the turn again each time.
  * All times are integer ms of the input stream derived from sample counts, never the wall clock
@@ -46,7 +39,6 @@
  */
 import { EventEmitter } from 'node:events';
 import { VadError, type VoiceActivityDetector } from '../providers/vad/base.js';
-import { END_OF_TURN_THRESHOLD, type EndOfTurnModel } from '../providers/turn/base.js';
 import { Resampler } from '../audio/resample.js';
 import { PCM_RATE_HZ, PCM_SAMPLES_PER_MS } from '../audio/pcm.js';
 import { WHISPER_SAMPLE_RATE_HZ } from '../audio/whisper-mel.js';
@@ -63,21 +55,44 @@ export const VAD_EXIT_MARGIN = 0.15;
  */
 export const PAUSE_MS = 120;
 
-/**
- * semantic_vad: when the end-of-turn model is asked (silence, in multiples of the candidate
- * silence) and the probability of "complete" that then ends the turn.
- */
-export const JUDGEMENTS: ReadonlyArray<{ afterCandidates: number; threshold: number; hears: 'candidate' | 'whole' }> = [
-  { afterCandidates: 1, threshold: END_OF_TURN_THRESHOLD, hears: 'candidate' },
-  { afterCandidates: 4, threshold: 0.3, hears: 'candidate' },
-  { afterCandidates: 8, threshold: 0.15, hears: 'whole' },
-];
-
+/** semantic_vad's part of the turn rules (session-update.ts maps `eagerness` to it). */
 export interface EndOfTurnConfig {
-  /** Silence after which the end-of-turn model judges the turn, in ms. */
-  candidateSilenceMs: number;
-  /** Silence that ends the turn when no model is installed, in ms. */
+  /** Silence after which speech_paused reports the turn so far, in ms: the judge reads its transcript. */
+  pauseMs: number;
+  /** How sure the judge must be that the turn has ended (turn-judge.ts, `TurnPolicy`), 0..1. */
+  confidence: number;
+  /** Silence that ends the turn when there is no judge, in ms. */
   fallbackSilenceMs: number;
+}
+
+/** A scored frame of a silence in a turn, as the judge sees it (semantic_vad). */
+export interface SilenceFrame {
+  /** Counts the silences of the stream: frames of one silence share it. */
+  run: number;
+  /** Input ms at which the turn began (its prefix padding included) and this silence began (the first silent frame's start). */
+  turnStartMs: number;
+  silenceStartMs: number;
+  /** End of this frame, and the silence so far (endMs − silenceStartMs). */
+  endMs: number;
+  silentMs: number;
+  /** The speech_paused this silence emitted (its `pause`), or null while it has not. */
+  pause: number | null;
+  endOfTurn: EndOfTurnConfig;
+  /** The turn's audio up to this frame's end, at most its last `windowMs`, mono float at `rateHz`. */
+  audio(windowMs: number, rateHz: number): Float32Array;
+  /**
+   * Ends the turn later (see the header): at the latest scored frame, once every frame received
+   * by now is scored, if this silence is still unbroken. `probability`: the judge's, for the event.
+   */
+  requestEnd(probability: number): void;
+}
+
+/** Decides, silence by silence, whether a semantic_vad turn has ended (turn-judge.ts). */
+export interface TurnEndJudge {
+  /** A scored frame of a silence: a probability to end the turn at this frame with, or null. */
+  onSilence(frame: SilenceFrame): number | null;
+  /** Silence `run` is over: speech broke it, the turn ended, or the stream was cleared or closed. */
+  onSilenceEnd(run: number): void;
 }
 
 export interface SegmenterConfig {
@@ -87,7 +102,7 @@ export interface SegmenterConfig {
   prefixPaddingMs: number;
   /** Silence that ends a turn, in ms (with a model judging turns: the ceiling when it says "incomplete"). */
   silenceDurationMs: number;
-  /** semantic_vad: the model's part; null for server_vad. */
+  /** semantic_vad: the judge's part; null for server_vad. */
   endOfTurn: EndOfTurnConfig | null;
 }
 
@@ -121,9 +136,9 @@ export interface SpeechStoppedEvent {
   audio16k: Float32Array | null;
   /** The speech_paused whose silence this turn ended in (no speech since), or null. */
   pause: number | null;
-  /** What ended the turn: the silence window, or the end-of-turn model. */
+  /** What ended the turn: the silence window, or the judge. */
   endedBy: 'silence' | 'model';
-  /** The model's last judgement of this turn (probability complete), when it gave one. */
+  /** The judge's probability that the turn had ended, when the judge ended it. */
   endOfTurnProbability: number | null;
 }
 
@@ -186,22 +201,16 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   /** The silence run a speech_paused was emitted for, and its number. */
   private pausedRun = -1;
   private pauses = 0;
-  /** The silence run the model was asked about, and how many times (an index into JUDGEMENTS). */
+  /** The silence run the judge was last shown (told of its end once). */
   private judgedRun = -1;
-  private judgedTimes = 0;
-  /** The model's answer about the current silence's candidate point (asked once, see JUDGEMENTS). */
-  private verdict: { generation: number; run: number; atMs: number; probability: Promise<number> } | null = null;
-  /** End of the frame at which the current silence reached the candidate silence. */
-  private candidateAtMs = 0;
-  private endOfTurnProbability: number | null = null;
-  /** Judgements in flight (close() waits for them). */
+  /** Ends the judge asked for, waiting for the frames before them to be scored (close() waits for them). */
   private readonly judgements = new Set<Promise<void>>();
   /** Audio before this ms belongs to a committed turn or was cleared: prefix padding stops here. */
   private floorMs = 0;
   private processedMs = 0;
   /** End of the last frame queued for scoring (input ms). */
   private queuedUpToMs = 0;
-  /** Judgements waiting for the frames received before their verdict to be scored. */
+  /** Ends requested by the judge, waiting for the frames received before the request to be scored. */
   private readonly scoredWaiters = new Set<{ ms: number; resolve: () => void }>();
 
   /** Frames the detector failed on (each also emitted as `error`). */
@@ -209,14 +218,11 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
   /** Frames scored. */
   framesProcessed = 0;
 
-  /** Judgements the end-of-turn model failed (each also emitted as `error`). */
-  failedJudgements = 0;
-
   constructor(
     private readonly detector: VoiceActivityDetector,
     config: Partial<SegmenterConfig> = {},
     /** Judges semantic_vad turns; null: they end on `endOfTurn.fallbackSilenceMs` of silence. */
-    private readonly turnModel: EndOfTurnModel | null = null,
+    private readonly judge: TurnEndJudge | null = null,
   ) {
     super();
     this.config = checkConfig({ ...DEFAULT_SEGMENTER_CONFIG, ...config });
@@ -244,6 +250,11 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
 
   get currentConfig(): SegmenterConfig {
     return { ...this.config };
+  }
+
+  /** The turn in progress as heard so far (its prefix padding included, up to the last sample pushed), PCM16 24 kHz; empty when none is. */
+  turnAudio(): Int16Array {
+    return this.speaking ? this.audioSpan(this.startMs, this.inputMs) : new Int16Array(0);
   }
 
   /** Changes the turn parameters; they apply from the next scored frame. */
@@ -302,7 +313,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.speaking = false;
     this.silenceStartMs = null;
     this.pausedRun = -1;
-    this.judgedRun = -1;
+    this.endJudgedSilence();
     this.floorMs = this.originMs;
     this.processedMs = this.originMs;
     this.queuedUpToMs = this.originMs;
@@ -321,6 +332,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     this.queue.length = 0;
     await this.idle();
     await Promise.allSettled([...this.judgements]);
+    this.endJudgedSilence();
     await this.detector.close();
   }
 
@@ -351,6 +363,7 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
           // throw to): report it and start over from this frame.
           this.speaking = false;
           this.silenceStartMs = null;
+          this.judgedRun = -1;
           this.floorMs = frame.endMs;
           this.emit('error', err instanceof Error ? err : new VadError(String(err)));
         }
@@ -395,9 +408,12 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     }
     if (probability >= threshold) {
       this.lastSpeechEndMs = endMs;
-      if (this.silenceStartMs !== null && this.pausedRun === this.silenceRun) {
-        this.pausedRun = -1;
-        this.emit('speech_resumed', { pause: this.pauses });
+      if (this.silenceStartMs !== null) {
+        this.endJudgedSilence();
+        if (this.pausedRun === this.silenceRun) {
+          this.pausedRun = -1;
+          this.emit('speech_resumed', { pause: this.pauses });
+        }
       }
       this.silenceStartMs = null;
     } else if (probability < threshold - VAD_EXIT_MARGIN && this.silenceStartMs === null) {
@@ -407,93 +423,80 @@ export class SpeechSegmenter extends EventEmitter<SegmenterEvents> {
     if (this.silenceStartMs === null) return;
     const silentMs = endMs - this.silenceStartMs;
     const endOfTurn = this.config.endOfTurn;
-    const limitMs = endOfTurn && !this.turnModel ? endOfTurn.fallbackSilenceMs : silenceDurationMs;
-    // semantic_vad's judge reads the pause's transcript, which is on its critical path: the pause
-    // comes at half the candidate silence, so the transcript is about ready when the model answers.
-    const pauseMs = Math.min(PAUSE_MS, limitMs, endOfTurn && this.turnModel ? Math.round(endOfTurn.candidateSilenceMs / 2) : PAUSE_MS);
+    const limitMs = endOfTurn && !this.judge ? endOfTurn.fallbackSilenceMs : silenceDurationMs;
+    const pauseMs = Math.min(endOfTurn && this.judge ? endOfTurn.pauseMs : PAUSE_MS, limitMs);
     if (this.pausedRun !== this.silenceRun && silentMs >= pauseMs) {
       this.pausedRun = this.silenceRun;
       this.pauses++;
       const audio = this.audioSpan(this.startMs, endMs);
       this.emit('speech_paused', { audioStartMs: this.startMs, pausedAtMs: endMs, pause: this.pauses, audio, audio16k: this.whisperSpan(this.startMs, audio.length) });
     }
-    if (endOfTurn && this.turnModel) {
-      if (this.judgedRun !== this.silenceRun) {
-        this.judgedRun = this.silenceRun;
-        this.judgedTimes = 0;
-        this.endOfTurnProbability = null;
-      }
-      const next = JUDGEMENTS[this.judgedTimes];
-      if (next && silentMs >= next.afterCandidates * endOfTurn.candidateSilenceMs) {
-        if (this.judgedTimes === 0) this.candidateAtMs = endMs;
-        this.judgedTimes++;
-        this.judge(this.turnModel, next.hears === 'whole' ? endMs : this.candidateAtMs, next.threshold);
+    if (endOfTurn && this.judge) {
+      const probability = this.judge.onSilence(this.silenceFrame(endOfTurn, endMs, silentMs));
+      this.judgedRun = this.silenceRun;
+      if (probability !== null) {
+        this.endTurn(endMs, 'model', probability);
+        return;
       }
     }
-    if (silentMs >= limitMs) this.endTurn(endMs, 'silence');
+    if (silentMs >= limitMs) this.endTurn(endMs, 'silence', null);
+  }
+
+  /** Frame `endMs` of the current silence, for the judge (see SilenceFrame). */
+  private silenceFrame(endOfTurn: EndOfTurnConfig, endMs: number, silentMs: number): SilenceFrame {
+    const generation = this.generation;
+    const run = this.silenceRun;
+    const turnStartMs = this.startMs;
+    return {
+      run,
+      turnStartMs,
+      silenceStartMs: this.silenceStartMs ?? endMs,
+      endMs,
+      silentMs,
+      pause: this.pausedRun === run ? this.pauses : null,
+      endOfTurn,
+      audio: (windowMs, rateHz) => {
+        const fromMs = Math.max(turnStartMs, endMs - windowMs);
+        const span = this.audioSpan(fromMs, endMs);
+        return rateHz === this.detectorRateHz ? this.detectorSpan(fromMs, span.length) : toModelRate(span, rateHz);
+      },
+      requestEnd: (probability) => this.requestEnd(generation, run, probability),
+    };
+  }
+
+  /** The judge's later end of silence `run` (SilenceFrame.requestEnd; see the header). */
+  private requestEnd(generation: number, run: number, probability: number): void {
+    const stale = () => generation !== this.generation || this.closed || !this.speaking || this.silenceRun !== run || this.silenceStartMs === null;
+    if (stale()) return;
+    // Audio received by now may not be scored yet (a busy machine: the detector's frames queue
+    // up), and speech in it would make the decision stale: end only once it is scored.
+    const ending = this.scored(this.queuedUpToMs).then(() => {
+      if (!stale()) this.endTurn(this.processedMs, 'model', probability);
+    });
+    this.judgements.add(ending);
+    void ending.finally(() => this.judgements.delete(ending));
+  }
+
+  /** Tells the judge that the silence it was shown last is over (once). */
+  private endJudgedSilence(): void {
+    if (this.judgedRun < 0) return;
+    const run = this.judgedRun;
+    this.judgedRun = -1;
+    this.judge?.onSilenceEnd(run);
   }
 
   /** Ends the turn in progress at `endMs` (the end of a scored frame). */
-  private endTurn(endMs: number, endedBy: SpeechStoppedEvent['endedBy']): void {
+  private endTurn(endMs: number, endedBy: SpeechStoppedEvent['endedBy'], endOfTurnProbability: number | null): void {
     const audioStartMs = this.startMs;
     const audio = this.audioSpan(audioStartMs, endMs);
     const audio16k = this.whisperSpan(audioStartMs, audio.length);
     const pause = this.pausedRun === this.silenceRun ? this.pauses : null;
-    const endOfTurnProbability = this.judgedRun === this.silenceRun ? this.endOfTurnProbability : null;
     this.speaking = false;
     this.silenceStartMs = null;
-    this.endOfTurnProbability = null;
+    this.endJudgedSilence();
     this.floorMs = endMs;
     this.trimAudio(Math.max(this.floorMs, endMs - this.config.prefixPaddingMs));
     this.emit('speech_stopped', { audioStartMs, audioEndMs: endMs, lastSpeechEndMs: this.lastSpeechEndMs, audio, audio16k, pause, endedBy, endOfTurnProbability });
-  }
-
-  /**
-   * Judges the turn so far [startMs, atMs): the model's answer (asked once per span of one
-   * silence; a failed answer is asked again) ends the turn if it reaches `threshold` and still
-   * applies: same stream generation, still speaking, and the same unbroken silence.
-   */
-  private judge(model: EndOfTurnModel, atMs: number, threshold: number): void {
-    const generation = this.generation;
-    const run = this.silenceRun;
-    const cached = this.verdict;
-    const reused = cached !== null && cached.generation === generation && cached.run === run && cached.atMs === atMs;
-    const asked = reused ? cached : { generation, run, atMs, probability: this.ask(model, atMs) };
-    this.verdict = asked;
-    const judgement = (async () => {
-      let probability: number;
-      try {
-        probability = await asked.probability;
-      } catch (err) {
-        if (this.verdict === asked) this.verdict = null; // the next judgement asks again
-        if (reused || generation !== this.generation) return; // reported once, by whoever asked
-        this.failedJudgements++;
-        this.emit('error', err instanceof Error ? err : new VadError(String(err)));
-        return;
-      }
-      const stale = () => generation !== this.generation || this.closed || !this.speaking || this.silenceRun !== run || this.silenceStartMs === null;
-      if (stale()) return;
-      this.endOfTurnProbability = probability;
-      if (probability < threshold) return;
-      // The verdict is about the audio up to atMs. Audio received since may not be scored yet (a
-      // busy machine: the detector's frames queue up), and speech in it would make the verdict
-      // stale: decide only once every frame received by now has been scored.
-      await this.scored(this.queuedUpToMs);
-      if (!stale()) this.endTurn(this.processedMs, 'model');
-    })();
-    this.judgements.add(judgement);
-    void judgement.finally(() => this.judgements.delete(judgement));
-  }
-
-  /**
-   * The model's probability that the turn [startMs, atMs) is complete (the audio is taken now: the
-   * span kept at the detector's rate when the model hears at that rate, else resampled).
-   */
-  private async ask(model: EndOfTurnModel, atMs: number): Promise<number> {
-    const fromMs = Math.max(this.startMs, atMs - model.windowMs);
-    const span = this.audioSpan(fromMs, atMs);
-    const audio = model.sampleRateHz === this.detectorRateHz ? this.detectorSpan(fromMs, span.length) : toModelRate(span, model.sampleRateHz);
-    return model.completeProbability(audio);
   }
 
   /** The kept detector-rate span for Whisper (16 kHz), or null when the detector hears at another rate. */
@@ -586,9 +589,10 @@ function checkConfig(config: SegmenterConfig): SegmenterConfig {
     throw new VadError(`silenceDurationMs must be a non-negative integer, got ${silenceDurationMs}`);
   }
   if (endOfTurn !== null) {
-    for (const key of ['candidateSilenceMs', 'fallbackSilenceMs'] as const) {
+    for (const key of ['pauseMs', 'fallbackSilenceMs'] as const) {
       if (!Number.isInteger(endOfTurn[key]) || endOfTurn[key] < 0) throw new VadError(`endOfTurn.${key} must be a non-negative integer, got ${endOfTurn[key]}`);
     }
+    if (!(endOfTurn.confidence > 0 && endOfTurn.confidence < 1)) throw new VadError(`endOfTurn.confidence must be within (0, 1), got ${endOfTurn.confidence}`);
   }
   return { threshold, prefixPaddingMs, silenceDurationMs, endOfTurn: endOfTurn && { ...endOfTurn } };
 }

@@ -83,6 +83,13 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
           // of every sequence (0.6-0.9 s of the 2-core machine's first turn).
           await model.prefill?.(replyRequest(DEFAULT_INSTRUCTIONS, ['audio'], [], 'inf').messages);
         }],
+        // The local model that reads the pauses' words for semantic_vad when replies come from
+        // elsewhere (a hosted model): loaded, and the readings' shared instructions evaluated.
+        ['words reader', async () => {
+          const reader = llm.wordsReader();
+          if (reader === null || reader === llm.forModel(config.defaultModel)) return;
+          await reader.prefill?.(replyRequest(DEFAULT_INSTRUCTIONS, ['audio'], [], 'inf').messages);
+        }],
         ...STANDARD_VOICES.map((voiceId): [string, () => Promise<unknown>] => [`voice ${voiceId}`, async () => {
           const voice = await tts.voice({ voiceId, userId: config.bootstrapUserId, source: 'auto' });
           for await (const _ of voice.speak('Hello.', { speed: 1 })) void _;

@@ -75,9 +75,9 @@ test('applySessionUpdate merges audio fields and keeps the rest', () => {
   assert.is(b.session.audio.output.speed, 1.2);
   assert.is(b.session.audio.output.voice, 'alloy');
   assert.is(b.turnDetection, null);
-  // The default: semantic_vad, eagerness auto (judged after 160 ms of silence, 4 s at most).
+  // The default: semantic_vad, eagerness auto (the judge at confidence 0.97, the pause's transcript after 32 ms of silence, 4 s at most).
   assert.is(a.session.audio.input.turn_detection && (a.session.audio.input.turn_detection as { type: string }).type, 'semantic_vad');
-  assert.equal(a.turnDetection?.segmenter.endOfTurn, { candidateSilenceMs: 160, fallbackSilenceMs: 700 });
+  assert.equal(a.turnDetection?.segmenter.endOfTurn, { pauseMs: 32, confidence: 0.97, fallbackSilenceMs: 700 });
   assert.is(a.turnDetection?.segmenter.silenceDurationMs, 4000);
   const c = applySessionUpdate(a.raw, { audio: { input: { turn_detection: { type: 'server_vad' } } } }, 'm');
   assert.equal(c.turnDetection?.segmenter, { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, endOfTurn: null });

@@ -1,10 +1,13 @@
 /**
- * Turn-taking (issue 12): semantic_vad's rules in the segmenter with a scripted end-of-turn model
- * (complete, incomplete → ceiling, resumed, stale answers, failures, no model), the words check of
- * turn-judge.ts, the engine's speculative transcription (used when the turn ends in its pause,
+ * Turn-taking: semantic_vad in the segmenter with a scripted judge (an end at a frame, an end asked
+ * for later and made stale by speech in frames not yet scored, the ceiling, no judge), the judge
+ * itself (turn-judge.ts: when it asks the audio model, how it takes the pause's words, what its
+ * fitted policy decides on the evidence a finished sentence and a fragment give), the rules'
+ * reading of a transcript, the engine's pause transcription (used when the turn ends in its pause,
  * aborted without a single event when the user speaks on) and its early reply (the same, for the
- * model's reply; never with a remote model; not taken when the session changed), and Smart Turn itself on Silero turns
- * of flite speech.
+ * model's reply; also with a remote model unless LLM_EARLY_REPLY keeps it local; not taken when the
+ * session changed), the words read by the local model when the reply model is remote, and Smart
+ * Turn itself on Silero turns of flite speech.
  */
 import fs from 'node:fs';
 import { suite } from 'uvu';
@@ -16,14 +19,16 @@ import { SileroVad } from '../../src/providers/vad/silero.js';
 import { SmartTurn } from '../../src/providers/turn/smart-turn.js';
 import { modelPath, REPO_MODELS_DIR } from '../../src/models/manifest.js';
 import {
-  JUDGEMENTS,
   SpeechSegmenter,
   type SegmenterConfig,
+  type SilenceFrame,
   type SpeechPausedEvent,
   type SpeechStoppedEvent,
+  type TurnEndJudge,
   PAUSE_MS,
 } from '../../src/realtime/speech-segmenter.js';
-import { soundsFinished, soundsUnfinished, judgedWithWords, combine, spokenWords } from '../../src/realtime/turn-judge.js';
+import { AUDIO_ASKED_AT_MS, TurnEndDetector, TurnPolicy, endProbability, spokenWords, wordClasses, type PauseWords, type TurnEvidence } from '../../src/realtime/turn-judge.js';
+import { DEFAULT_SEMANTIC_EAGERNESS } from '../../src/realtime/session-update.js';
 import { engineHarness, type Harness, type SeenEvent } from '../helpers/engine-harness.js';
 import { FakeLanguageModels } from '../../src/providers/llm/fake-llm.js';
 import { concatSamples, silence, toPcm16, tone } from '../helpers/speech.js';
@@ -38,7 +43,7 @@ const SEMANTIC: SegmenterConfig = {
   threshold: 0.5,
   prefixPaddingMs: 300,
   silenceDurationMs: 4000,
-  endOfTurn: { candidateSilenceMs: 200, fallbackSilenceMs: 700 },
+  endOfTurn: { pauseMs: 64, confidence: 0.85, fallbackSilenceMs: 700 },
 };
 
 type Seen =
@@ -98,174 +103,157 @@ const stops = (seen: Seen[]) => seen.filter((e): e is Extract<Seen, { type: 'sto
 
 // ---- the segmenter's semantic_vad rules ----
 
-const Rules = suite('semantic_vad rules (fake detector, scripted model)');
+const Rules = suite('semantic_vad in the segmenter (fake detector, scripted judge)');
 
-Rules('"complete" after the candidate silence ends the turn at once, not at the ceiling', async () => {
-  const model = new FakeTurnModel({ script: () => 0.9 });
-  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), SEMANTIC, model);
+/**
+ * A judge whose verdict on a frame is `decide(frame)`: a probability ends the turn there, 'later'
+ * asks for the end `delayMs` after the frame (as evidence that arrives later does), null waits.
+ * It records the frames it was shown and the silences it was told are over.
+ */
+class ScriptedJudge implements TurnEndJudge {
+  readonly frames: SilenceFrame[] = [];
+  readonly ended: number[] = [];
+  constructor(
+    private readonly decide: (frame: SilenceFrame) => number | 'later' | null,
+    private readonly delayMs = 30,
+  ) {}
+  onSilence(frame: SilenceFrame): number | null {
+    this.frames.push(frame);
+    const d = this.decide(frame);
+    if (d === 'later') {
+      setTimeout(() => frame.requestEnd(0.9), this.delayMs);
+      return null;
+    }
+    return d;
+  }
+  onSilenceEnd(run: number): void {
+    this.ended.push(run);
+  }
+}
+
+Rules('a judge sure at a frame ends the turn there, with its probability; the pause comes first, at endOfTurn.pauseMs', async () => {
+  const judge = new ScriptedJudge((f) => (f.silentMs >= 192 ? 0.93 : null));
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), SEMANTIC, judge);
   const seen = record(seg);
   await feedPaced(seg, frames(80));
   const [stop, ...more] = stops(seen);
   assert.ok(stop && more.length === 0, JSON.stringify(seen.map((e) => e.type)));
   assert.is(stop.endedBy, 'model');
+  assert.is(stop.endOfTurnProbability, 0.93);
+  // Silence from 1280 ms (frame 40); the first frame end with 192 ms of silence is 1472.
+  assert.is(stop.audioEndMs, 1280 + 192);
   assert.is(stop.lastSpeechEndMs, 40 * FRAME_MS);
-  // Silence from 1280 ms; the model is asked at the first frame end ≥ 200 ms later (1504) and its
-  // answer ends the turn at the frame scored when it arrives.
-  assert.is(model.judged.length, 1);
-  // The pause (for the transcript the judge reads) comes at half the candidate silence.
-  assert.is(seen.find((e): e is Extract<Seen, { type: 'paused' }> => e.type === 'paused')?.pausedAtMs, 1280 + 128);
-  assert.ok(stop.audioEndMs >= 1504 && stop.audioEndMs <= 1504 + 2 * FRAME_MS, String(stop.audioEndMs));
-  assert.ok(stop.endOfTurnProbability !== null && stop.endOfTurnProbability > 0.5);
   assert.is(stop.audio.length, (stop.audioEndMs - stop.audioStartMs) * SAMPLES_PER_MS);
-  // The model heard the turn from its start (with padding) to the candidate point, at 16 kHz.
-  assert.is(model.judged[0], Math.round(((1504 - stop.audioStartMs) * 16000) / 1000));
+  const paused = seen.find((e): e is Extract<Seen, { type: 'paused' }> => e.type === 'paused');
+  assert.is(paused?.pausedAtMs, 1280 + Math.ceil(SEMANTIC.endOfTurn!.pauseMs / FRAME_MS) * FRAME_MS);
+  assert.is(stop.pause, paused!.pause);
+  // Every frame of the silence was shown, in order, with the pause once it came.
+  assert.equal(judge.frames.map((f) => f.silentMs), [32, 64, 96, 128, 160, 192]);
+  assert.ok(judge.frames.every((f) => f.run === judge.frames[0]!.run && f.silenceStartMs === 1280 && f.turnStartMs === stop.audioStartMs));
+  assert.equal(judge.frames.map((f) => f.pause !== null), [false, true, true, true, true, true]);
+  assert.equal(judge.ended, [judge.frames[0]!.run], 'told the silence is over when the turn ended');
   await seg.close();
 });
 
-Rules('a "complete" verdict that comes while frames wait to be scored (a busy machine) decides only once they are: speech in them keeps the turn', async () => {
-  const model = new FakeTurnModel({ script: () => 0.9, delayMs: 30 });
+Rules('the frame hears the turn up to its end at the rate asked for, the kept 16 kHz stream at most windowMs of it', async () => {
+  const heard: Float32Array[] = [];
+  const judge = new ScriptedJudge((f) => {
+    if (f.silentMs === 160) heard.push(f.audio(8000, 16000), f.audio(500, 16000));
+    return null;
+  });
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 400 }, judge);
+  const seen = record(seg);
+  await feedPaced(seg, frames(60));
+  const [stop] = stops(seen);
+  const [whole, window] = heard as [Float32Array, Float32Array];
+  assert.is(whole.length, ((1280 + 160 - stop!.audioStartMs) * 16000) / 1000);
+  assert.is(window.length, 8000);
+  assert.equal(Array.from(whole.subarray(0, 1000)), Array.from(stop!.audio16k!.subarray(0, 1000)), 'the same samples as the turn\'s audio16k');
+  await seg.close();
+});
+
+Rules('an end asked for while frames wait to be scored (a busy machine) decides only once they are: speech in them keeps the turn', async () => {
   // Speech in frames 20–39, a pause, speech again from frame 48.
   const vad = new HeldVad({ script: speechAt([[20, 40], [48, 70]]) });
-  const seg = new SpeechSegmenter(vad, SEMANTIC, model);
+  const judge = new ScriptedJudge((f) => (f.silentMs === 192 ? 'later' : null));
+  const seg = new SpeechSegmenter(vad, SEMANTIC, judge);
   const seen = record(seg);
   const pcm = toPcm16(frames(110));
   const chunk = FRAME_MS * SAMPLES_PER_MS;
-  const push = async (from: number, to: number) => {
+  const push = (from: number, to: number) => {
     for (let i = from; i < to; i++) seg.push(pcm.subarray(i * chunk, (i + 1) * chunk));
   };
-  await push(0, 47); // the model is asked at frame 46 (224 ms of silence)
+  push(0, 47); // the judge asks for the end at frame 45 (192 ms of silence)
   await seg.idle();
-  assert.is(model.judged.length, 1);
   // The detector falls behind: the frames with the speaker's next words are received, not scored.
   const release = vad.hold();
-  await push(47, 60);
-  await new Promise((r) => setTimeout(r, 80)); // the verdict ("complete") arrives meanwhile
+  push(47, 60);
+  await new Promise((r) => setTimeout(r, 60)); // the request arrives meanwhile
   assert.is(stops(seen).length, 0, 'no decision on frames not yet heard');
   release();
   await seg.idle();
   await new Promise((r) => setTimeout(r, 10));
-  assert.is(stops(seen).length, 0, 'the speaker went on: the verdict was stale');
-  await push(60, 110);
+  assert.is(stops(seen).length, 0, 'the speaker went on: the request was stale');
+  push(60, 110);
   await seg.idle();
-  await new Promise((r) => setTimeout(r, 80));
+  await new Promise((r) => setTimeout(r, 60));
   await seg.idle();
   const all = stops(seen);
   assert.is(all.length, 1, 'one turn, ended after the second part');
   assert.is(all[0]!.lastSpeechEndMs, 70 * FRAME_MS);
+  assert.is(all[0]!.endedBy, 'model');
   await seg.close();
 });
 
-Rules('"incomplete" waits: held to a lower bar at 4× the candidate silence, then the turn ends at the ceiling (silenceDurationMs)', async () => {
-  const model = new FakeTurnModel({ script: () => 0.1 });
-  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 1000 }, model);
+Rules('an end asked for after the speaker went on is dropped; the silence was told over when the speech came', async () => {
+  // The request comes 300 ms after the frame; speech resumes 96 ms after it.
+  const judge = new ScriptedJudge((f) => (f.silentMs === 224 ? 'later' : null), 300);
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40], [50, 70]]) }), SEMANTIC, judge);
   const seen = record(seg);
-  await feedPaced(seg, frames(90));
-  const [stop] = stops(seen);
-  assert.ok(stop);
-  assert.is(stop.endedBy, 'silence');
-  assert.is(stop.audioEndMs, 1280 + 1024); // the first frame end ≥ 1000 ms of silence
-  assert.is(stop.endOfTurnProbability, 0.1);
-  assert.is(model.judged.length, 1, 'asked once, at 224 ms of silence: the 800 ms judgement holds that verdict to its bar, and 8× would be past the ceiling');
-  await seg.close();
-});
-
-Rules('a pause judged incomplete, then more speech: one turn; the next pause is judged again and ends it', async () => {
-  const model = new FakeTurnModel({ script: (_audio, call) => (call === 0 ? 0.1 : 0.9) });
-  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40], [52, 70]]) }), SEMANTIC, model);
-  const seen = record(seg);
-  await feedPaced(seg, frames(110));
-  assert.equal(
-    seen.map((e) => e.type),
-    ['started', 'paused', 'resumed', 'paused', 'stopped'],
-  );
-  const [stop] = stops(seen);
-  assert.is(stop!.endedBy, 'model');
-  assert.is(stop!.lastSpeechEndMs, 70 * FRAME_MS);
-  assert.is(stop!.pause, 2, 'names the pause it ended in');
-  assert.is(model.judged.length, 2);
-  await seg.close();
-});
-
-Rules('an answer that arrives after the speaker went on is dropped (the turn is not cut)', async () => {
-  // "Complete", but slow: 300 ms, while speech resumes 96 ms after the question was asked.
-  const model = new FakeTurnModel({ script: () => 0.9, delayMs: 300 });
-  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40], [50, 70]]) }), SEMANTIC, model);
-  const seen = record(seg);
-  await feedPaced(seg, frames(56)); // asked at frame 46; speech again from frame 50
-  await new Promise((r) => setTimeout(r, 350)); // the stale answer arrives during the second stretch
-  assert.is(model.judged.length, 1);
+  await feedPaced(seg, frames(56));
+  const firstRun = judge.frames[0]!.run;
+  assert.equal(judge.ended, [firstRun], 'speech broke the first silence');
+  await new Promise((r) => setTimeout(r, 350)); // the stale request arrives during the second stretch
   await feedPaced(seg, frames(54));
-  await new Promise((r) => setTimeout(r, 350)); // the answer about the second pause
+  await new Promise((r) => setTimeout(r, 350)); // the request about the second silence
   const [stop, ...more] = stops(seen);
   assert.ok(stop && more.length === 0, JSON.stringify(seen.map((e) => e.type)));
-  assert.ok(stop.lastSpeechEndMs === 70 * FRAME_MS, 'the turn covers the speech after the pause');
+  assert.is(stop.lastSpeechEndMs, 70 * FRAME_MS, 'the turn covers the speech after the pause');
   await seg.close();
 });
 
-Rules('the bar falls as the silence grows: 0.4 does not end a turn at 200 ms of silence but does at 800', async () => {
-  const model = new FakeTurnModel({ script: () => 0.4 });
-  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), SEMANTIC, model);
+Rules('a judge never sure: the turn ends at the ceiling (silenceDurationMs); clear() tells it the silence is over', async () => {
+  const judge = new ScriptedJudge(() => null);
+  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40], [100, 120]]) }), { ...SEMANTIC, silenceDurationMs: 1000 }, judge);
   const seen = record(seg);
-  await feedPaced(seg, frames(80));
-  const [stop] = stops(seen);
-  assert.is(stop!.endedBy, 'model');
-  assert.ok(stop!.audioEndMs >= 1280 + 800 && stop!.audioEndMs <= 1280 + 800 + 2 * FRAME_MS, String(stop!.audioEndMs));
-  assert.is(model.judged.length, 1, 'the verdict at 224 ms, held to the lower bar');
-  await seg.close();
-});
-
-Rules('a model that hears long silence as an end does not cut a long pause: the 4× judgement holds the candidate verdict; only the 8× one hears the whole silence', async () => {
-  // Like Smart Turn: "complete" once it hears 400 ms or more of silence after the speech, whatever
-  // was said. The audio starts at 340 ms (speech from frame 20, 300 ms of padding); speech in
-  // frames 20–39 (to 1280 ms), a pause of 896 ms, speech again in frames 68–84 (2176–2720 ms).
-  const heardSilenceMs = (audio: Float32Array) => {
-    const atMs = 340 + audio.length / 16;
-    return atMs - (atMs >= 2176 ? 2720 : 1280);
-  };
-  const model = new FakeTurnModel({ script: (audio) => (heardSilenceMs(audio) >= 400 ? 0.9 : 0.05) });
-  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40], [68, 85]]) }), SEMANTIC, model);
-  const seen = record(seg);
-  await feedPaced(seg, frames(150));
-  const turns = stops(seen);
-  assert.is(turns.length, 1, turns.map((t) => `${t.endedBy} p=${t.endOfTurnProbability} at ${t.audioEndMs}`).join('; '));
-  assert.is(turns[0]!.lastSpeechEndMs, 85 * FRAME_MS, 'the pause was not the end');
-  assert.is(turns[0]!.endedBy, 'model');
-  // After the second stretch: 0.05 at 224 ms, held to 0.3 at 800 ms; at 1600 ms (8×) the model
-  // hears the whole silence and says "complete" (before the 4 s ceiling).
-  assert.ok(turns[0]!.audioEndMs >= 2720 + 1600 && turns[0]!.audioEndMs <= 2720 + 1600 + 2 * FRAME_MS, String(turns[0]!.audioEndMs));
-  // Asked at the first pause's candidate point, then the second's, then once over its whole silence.
-  assert.equal(model.judged.map((n) => heardSilenceMs(new Float32Array(n))), [224, 224, 1600]);
-  await seg.close();
-});
-
-Rules('a failing model is reported and the turn falls back to the ceiling', async () => {
-  const model = new FakeTurnModel({ script: () => { throw new Error('model broke'); } });
-  const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { ...SEMANTIC, silenceDurationMs: 800 }, model);
-  const seen = record(seg);
-  const errors: Error[] = [];
-  seg.on('error', (e) => errors.push(e));
-  await feedPaced(seg, frames(80));
-  assert.is(errors.length, 2);
-  assert.is(seg.failedJudgements, 2);
-  const [stop] = stops(seen);
+  // The first turn ends at the ceiling; the second is 10 frames into its silence when cleared.
+  await feedPaced(seg, frames(130));
+  const [stop, ...more] = stops(seen);
+  assert.is(more.length, 0);
   assert.is(stop!.endedBy, 'silence');
-  assert.is(stop!.audioEndMs, 1280 + 800);
+  assert.is(stop!.audioEndMs, 1280 + 1024); // the first frame end ≥ 1000 ms of silence
+  assert.is(stop!.endOfTurnProbability, null);
+  const open = judge.frames.at(-1)!;
+  assert.ok(open.silenceStartMs === 120 * FRAME_MS && open.run !== judge.frames[0]!.run, 'the second turn\'s silence is shown');
+  assert.is.not(judge.ended.at(-1), open.run);
+  seg.clear();
+  assert.is(judge.ended.at(-1), open.run, 'clear() ends the open silence');
   await seg.close();
 });
 
-Rules('without a model, semantic_vad ends turns on its fallback silence; server_vad never asks a model', async () => {
+Rules('without a judge, semantic_vad ends turns on its fallback silence; server_vad never shows a judge a frame', async () => {
   const seg = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), SEMANTIC, null);
   const seen = record(seg);
   await feedPaced(seg, frames(80));
   assert.is(stops(seen)[0]!.audioEndMs, 1280 + 704);
   await seg.close();
-  const model = new FakeTurnModel();
-  const server = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, endOfTurn: null }, model);
+  const judge = new ScriptedJudge(() => 0.99);
+  const server = new SpeechSegmenter(new FakeVad({ script: speechAt([[20, 40]]) }), { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, endOfTurn: null }, judge);
   const seen2 = record(server);
   await feedPaced(server, frames(80));
   assert.is(stops(seen2)[0]!.audioEndMs, 1280 + 512);
   assert.is(stops(seen2)[0]!.endedBy, 'silence');
-  assert.is(model.judged.length, 0);
+  assert.is(judge.frames.length, 0);
   await server.close();
 });
 
@@ -284,53 +272,76 @@ Rules('speech_paused reports the turn so far once per pause, and the turn names 
 
 Rules.run();
 
-// ---- the words check ----
+// ---- the judge ----
 
-const Words = suite('turn-judge: a melody that ends is checked against the words');
+const Judge = suite('turn-judge: the evidence, the policy, the detector');
 
-Words('soundsUnfinished() knows fragments from sentences', () => {
-  for (const t of ['I would like to book a table for', 'I would like to book a table for.', 'Can you tell me about the', 'and', 'So, um', 'My favourite colour is', 'I was thinking...']) {
-    assert.ok(soundsUnfinished(t), t);
+const AUTO = DEFAULT_SEMANTIC_EAGERNESS.confidence;
+const policy = new TurnPolicy();
+/** The first silence (ms, on 32 ms frames, up to 4 s) at which the policy ends a turn with evidence `e`, or null. */
+function endsAt(e: TurnEvidence, confidence = AUTO): number | null {
+  for (let ms = 32; ms <= 4000; ms += 32) if (policy.decide(e, ms, confidence) !== null) return ms;
+  return null;
+}
+
+Judge('a finished sentence ends the turn within 800 ms of silence whatever the melody, with or without the language model', () => {
+  // The fitted judge is never sure enough at once: on the benchmark, half the pauses inside a
+  // sentence come after words that could end one. It waits until such a pause would be over.
+  for (const e of [
+    { audio: 0.9, words: 'Where is the nearest train station?', wordsEnd: 0.4 },
+    { audio: 0.9, words: 'Where is the nearest train station?', wordsEnd: null },
+    { audio: 0.6, words: 'Tell me a joke.', wordsEnd: 0.2 },
+    { audio: 0.2, words: 'Where are you from?', wordsEnd: 0.5 },
+    { audio: 0.1, words: 'What is the capital of France?', wordsEnd: 0.6 },
+  ]) {
+    assert.ok((endsAt(e) ?? Infinity) <= 800, `${JSON.stringify(e)}: ends at ${endsAt(e)} ms`);
   }
-  for (const t of ['What time is it?', 'What is the weather like?', 'Where are you from?', 'Tell me a joke.', 'Hello', '', 'Thank you so much!']) {
-    assert.not.ok(soundsUnfinished(t), t);
+});
+
+Judge('a clause that trails off holds past a second of silence though the melody says complete; a dangling article or conjunction holds without the language model too', () => {
+  for (const e of [
+    { audio: 0.95, words: 'I would like to book a table for', wordsEnd: 1e-5 },
+    { audio: 0.95, words: 'What time zone.', wordsEnd: 1e-4 },
+    { audio: 0.95, words: 'Can you tell me about the', wordsEnd: null },
+    { audio: 0.9, words: 'I went to the shop and', wordsEnd: null },
+    { audio: 0.9, words: 'I would like, um,', wordsEnd: null },
+  ]) {
+    assert.ok((endsAt(e) ?? Infinity) > 1100, `${JSON.stringify(e)}: ends at ${endsAt(e)} ms`);
   }
 });
 
-Words('soundsFinished() wants closing punctuation and nothing dangling', () => {
-  for (const t of ['What time is it?', 'I would like a table for two people tonight.', 'Thanks!']) assert.ok(soundsFinished(t), t);
-  for (const t of ['I would like a table for.', 'What time is it', 'I was thinking...', '', 'Can you tell me about?']) assert.not.ok(soundsFinished(t), t);
+Judge('with no evidence at all the turn ends after about a second of silence; the longer the silence, the likelier the end', () => {
+  const none = { audio: null, words: null, wordsEnd: null };
+  const at = endsAt(none);
+  assert.ok(at !== null && at >= 700 && at <= 1500, `ends at ${at} ms`);
+  let last = 0;
+  for (let ms = 0; ms <= 3000; ms += 100) {
+    const p = policy.probability({ audio: 0.5, words: 'So what I was thinking is that', wordsEnd: null }, ms);
+    assert.ok(p >= last, `not monotonic at ${ms} ms`);
+    last = p;
+  }
+  assert.ok(endProbability({ audio: 0.5, words: 'Tell me a joke.', wordsEnd: 0.3 }) > endProbability({ audio: 0.5, words: 'Tell me a joke.', wordsEnd: 1e-5 }), "the model's reading counts");
+  assert.ok(endProbability({ audio: 0.5, words: 'Tell me a joke.', wordsEnd: null }) > endProbability({ audio: 0.5, words: 'Tell me a joke and', wordsEnd: null }), 'the rules count');
 });
 
-Words('the words and the melody combine: a language model sure of a fragment holds a confident "complete" past every bar but the ceiling; sure of a sentence, it ends a doubtful one at the first', () => {
-  const fragment = { text: 'What time zone.', endProbability: 1e-5 };
-  const sentence = { text: 'Where are you from?', endProbability: 0.3 };
-  const lastBar = JUDGEMENTS.at(-1)!.threshold;
-  assert.ok(combine(0.95, fragment) < lastBar, `fragment: ${combine(0.95, fragment)}`);
-  assert.ok(combine(0.99, fragment) < JUDGEMENTS[1]!.threshold, 'not before the whole silence is heard');
-  assert.ok(combine(0.1, sentence) >= 0.5, `sentence: ${combine(0.1, sentence)}`);
-  assert.ok(combine(0.001, sentence) >= JUDGEMENTS[1]!.threshold, 'a sentence never waits for the whole silence, whatever the melody');
-  assert.ok(combine(0.001, sentence) < 0.5, 'but a melody sure it goes on holds it at the first bar');
-  assert.is(combine(0.7, null), 0.7, 'no transcript: the melody decides');
-  assert.is(combine(0.7, { text: '', endProbability: null }), 0.7);
+Judge('eagerness: a lower confidence ends a doubtful turn sooner', () => {
+  const doubtful = { audio: 0.5, words: 'My favourite colour is blue.', wordsEnd: 0.02 };
+  const eager = endsAt(doubtful, 0.6) ?? Infinity;
+  const patient = endsAt(doubtful, 0.95) ?? Infinity;
+  assert.ok(eager < patient, `${eager} vs ${patient}`);
 });
 
-Words('without a language model the rules read the words: a dangling article holds, a finished sentence lifts a doubtful melody', () => {
-  assert.ok(combine(0.95, { text: 'a table for the', endProbability: null }) < 0.15);
-  assert.ok(combine(0.95, { text: 'a table for', endProbability: null }) < 0.5, 'a preposition is doubtful');
-  assert.ok(combine(0.3, { text: 'Tell me a joke.', endProbability: null }) >= 0.5);
-  assert.is(combine(0.2, { text: 'Tell me a joke', endProbability: null }), 0.2, 'no punctuation: the melody decides');
+Judge('the rules read a transcript\'s ending', () => {
+  for (const t of ['Can you tell me about the', 'and', 'So, um', 'I was thinking...']) assert.ok(wordClasses(t).neverLast, t);
+  for (const t of ['I would like to book a table for', 'I would like to book a table for.', 'My favourite colour is']) assert.ok(wordClasses(t).rarelyLast, t);
+  for (const t of ['Where are you from?', 'What is it like?']) assert.not.ok(wordClasses(t).rarelyLast, t);
+  for (const t of ['What time is it?', 'I would like a table for two people tonight.', 'Thanks!']) assert.ok(wordClasses(t).finished, t);
+  for (const t of ['I would like a table for.', 'What time is it', 'I was thinking...', 'Can you tell me about?']) assert.not.ok(wordClasses(t).finished, t);
+  assert.ok(wordClasses('Where are you from?').questionMark);
+  assert.not.ok(wordClasses('What time zone.').questionMark);
 });
 
-Words('judgedWithWords() asks the model, then combines its verdict with the words of the pause', async () => {
-  const complete = new FakeTurnModel({ script: () => 0.95 });
-  const audio = new Float32Array(1600);
-  assert.ok((await judgedWithWords(complete, async () => ({ text: 'a table for', endProbability: 1e-4 })).completeProbability(audio)) < 0.15);
-  assert.ok((await judgedWithWords(complete, async () => null).completeProbability(audio)) > 0.9);
-  assert.is(complete.judged.length, 2);
-});
-
-Words('spokenWords() removes the punctuation Whisper closes a transcript with', () => {
+Judge('spokenWords() removes the punctuation Whisper closes a transcript with', () => {
   assert.is(spokenWords(' What time zone. '), 'What time zone');
   assert.is(spokenWords('Where are you from?!'), 'Where are you from');
   assert.is(spokenWords('I was thinking...'), 'I was thinking');
@@ -338,7 +349,69 @@ Words('spokenWords() removes the punctuation Whisper closes a transcript with', 
   assert.is(spokenWords(' ?. '), null);
 });
 
-Words.run();
+/** A silence's frames for the detector, as the segmenter makes them (run 1, from 1000 ms), with what it asks recorded. */
+function silenceFrames(requested: number[], heard: number[]): (silentMs: number, pause: number | null) => SilenceFrame {
+  return (silentMs, pause) => ({
+    run: 1,
+    turnStartMs: 0,
+    silenceStartMs: 1000,
+    endMs: 1000 + silentMs,
+    silentMs,
+    pause,
+    endOfTurn: { pauseMs: 64, confidence: AUTO, fallbackSilenceMs: 700 },
+    audio: (windowMs, rateHz) => {
+      heard.push(silentMs);
+      return new Float32Array(Math.round((Math.min(windowMs, 1000 + silentMs) * rateHz) / 1000));
+    },
+    requestEnd: (p) => requested.push(p),
+  });
+}
+
+Judge('the detector asks the audio model once per silence, at AUDIO_ASKED_AT_MS, and decides when the words arrive, between frames', async () => {
+  const model = new FakeTurnModel({ script: () => 0.9 });
+  let resolveWords!: (t: string | null) => void;
+  const transcript = new Promise<string | null>((r) => (resolveWords = r));
+  const words: PauseWords = { transcript, endProbability: transcript.then(() => 0.6) };
+  const asked: number[] = [];
+  const detector = new TurnEndDetector(model, (pause) => (asked.push(pause), words), (err) => assert.unreachable(String(err)));
+  const requested: number[] = [];
+  const heard: number[] = [];
+  const frame = silenceFrames(requested, heard);
+  for (let ms = 32; ms <= 640; ms += 32) {
+    assert.is(detector.onSilence(frame(ms, ms >= 64 ? 7 : null)), null);
+    if (ms === AUDIO_ASKED_AT_MS) await new Promise((r) => setTimeout(r, 5)); // the model answers
+  }
+  assert.equal(heard, [AUDIO_ASKED_AT_MS], 'asked once, hearing the turn up to then');
+  assert.equal(asked, [7], 'the words of the silence\'s pause');
+  assert.equal(requested, [], 'the melody alone is not enough at 640 ms');
+  resolveWords('What is the capital of France?');
+  await new Promise((r) => setTimeout(r, 5));
+  assert.is(requested.length, 1, 'the words decide when they arrive, before the next frame');
+  assert.ok(requested[0]! >= AUTO);
+  // A new silence starts afresh: the model is asked again.
+  detector.onSilenceEnd(1);
+  const next = (ms: number) => ({ ...frame(ms, null), run: 2 });
+  for (let ms = 32; ms <= AUDIO_ASKED_AT_MS; ms += 32) detector.onSilence(next(ms));
+  assert.is(model.judged.length, 2);
+});
+
+Judge('a failing audio model is reported and the words still decide', async () => {
+  const model = new FakeTurnModel({ script: () => { throw new Error('model broke'); } });
+  const errors: unknown[] = [];
+  const words: PauseWords = { transcript: Promise.resolve('Where is the nearest train station?'), endProbability: Promise.resolve(0.4) };
+  const detector = new TurnEndDetector(model, () => words, (err) => errors.push(err));
+  const requested: number[] = [];
+  const frame = silenceFrames(requested, []);
+  let decided: number | null = null;
+  for (let ms = 32; ms <= 1200 && decided === null && requested.length === 0; ms += 32) {
+    decided = detector.onSilence(frame(ms, 1));
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  assert.is(errors.length, 1);
+  assert.ok(decided !== null || requested.length === 1, 'the words ended the turn');
+});
+
+Judge.run();
 
 // ---- the engine: speculative transcription and semantic turns ----
 
@@ -379,6 +452,35 @@ Engine('server_vad: the transcript is the one started in the pause; its deltas c
     const t = h.events.map((e) => e.type);
     assert.ok(t.indexOf('conversation.item.input_audio_transcription.delta') > h.events.indexOf(committed), t.join(', '));
     assert.is(t.filter((x) => x === 'conversation.item.input_audio_transcription.delta').length, 2);
+  } finally {
+    await h.close();
+  }
+});
+
+Engine('a recogniser that streams hears each turn from its start, as it is spoken, and answers the pause: no batch transcription', async () => {
+  const asr = new FakeSpeechRecognizers({ streaming: true, transcript: (r) => `heard ${Math.round(r.pcm.length / SAMPLES_PER_MS)} ms` });
+  const h = await engineHarness({ deps: { asr } });
+  try {
+    h.send(VAD_UPDATE({ type: 'server_vad', silence_duration_ms: 500, create_response: false }));
+    // A 300 ms pause the user speaks on after, then the end; then a second turn.
+    await speak(h, [silence(200, IN_HZ), loud(800), silence(300, IN_HZ), loud(800), silence(900, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    assert.is(asr.requests.length, 0, 'no batch transcription');
+    const [turn] = asr.streams;
+    assert.ok(turn && asr.streams.length === 1, `${asr.streams.length} streams`);
+    assert.is(turn.transcripts.length, 2, 'asked at each pause');
+    assert.ok(turn.transcripts[1]! > turn.transcripts[0]!, 'the second pause hears more of the same turn');
+    const started = h.events.find((e) => e.type === 'input_audio_buffer.speech_started')!;
+    const stopped = h.events.find((e) => e.type === 'input_audio_buffer.speech_stopped')!;
+    // Its first push is the turn so far, from its start with the prefix padding (the speech begins 200 ms in).
+    assert.ok(turn.pushes[0]! >= (200 - (started.audio_start_ms as number)) * SAMPLES_PER_MS, `first push ${turn.pushes[0]} samples`);
+    const heardMs = Math.round(turn.transcripts[1]! / SAMPLES_PER_MS);
+    assert.is(done.transcript, `heard ${heardMs} ms`, 'the transcript is the second pause\'s, from the stream');
+    assert.ok(heardMs > (stopped.audio_end_ms as number) - (started.audio_start_ms as number) - 500, `${heardMs} ms heard`);
+    assert.ok(turn.closed, 'closed with its turn');
+    await speak(h, [loud(600), silence(900, IN_HZ)]);
+    await h.waitFor(() => asr.streams.length === 2 && asr.streams[1]!.closed);
+    assert.is(asr.requests.length, 0);
   } finally {
     await h.close();
   }
@@ -446,7 +548,7 @@ Engine('semantic_vad: a complete-sounding question is answered after a short pau
     await speak(h, [silence(200, IN_HZ), loud(1200), silence(1200, IN_HZ)]);
     const stopped = await h.waitFor((e) => e.type === 'input_audio_buffer.speech_stopped');
     const speechEndMs = 200 + 1200; // on the stream's clock
-    assert.ok((stopped.audio_end_ms as number) - speechEndMs < 400, `ended ${(stopped.audio_end_ms as number) - speechEndMs} ms after the speech`);
+    assert.ok((stopped.audio_end_ms as number) - speechEndMs < 900, `ended ${(stopped.audio_end_ms as number) - speechEndMs} ms after the speech (the ceiling is 4 s)`);
     await h.waitFor((e) => e.type === 'response.created');
     assert.is(asr.requests.length, 1);
     const updated = h.events.find((e) => e.type === 'session.updated') as { session: { audio: { input: { turn_detection: { type: string } } } } } | undefined;
@@ -483,7 +585,7 @@ Engine('semantic_vad: a finished question the melody calls unfinished is answere
     await speak(h, [silence(200, IN_HZ), loud(1200), silence(1500, IN_HZ)]);
     const stopped = await h.waitFor((e) => e.type === 'input_audio_buffer.speech_stopped');
     const afterSpeechMs = (stopped.audio_end_ms as number) - (200 + 1200);
-    assert.ok(afterSpeechMs < 400, `ended ${afterSpeechMs} ms after the speech (the first judgement comes at 160 ms of silence; the ceiling is 4 s)`);
+    assert.ok(afterSpeechMs < 900, `ended ${afterSpeechMs} ms after the speech (the ceiling is 4 s)`);
     assert.equal(asked, ['Where are you from'], 'asked once, about the words without the punctuation');
     const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
     assert.is(replyTranscript(done), 'From the cloud.');
@@ -578,8 +680,18 @@ Engine('early reply: the user speaks on after a pause; that reply is aborted and
   }
 });
 
-Engine('early reply: never with a remote model (it would bill for replies thrown away)', async () => {
-  const llm = new FakeLanguageModels({ reply: 'It is noon.', local: false });
+Engine('early reply: a remote model starts on the pause\'s transcript too, and its words are read by the local model', async () => {
+  const asked: string[] = [];
+  const llm = new FakeLanguageModels({ reply: 'It is noon.', local: false, endOfTurn: (words) => (asked.push(words), 0.4) });
+  const { done, requestsAtStop } = await spokenQuestion(llm);
+  assert.is(requestsAtStop, 1, 'the remote model was asked before speech_stopped');
+  assert.is(llm.requests.length, 1, 'and that request is the response');
+  assert.is(replyTranscript(done), 'It is noon.');
+  assert.equal(asked, ['What time is it'], 'the words reader read the pause\'s words');
+});
+
+Engine('early reply: not with a remote model that does not allow it (LLM_EARLY_REPLY=local)', async () => {
+  const llm = new FakeLanguageModels({ reply: 'It is noon.', local: false, speculative: false });
   const { done, requestsAtStop } = await spokenQuestion(llm);
   assert.is(requestsAtStop, 0);
   assert.is(llm.requests.length, 1);
@@ -623,7 +735,7 @@ if (!haveModel) {
     try {
       for (const voice of ['slt', 'rms'] as const) {
         const question = await fliteSpeech('What is the capital of France?', voice, IN_HZ);
-        const seg = new SpeechSegmenter(await SileroVad.create(), SEMANTIC, model);
+        const seg = new SpeechSegmenter(await SileroVad.create(), SEMANTIC, new TurnEndDetector(model, () => null, (err) => assert.unreachable(String(err))));
         const seen = record(seg);
         await feedPaced(seg, concatSamples([silence(500, IN_HZ), question, silence(1500, IN_HZ)]));
         await seg.close();
@@ -633,7 +745,7 @@ if (!haveModel) {
         assert.ok(stop.audioEndMs - stop.lastSpeechEndMs < 600, `${voice}: ended ${stop.audioEndMs - stop.lastSpeechEndMs} ms after the speech`);
 
         const { audio: paused } = await pausedSpeech(new FliteVoice(voice, { voice }), 'So what I was thinking is that', 'So what I was thinking is that we could go to the park.', 500, IN_HZ);
-        const seg2 = new SpeechSegmenter(await SileroVad.create(), SEMANTIC, model);
+        const seg2 = new SpeechSegmenter(await SileroVad.create(), SEMANTIC, new TurnEndDetector(model, () => null, (err) => assert.unreachable(String(err))));
         const seen2 = record(seg2);
         // Trailing silence past the ceiling: the end of the sentence ends the turn either way.
         await feedPaced(seg2, concatSamples([silence(500, IN_HZ), paused, silence(4500, IN_HZ)]));

@@ -3,7 +3,11 @@
  * format, mono PCM16 at 24 kHz) into text, and `SpeechRecognizers` picks the transcriber for a
  * session's `audio.input.transcription.model`.
  *
- * Engines: whisper-cpp.ts (offline Whisper base through the native addon), openai.ts
+ * A recogniser that hears a turn as it is spoken may also offer `stream` (TranscriptionStream):
+ * the recognition stage then feeds it the turn's audio as the VAD hears it and asks it for the
+ * transcript so far at each pause, instead of transcribing the turn again from its start.
+ *
+ * Engines: whisper-cpp.ts (offline Whisper base or tiny.en through the native addon), openai.ts
  * (OpenAI-compatible `POST /audio/transcriptions`), fake-asr.ts (deterministic, for engine tests).
  * index.ts routes model names to them.
  *
@@ -49,7 +53,23 @@ export interface Transcriber {
   readonly local: boolean;
   /** Transcribes one utterance; `onDelta` receives text pieces as they become final (segments), in order, whose concatenation is the final text. Throws ProviderError (code 'asr_unavailable' | 'asr_failed'). */
   transcribe(request: TranscriptionRequest, onDelta?: (delta: string) => void): Promise<TranscriptionResult>;
+  /** A stream for one turn, where the recogniser can hear a turn as it is spoken (see TranscriptionStream); absent: batch only. */
+  stream?(request: { language: string | null; prompt: string | null }): TranscriptionStream;
   close(): Promise<void>;
+}
+
+/**
+ * One turn heard as it is spoken (Transcriber.stream). The recognition stage opens it when the
+ * turn starts, pushes the turn's audio in order (PCM16 24 kHz, from the turn's start with its
+ * prefix padding), asks for the transcript of everything pushed so far at each pause, and closes it
+ * when the turn ends or is dropped. The contract of `transcript` is transcribe's: deltas in final
+ * pieces, ProviderError on failure, the signal's reason on an abort (which leaves the stream open
+ * for more audio).
+ */
+export interface TranscriptionStream {
+  push(pcm: Int16Array): void;
+  transcript(onDelta?: (delta: string) => void, signal?: AbortSignal): Promise<TranscriptionResult>;
+  close(): void;
 }
 export interface SpeechRecognizers {
   /** The recogniser for a session's `audio.input.transcription.model` (e.g. 'whisper-1', 'gpt-4o-transcribe', 'gpt-4o-mini-transcribe', null = default). Unknown names fall back to the default route; never throws. */

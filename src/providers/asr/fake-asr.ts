@@ -2,7 +2,10 @@
  * A deterministic transcriber for engine tests: answers every request with a configured transcript
  * (or one computed from the request), delivered as the configured deltas, and can be told to fail
  * or to wait until released, so tests can abort or overlap transcriptions on purpose. It records
- * every request it saw. FakeSpeechRecognizers is the router a server is built with.
+ * every request it saw. With `streaming` it also offers Transcriber.stream: each stream answers
+ * its transcript() with the configured transcript of everything pushed to it (as a request whose
+ * pcm is that audio), and is recorded in `streams`. FakeSpeechRecognizers is the router a server
+ * is built with.
  */
 import {
   abortReason,
@@ -13,6 +16,7 @@ import {
   type SpeechRecognizers,
   type TranscriptionRequest,
   type TranscriptionResult,
+  type TranscriptionStream,
   type Transcriber,
 } from './base.js';
 import type { ProviderError } from '../provider-error.js';
@@ -28,6 +32,19 @@ export interface FakeTranscriberOptions {
   fail?: ProviderError;
   /** Calls wait until release() (default false). */
   hold?: boolean;
+  /** Offer Transcriber.stream (default false: batch only). */
+  streaming?: boolean;
+}
+
+/** What one fake stream was given. */
+export interface FakeStreamRecord {
+  language: string | null;
+  prompt: string | null;
+  /** Samples pushed, in order of the pushes. */
+  pushes: number[];
+  /** transcript() calls, with the samples pushed by then. */
+  transcripts: number[];
+  closed: boolean;
 }
 
 export class FakeTranscriber implements Transcriber {
@@ -85,6 +102,8 @@ export class FakeTranscriber implements Transcriber {
 export class FakeSpeechRecognizers implements SpeechRecognizers {
   /** Every request any of its transcribers received, in order. */
   readonly requests: TranscriptionRequest[] = [];
+  /** Every stream opened (with `streaming`), in order. */
+  readonly streams: FakeStreamRecord[] = [];
 
   constructor(public options: FakeTranscriberOptions = {}) {}
 
@@ -96,7 +115,31 @@ export class FakeSpeechRecognizers implements SpeechRecognizers {
         this.requests.push(request);
         return new FakeTranscriber(this.options).transcribe(request, onDelta);
       },
+      ...(this.options.streaming ? { stream: (r: { language: string | null; prompt: string | null }) => this.openStream(r) } : {}),
       close: async () => {},
+    };
+  }
+
+  private openStream(request: { language: string | null; prompt: string | null }): TranscriptionStream {
+    const record: FakeStreamRecord = { ...request, pushes: [], transcripts: [], closed: false };
+    this.streams.push(record);
+    const heard: Int16Array[] = [];
+    return {
+      push: (pcm) => {
+        if (record.closed) throw new Error('FakeSpeechRecognizers: push() on a closed stream');
+        heard.push(pcm.slice());
+        record.pushes.push(pcm.length);
+      },
+      transcript: (onDelta, signal) => {
+        const pcm = new Int16Array(heard.reduce((n, c) => n + c.length, 0));
+        let at = 0;
+        for (const c of heard) pcm.set(c, (at += c.length) - c.length);
+        record.transcripts.push(pcm.length);
+        return new FakeTranscriber(this.options).transcribe({ pcm, language: request.language, prompt: request.prompt, ...(signal ? { signal } : {}) }, onDelta);
+      },
+      close: () => {
+        record.closed = true;
+      },
     };
   }
 

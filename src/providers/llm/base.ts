@@ -130,6 +130,12 @@ export interface LanguageModel {
    * a remote API, which bills for every request.
    */
   readonly local: boolean;
+  /**
+   * Whether the engine may start a reply before its turn is confirmed (the early reply,
+   * realtime/preemptive-generation.ts). A reply thrown away costs CPU here, or the tokens a remote
+   * API bills for it: LLM_EARLY_REPLY says whether a remote model may.
+   */
+  readonly speculative: boolean;
   /** Streams the reply: text chunks in order, then exactly one 'done'. Throws ProviderError (code e.g. 'llm_unavailable', 'llm_request_failed') for failures before or during generation. */
   generate(request: GenerateRequest): AsyncIterable<GenerateChunk>;
   /**
@@ -159,6 +165,12 @@ export interface LanguageModel {
 export interface LanguageModels {
   /** The model that serves a session's `model` name (see the routing rules in config); never throws for unknown names: falls back to the default route. */
   forModel(model: string): LanguageModel;
+  /**
+   * The local model that reads a pause's words for semantic_vad's judge whatever provider answers
+   * (it has endOfTurnProbability): the local GGUF when its weights are present, else null (the
+   * words are then judged by rule).
+   */
+  wordsReader(): LanguageModel | null;
   close(): Promise<void>;
 }
 

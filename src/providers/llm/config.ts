@@ -45,6 +45,10 @@ export interface LlmConfig {
   maxOutputTokens: number;
   /** Time the openai provider waits for the upstream's answer to begin. */
   requestTimeoutMs: number;
+  /** Which models may start a reply before the turn is confirmed: every one, or only those in this process. */
+  earlyReply: 'on' | 'local';
+  /** Whether the local GGUF reads a pause's words for semantic_vad's judge when another provider answers. */
+  wordsReader: 'auto' | 'off';
 }
 
 const PROVIDERS: readonly LlmProviderName[] = ['llama-cpp', 'openai', 'offline'];
@@ -60,6 +64,8 @@ const VARS = {
   parallel: envVar('LLM_PARALLEL', '4', 'Replies the local model generates at the same time (sequences of one context, each with its own LLM_CONTEXT_TOKENS, evaluated in one batch), 1..64; more requests wait, confirmed turns first. The default matches WORKER_CAPACITY: with four people talking at once, 4 sequences answered every turn (2,370 ms p50 from the end of speech on a slow day) where 2 left 9 of 20 unanswered after 5 s.', integer(1, 64)),
   ggufPath: envVar('LLM_GGUF_PATH', '', 'A GGUF chat model to use instead of the one npm run setup:models fetches.', optionalText),
   maxOutputTokens: envVar('LLM_MAX_OUTPUT_TOKENS', '1024', 'Reply length limit when the session sets none (max_output_tokens inf), 1..32768.', integer(1, 32_768)),
+  earlyReply: envVar('LLM_EARLY_REPLY', 'on', "on or local. on: in a voice turn's pause the reply starts on the pause's transcript before the end of the turn is decided, with any model (a hosted one bills for the replies thrown away when the user speaks on: about one in five turns on the realtime bench's paused questions); local: only with a model running in this process.", oneOf<'on' | 'local'>('on', 'local')),
+  wordsReader: envVar('LLM_WORDS_READER', 'auto', "auto or off. auto: where the local model's weights are present (npm run setup:models), it reads the words of every pause for semantic_vad's judge even when another provider answers (loaded for that job: about 0.5 GB of memory and 50-130 ms of one core a pause); off: the words are judged by rule.", oneOf<'auto' | 'off'>('auto', 'off')),
   requestTimeoutMs: envVar('LLM_TIMEOUT_MS', '30000', 'How long the OpenAI-compatible server may take to start answering, 1000..600000.', integer(1000, 600_000)),
 };
 

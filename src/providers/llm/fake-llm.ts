@@ -46,6 +46,8 @@ export interface FakeLlmOptions {
   usage?: TokenUsage | null;
   /** Whether it poses as a model in this process (default true) or a remote API. */
   local?: boolean;
+  /** Whether its replies may start before their turn is confirmed (LanguageModel.speculative; default true). */
+  speculative?: boolean;
   /** Function calls to make after the text (none: a plain reply). */
   toolCalls?: FakeToolCall[] | ((request: GenerateRequest) => FakeToolCall[]);
   /**
@@ -67,6 +69,7 @@ let fakeCallCount = 0;
 export class FakeLlm implements LanguageModel {
   readonly id: string;
   readonly local: boolean;
+  readonly speculative: boolean;
   /** Every request generate() received, in order. */
   readonly requests: GenerateRequest[] = [];
   private closed = false;
@@ -74,6 +77,7 @@ export class FakeLlm implements LanguageModel {
   constructor(private readonly options: FakeLlmOptions = {}) {
     this.id = options.id ?? 'fake-llm';
     this.local = options.local ?? true;
+    this.speculative = options.speculative ?? true;
   }
 
   get isClosed(): boolean {
@@ -154,6 +158,7 @@ export class FakeLanguageModels implements LanguageModels {
     return {
       id: `fake:${model}`,
       local: this.options.local ?? true,
+      speculative: this.options.speculative ?? true,
       generate(request: GenerateRequest): AsyncIterable<GenerateChunk> {
         requests.push(request);
         return new FakeLlm(current()).generate(request);
@@ -164,6 +169,11 @@ export class FakeLanguageModels implements LanguageModels {
       },
       async close() {},
     };
+  }
+
+  /** A model that reads words for the judge (the options' endOfTurn) when the test's models are remote; null when they read none. */
+  wordsReader(): LanguageModel | null {
+    return this.options.endOfTurn ? this.forModel('words-reader') : null;
   }
 
   async close(): Promise<void> {}

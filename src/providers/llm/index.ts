@@ -76,20 +76,27 @@ class RoutedLanguageModels implements LanguageModels {
   forModel(model: string): LanguageModel {
     const provider = this.providerFor(model);
     if (provider === 'openai') return this.openaiFor(this.config.model ?? model);
-    if (provider === 'llama-cpp' && this.ggufPath !== null) {
-      this.llamaCpp ??= new LlamaCppModel({
-        modelFile: this.ggufPath,
-        threads: this.config.threads,
-        contextTokens: this.config.contextTokens,
-        parallel: this.config.parallel,
-        maxOutputTokens: this.config.maxOutputTokens,
-        log: this.log,
-      });
-      return this.llamaCpp;
-    }
+    if (provider === 'llama-cpp' && this.ggufPath !== null) return this.local(this.ggufPath);
     if (provider === 'llama-cpp') this.warnOffline(`model '${model}' is routed to llama-cpp but its model file is absent`);
     this.offline ??= new OfflineResponder();
     return this.offline;
+  }
+
+  wordsReader(): LanguageModel | null {
+    return this.ggufPath !== null && this.config.wordsReader === 'auto' ? this.local(this.ggufPath) : null;
+  }
+
+  /** The one local model, serving replies routed to it and the judge's readings alike. */
+  private local(ggufPath: string): LlamaCppModel {
+    this.llamaCpp ??= new LlamaCppModel({
+      modelFile: ggufPath,
+      threads: this.config.threads,
+      contextTokens: this.config.contextTokens,
+      parallel: this.config.parallel,
+      maxOutputTokens: this.config.maxOutputTokens,
+      log: this.log,
+    });
+    return this.llamaCpp;
   }
 
   async close(): Promise<void> {
@@ -115,6 +122,7 @@ class RoutedLanguageModels implements LanguageModels {
         maxOutputTokens: this.config.maxOutputTokens,
         contextTokens: this.config.contextTokens,
         timeoutMs: this.config.requestTimeoutMs,
+        speculative: this.config.earlyReply === 'on',
       });
       this.openai.set(upstreamModel, model);
     }

@@ -156,6 +156,7 @@ interface Serving {
 export class LlamaCppModel implements LanguageModel {
   readonly id: string;
   readonly local = true;
+  readonly speculative = true;
   /**
    * Prompt tokens of all requests so far, and how many of them a sequence already held (not
    * evaluated again): the affinity's effect, for tests and the log.

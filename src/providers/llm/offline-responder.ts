@@ -22,6 +22,7 @@ const SETUP_HINT =
 export class OfflineResponder implements LanguageModel {
   readonly id = 'offline-responder';
   readonly local = true;
+  readonly speculative = true;
   private closed = false;
 
   async *generate(request: GenerateRequest): AsyncGenerator<GenerateChunk> {

@@ -64,18 +64,22 @@ export interface OpenAiModelOptions {
   contextTokens: number;
   /** How long the server may take to start answering. */
   timeoutMs: number;
+  /** Whether replies may start before their turn is confirmed (LLM_EARLY_REPLY): the upstream bills for those thrown away. */
+  speculative: boolean;
 }
 
 export class OpenAiModel implements LanguageModel {
   readonly id: string;
   /** Remote (also when its base URL is a server on this machine: it may bill, and holds its own queue). */
   readonly local = false;
+  readonly speculative: boolean;
   private readonly client: OpenAI;
   private readonly officialApi: boolean;
   private closed = false;
 
   constructor(private readonly options: OpenAiModelOptions) {
     this.id = `openai:${options.model}`;
+    this.speculative = options.speculative;
     this.officialApi = options.baseUrl === null || new URL(options.baseUrl).hostname === 'api.openai.com';
     this.client = new OpenAI({
       apiKey: options.apiKey ?? NO_KEY,

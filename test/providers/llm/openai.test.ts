@@ -60,7 +60,7 @@ function delta(content: string | null, finish: string | null = null): unknown {
 }
 
 function model(ctx: Ctx, apiKey: string | null = 'sk-test', contextTokens = 4096): OpenAiModel {
-  return new OpenAiModel({ baseUrl: ctx.baseUrl, apiKey, model: 'test-model', maxOutputTokens: 77, contextTokens, timeoutMs: 5000 });
+  return new OpenAiModel({ baseUrl: ctx.baseUrl, apiKey, model: 'test-model', maxOutputTokens: 77, contextTokens, timeoutMs: 5000, speculative: true });
 }
 
 function request(signal: AbortSignal = new AbortController().signal, maxOutputTokens: number | null = null): GenerateRequest {

@@ -60,6 +60,8 @@ test('loadLlmConfig() gives the documented defaults for an empty environment', (
     parallel: 4,
     ggufPath: null,
     maxOutputTokens: 1024,
+    earlyReply: 'on',
+    wordsReader: 'auto',
     requestTimeoutMs: 30000,
   });
   for (const v of LLM_CONFIG_VARS) assert.ok(v.name.startsWith('LLM_') && v.description.length > 10, v.name);
@@ -69,6 +71,8 @@ test('loadLlmConfig() throws ConfigError naming the variable for bad values', ()
   const cases: [Record<string, string>, string][] = [
     [{ LLM_PROVIDER: 'gpt' }, 'LLM_PROVIDER'],
     [{ LLM_THREADS: '0' }, 'LLM_THREADS'],
+    [{ LLM_EARLY_REPLY: 'always' }, 'LLM_EARLY_REPLY'],
+    [{ LLM_WORDS_READER: 'yes' }, 'LLM_WORDS_READER'],
     [{ LLM_THREADS: 'two' }, 'LLM_THREADS'],
     [{ LLM_CONTEXT_TOKENS: '100' }, 'LLM_CONTEXT_TOKENS'],
     [{ LLM_BASE_URL: 'ftp://x' }, 'LLM_BASE_URL'],
@@ -130,6 +134,22 @@ test('createLanguageModels() auto-selects openai when LLM_BASE_URL is set; LLM_M
   const fixed = createLanguageModels(loadLlmConfig({ LLM_API_KEY: 'sk-x', LLM_MODEL: 'qwen2.5:0.5b' }), ctx.dir, ctx.log);
   assert.is(fixed.forModel('gpt-5.2').id, 'openai:qwen2.5:0.5b');
   await Promise.all([byName.close(), fixed.close()]);
+});
+
+test('wordsReader(): the local model reads the words whatever provider answers, where its weights are present; LLM_WORDS_READER=off and LLM_EARLY_REPLY=local keep a hosted model to itself', async (ctx) => {
+  const none = createLanguageModels(loadLlmConfig({ LLM_BASE_URL: 'http://127.0.0.1:9/v1' }), ctx.dir, ctx.log);
+  assert.is(none.wordsReader(), null, 'no local weights: the rules read the words');
+  assert.is(none.forModel('gpt-4o').speculative, true, 'a hosted model may start replies early by default');
+  await withLocalModel(ctx.dir);
+  const remote = createLanguageModels(loadLlmConfig({ LLM_BASE_URL: 'http://127.0.0.1:9/v1' }), ctx.dir, ctx.log);
+  assert.is(remote.wordsReader()?.id, 'llama-cpp:tiny-chat');
+  assert.ok(remote.wordsReader()?.endOfTurnProbability, 'it can read the words');
+  const local = createLanguageModels(loadLlmConfig({}), ctx.dir, ctx.log);
+  assert.is(local.wordsReader(), local.forModel('any'), 'one local model, for replies and readings');
+  const off = createLanguageModels(loadLlmConfig({ LLM_BASE_URL: 'http://127.0.0.1:9/v1', LLM_WORDS_READER: 'off', LLM_EARLY_REPLY: 'local' }), ctx.dir, ctx.log);
+  assert.is(off.wordsReader(), null);
+  assert.is(off.forModel('gpt-4o').speculative, false);
+  await Promise.all([none.close(), remote.close(), local.close(), off.close()]);
 });
 
 test('createLanguageModels() keeps at most MAX_OPENAI_CLIENTS upstream clients, letting the least recently used go (issue 8)', async (ctx) => {

@@ -1,0 +1,189 @@
+/**
+ * The reply side of a voice turn while the turn is still being decided (LiveKit Agents calls it
+ * preemptive generation): the language model's reading of a pause's words for semantic_vad's
+ * judge, and the early reply.
+ *
+ *  - reading the words (`readWords`): the probability that the user's message ends after the
+ *    last word of the pause's transcript (turn-judge.ts). When the session's own model runs here
+ *    it reads them with the session's request (instructions, conversation, tools), on the sequence
+ *    the early reply then continues, so the reply evaluates only the message's end. When the
+ *    reply comes from elsewhere (a hosted model), the local model reads them alone
+ *    (`LanguageModels.wordsReader`, loaded for that job where its weights are present) with the
+ *    default instructions, which every session's reading shares, so each reading evaluates the
+ *    user's words and nothing else. Bounded by WORDS_READING_DEADLINE_MS; a model that fails or
+ *    is late leaves the words to the rules.
+ *  - the early reply: once a pause's transcript is ready (create_response on, no response running,
+ *    no other transcription pending, a model that allows it: `LanguageModel.speculative`), the
+ *    model starts on the reply the turn would get, while the end of the turn is still being
+ *    decided (early-reply.ts). A local model starts it after its reading of the words; any other
+ *    at once. Its output is only buffered: the turn's response takes it if it asks for exactly
+ *    the same request (`takeEarlyReply`), and it is discarded unseen (its request aborted) when
+ *    the user speaks on, or on anything else that makes it stale.
+ */
+import type { Logger } from '../core/log.js';
+import type { ChatMessage, LanguageModel, LanguageModels } from '../providers/llm/base.js';
+import { EarlyReply } from './early-reply.js';
+import { type MessageItem, toMessages } from './items.js';
+import type { ModelRequest } from './response.js';
+import type { SessionSettings } from './session-update.js';
+import { spokenWords } from './turn-judge.js';
+
+/** How long a reading of the words may take before the judge goes on without it. */
+export const WORDS_READING_DEADLINE_MS = 400;
+
+export interface PreemptiveHost {
+  sessionId: string;
+  settings(): SessionSettings;
+  llm: LanguageModels;
+  log: Logger;
+  /** Whether the session is closed (nothing more is started). */
+  closed(): boolean;
+  /** Whether a response is running now. */
+  responding(): boolean;
+  /** Whether a user item's transcription is in progress (it would add words to the conversation first). */
+  transcribing(): boolean;
+  /** The conversation as the model sees it now. */
+  messages(): ChatMessage[];
+  /** The request a reply to `context` would make (instructions, tools, limits of the session). */
+  replyRequest(context: ChatMessage[]): ModelRequest;
+  /** The request of the words' reading when the session's model is not the one reading (the default instructions). */
+  readingRequest(words: string): ModelRequest;
+}
+
+/** What one pause started: the reading of its words, and the reply begun on its transcript. */
+interface PauseWork {
+  itemId: string;
+  pause: number;
+  reading: Promise<number | null> | null;
+  reply: EarlyReply | null;
+  /** The reading once done (for the log): its probability and how long it took. */
+  read: { endProbability: number | null; ms: number } | null;
+}
+
+export class PreemptiveGeneration {
+  /** The work of the latest pause of the turn in progress. */
+  private pending: PauseWork | null = null;
+  /** The early reply of a turn that ended, until that turn's response takes or declines it. */
+  private earlyReply: EarlyReply | null = null;
+
+  constructor(private readonly host: PreemptiveHost) {}
+
+  /** The judge's reading of a pause's words (see the header): the model's probability, or null. */
+  readWords(p: { itemId: string; pause: number; text: string; signal: AbortSignal }): Promise<number | null> {
+    const work = this.workOf(p.itemId, p.pause);
+    work.reading ??= this.read(work, p.text, p.signal);
+    return work.reading;
+  }
+
+  /** A pause's transcript is ready: the reply the turn would get starts (see the header). */
+  onPauseTranscript(p: { itemId: string; pause: number; text: string }): void {
+    const work = this.workOf(p.itemId, p.pause);
+    if (work.reply) return;
+    const model = this.replyModel();
+    const start = () => this.startReply(work, model, p.text);
+    // A local model reads the words first and continues the reading's sequence.
+    if (model.local && work.reading) void work.reading.then(start);
+    else start();
+  }
+
+  /** The user spoke on: pause `pause`'s work is stale. */
+  onResumed(pause: number): void {
+    if (this.pending?.pause === pause) this.dropPending();
+  }
+
+  /**
+   * The turn `itemId` ended in pause `pause` (null: in none): that pause's reply waits for the
+   * turn's response; anything else is dropped. Returns the reading of its words, for the log.
+   */
+  onTurnEnded(itemId: string, pause: number | null): { endProbability: number | null; ms: number } | null {
+    const work = this.pending;
+    this.pending = null;
+    this.dropEarlyReply();
+    if (!work || pause === null || work.pause !== pause || work.itemId !== itemId) {
+      work?.reply?.discard();
+      return null;
+    }
+    this.earlyReply = work.reply;
+    return work.read;
+  }
+
+  /** Whether the turn that ended last left an early reply for its response. */
+  get hasEarlyReply(): boolean {
+    return this.earlyReply !== null;
+  }
+
+  /** Drops the work of the pause in progress (a clear, a commit, a timeout). */
+  dropPending(): void {
+    this.pending?.reply?.discard();
+    this.pending = null;
+  }
+
+  dropEarlyReply(): void {
+    this.earlyReply?.discard();
+    this.earlyReply = null;
+  }
+
+  /** The pending early reply as the model's stream, if it is exactly this request's reply; otherwise it is discarded. */
+  takeEarlyReply(model: LanguageModel, request: ModelRequest, responseId: string): LanguageModel | null {
+    const early = this.earlyReply;
+    this.earlyReply = null;
+    if (!early) return null;
+    const { log, sessionId } = this.host;
+    if (!early.matches(model, request)) {
+      early.discard();
+      log.debug('early reply discarded: the response asked for another', { sessionId, responseId });
+      return null;
+    }
+    log.info('early reply taken', { sessionId, responseId, readyChars: early.readyChars, ageMs: early.ageMs });
+    return early.take();
+  }
+
+  close(): void {
+    this.dropPending();
+    this.dropEarlyReply();
+  }
+
+  private workOf(itemId: string, pause: number): PauseWork {
+    if (this.pending?.itemId !== itemId || this.pending.pause !== pause) {
+      this.dropPending();
+      this.pending = { itemId, pause, reading: null, reply: null, read: null };
+    }
+    return this.pending;
+  }
+
+  private replyModel(): LanguageModel {
+    return this.host.llm.forModel(this.host.settings().session.model);
+  }
+
+  /** The turn so far as the user message the model would see. */
+  private turn(work: PauseWork, text: string): ChatMessage[] {
+    const item: MessageItem = { id: work.itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: text }] };
+    return [...this.host.messages(), ...toMessages([item])];
+  }
+
+  private async read(work: PauseWork, text: string, signal: AbortSignal): Promise<number | null> {
+    const words = spokenWords(text);
+    if (words === null) return null;
+    const own = this.replyModel();
+    const reader = own.local && own.endOfTurnProbability ? own : this.host.llm.wordsReader();
+    if (!reader?.endOfTurnProbability) return null;
+    const request = reader === own ? this.host.replyRequest(this.turn(work, words)) : this.host.readingRequest(words);
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(WORDS_READING_DEADLINE_MS)]);
+    const started = performance.now();
+    try {
+      const endProbability = await reader.endOfTurnProbability({ ...request, signal: deadline });
+      work.read = { endProbability, ms: Math.round(performance.now() - started) };
+      return endProbability;
+    } catch (err) {
+      this.host.log.warn('reading the words for the end of the turn failed', { sessionId: this.host.sessionId, err });
+      return null;
+    }
+  }
+
+  private startReply(work: PauseWork, model: LanguageModel, text: string): void {
+    const host = this.host;
+    if (this.pending !== work || work.reply || host.closed() || host.responding() || host.transcribing()) return;
+    if (!host.settings().turnDetection?.createResponse || !model.speculative) return;
+    work.reply = new EarlyReply(model, host.replyRequest(this.turn(work, text)));
+  }
+}
