@@ -59,18 +59,41 @@ export async function piperTestVoices(): Promise<Voice[]> {
 
 /** `text` spoken by `voice` at `speed` (1: its normal rate), as mono floats at `rateHz`, trimmed to its audible edges. */
 export async function voiceSpeech(voice: Voice, text: string, rateHz: number, speed = 1): Promise<Float32Array> {
+  return (await timedSpeech(voice, text, rateHz, speed)).audio;
+}
+
+/** A phoneme of timedSpeech's audio: [start, end) in its samples. */
+export interface SpokenPhoneme {
+  phoneme: string;
+  start: number;
+  end: number;
+}
+
+/** voiceSpeech's audio and the voice's own phoneme timings in its samples (silence marks left out; none when the voice times none). */
+export async function timedSpeech(voice: Voice, text: string, rateHz: number, speed = 1): Promise<{ audio: Float32Array; phonemes: SpokenPhoneme[] }> {
   const parts: Float32Array[] = [];
+  const phonemes: SpokenPhoneme[] = [];
+  let at = 0;
   for await (const chunk of voice.speak(text, { speed })) {
     const floats = Float32Array.from(chunk.pcm, (s) => s / 32768);
-    if (chunk.sampleRateHz === rateHz) parts.push(floats);
+    const scaled: Float32Array[] = [];
+    if (chunk.sampleRateHz === rateHz) scaled.push(floats);
     else {
       const r = new Resampler(chunk.sampleRateHz, rateHz);
-      parts.push(r.push(floats), r.push(new Float32Array(Math.ceil(chunk.sampleRateHz / 100))));
+      scaled.push(r.push(floats), r.push(new Float32Array(Math.ceil(chunk.sampleRateHz / 100))));
+    }
+    for (const p of chunk.phonemes) {
+      if (/^[_\s]*$/.test(p.phoneme)) continue;
+      phonemes.push({ phoneme: p.phoneme, start: at + Math.round((p.startNs * rateHz) / 1e9), end: at + Math.round((p.endNs * rateHz) / 1e9) });
+    }
+    for (const x of scaled) {
+      parts.push(x);
+      at += x.length;
     }
   }
   const x = concatSamples(parts);
   const { first, last } = speechEdges(x);
-  return x.slice(first, last + 1);
+  return { audio: x.slice(first, last + 1), phonemes: phonemes.map((p) => ({ ...p, start: p.start - first, end: p.end - first })) };
 }
 
 /** `text` spoken by one of flite's speakers. */
@@ -80,10 +103,8 @@ export function fliteSpeech(text: string, speaker: (typeof FLITE_SPEAKERS)[numbe
 
 /**
  * `sentence` spoken by `voice` (at `speed`) with `pauseMs` of silence after the words of `prefix`
- * (which must begin the sentence). The cut is the quietest 20 ms within the stretch where the
- * prefix, spoken alone, ends (a word boundary: the prefix alone is drawn out at its end, so the
- * stretch reaches back to 60 % of its length). Returns the audio and where the pause begins
- * (sample index).
+ * (which must begin the sentence): speechWithPauses with one cut. Returns the audio and where the
+ * pause begins (sample index).
  */
 export async function pausedSpeech(
   voice: Voice,
@@ -93,20 +114,86 @@ export async function pausedSpeech(
   rateHz: number,
   speed = 1,
 ): Promise<{ audio: Float32Array; pauseAt: number }> {
-  if (!sentence.startsWith(prefix)) throw new Error(`pausedSpeech: '${sentence}' does not begin with '${prefix}'`);
-  const whole = await voiceSpeech(voice, sentence, rateHz, speed);
-  const alone = (await voiceSpeech(voice, prefix, rateHz, speed)).length;
-  const window = Math.round(rateHz * 0.02);
-  let pauseAt = -1;
-  let quietest = Infinity;
-  for (let at = Math.floor(alone * 0.6); at + window < Math.min(whole.length, alone * 1.05); at += Math.round(window / 4)) {
-    let energy = 0;
-    for (let i = at; i < at + window; i++) energy += (whole[i] ?? 0) ** 2;
-    if (energy < quietest) {
-      quietest = energy;
-      pauseAt = at + Math.round(window / 2);
+  const { audio, pauses } = await speechWithPauses(voice, sentence, [{ after: prefix, ms: pauseMs }], rateHz, speed);
+  return { audio, pauseAt: pauses[0]![0] };
+}
+
+/**
+ * `sentence` spoken by `voice` (at `speed`) with silences put in after the words of each cut's
+ * `after` (each must begin the sentence; in order, each longer than the last). The whole sentence
+ * is spoken once, so the words before a pause carry a mid-sentence melody. Each cut is where the
+ * last phoneme of its words ends in the whole sentence (their phonemes counted as the voice speaks
+ * them alone), moved to the quietest 10 ms within 20 ms of it, so a short last word ("and", "to")
+ * is before the pause and not after it (a word may sound a little different in the sentence: the
+ * words' end is where their last phonemes match best, within 3 of their count). A voice that times no phonemes is cut at the quietest
+ * 20 ms where its words, spoken alone, end. Returns the audio and each pause's [start, end) in its
+ * samples.
+ */
+export async function speechWithPauses(
+  voice: Voice,
+  sentence: string,
+  cuts: Array<{ after: string; ms: number }>,
+  rateHz: number,
+  speed = 1,
+): Promise<{ audio: Float32Array; pauses: Array<[number, number]> }> {
+  const { audio: whole, phonemes } = await timedSpeech(voice, sentence, rateHz, speed);
+  const at: number[] = [];
+  for (const { after } of cuts) {
+    if (!sentence.startsWith(after)) throw new Error(`speechWithPauses: '${sentence}' does not begin with '${after}'`);
+    const alone = await timedSpeech(voice, after, rateHz, speed);
+    const n = alignedEnd(alone.phonemes, phonemes);
+    const last = n > 0 && n < phonemes.length ? phonemes[n - 1]! : null;
+    const cut = last
+      ? quietest(whole, last.end - Math.round(rateHz * 0.02), last.end + Math.round(rateHz * 0.02), Math.round(rateHz * 0.01))
+      : quietest(whole, Math.floor(alone.audio.length * 0.6), Math.min(whole.length, Math.round(alone.audio.length * 1.05)), Math.round(rateHz * 0.02));
+    if (cut < 0 || cut <= (at.at(-1) ?? 0)) throw new Error(`speechWithPauses: no cut found after '${after}'`);
+    at.push(cut);
+  }
+  const parts: Float32Array[] = [];
+  const pauses: Array<[number, number]> = [];
+  let from = 0;
+  let length = 0;
+  cuts.forEach(({ ms }, k) => {
+    const cut = at[k]!;
+    parts.push(whole.subarray(from, cut));
+    length += cut - from;
+    const gap = silence(ms, rateHz);
+    pauses.push([length, length + gap.length]);
+    parts.push(gap);
+    length += gap.length;
+    from = cut;
+  });
+  parts.push(whole.subarray(from));
+  return { audio: concatSamples(parts), pauses };
+}
+
+/** How many of `whole`'s phonemes `prefix` spans: its count, moved by up to 3 to where its last three phonemes match best. */
+function alignedEnd(prefix: SpokenPhoneme[], whole: SpokenPhoneme[]): number {
+  const n = prefix.length;
+  let best = n;
+  let bestScore = -1;
+  for (let j = Math.max(1, n - 3); j <= Math.min(whole.length - 1, n + 3); j++) {
+    let score = 0;
+    for (let k = 1; k <= 3 && k <= n && k <= j; k++) if (prefix[n - k]!.phoneme === whole[j - k]!.phoneme) score++;
+    if (score > bestScore || (score === bestScore && Math.abs(j - n) < Math.abs(best - n))) {
+      best = j;
+      bestScore = score;
     }
   }
-  if (pauseAt < 0) throw new Error(`pausedSpeech: no cut found for '${prefix}'`);
-  return { audio: concatSamples([whole.subarray(0, pauseAt), silence(pauseMs, rateHz), whole.subarray(pauseAt)]), pauseAt };
+  return best;
+}
+
+/** The middle of the quietest `window` samples starting in [from, to) of `x`, or -1 when none fits. */
+function quietest(x: Float32Array, from: number, to: number, window: number): number {
+  let cut = -1;
+  let least = Infinity;
+  for (let i = Math.max(0, from); i < to && i + window <= x.length; i += Math.max(1, Math.round(window / 4))) {
+    let energy = 0;
+    for (let k = i; k < i + window; k++) energy += (x[k] ?? 0) ** 2;
+    if (energy < least) {
+      least = energy;
+      cut = i + Math.round(window / 2);
+    }
+  }
+  return cut;
 }

@@ -10,6 +10,8 @@
  *    metrics named `[variant] measure` share a plot per measure, a line per variant.
  *  - a metric named `group › step` is a step of a breakdown (p50 per step, stacked per target).
  *  - metrics naming an A/V offset or frame interval / pacing get a histogram.
+ *  - `params.turn_end_curves` ({judge, knob, falseCutPercent, latencyP50}[], the turn-end benchmark)
+ *    gives the curve of false cut-offs against decision latency, a line per judge;
  *  - `params.capacity_steps` ({load, sessions, cpu_percent, late_frames, rss_mb?}[]) gives capacity
  *    curves; with rss_mb, a memory curve too (starting at params.capacity_idle.rss_mb, 0 sessions).
  *  - history: a metric (benchmark, target, name) recorded by two results or more.
@@ -95,6 +97,8 @@ export interface ReportData {
   breakdowns: Array<{ plot: PlotSpec; table: BreakdownTable }>;
   histograms: PlotSpec[];
   capacity: PlotSpec[];
+  /** False cut-offs against decision latency, a line per end-of-turn judge (the turn-end benchmark's params.turn_end_curves). */
+  turnEnd: PlotSpec[];
   /** A turn's mouth opening against its speech power at a receiver, with a strip of frames (endpoint results' params.lip_sync_trace). */
   lipSync: Array<{ plot: PlotSpec; frames: Array<{ t: number; url: string }>; figures: LipSyncFigures | null }>;
   /** Lip sync by transport, face and method, from the newest endpoint result of each target that has them. */
@@ -342,6 +346,49 @@ function capacityPlots(latest: LoadedResult[]): PlotSpec[] {
       const rss = column('rss_mb').map((ys) => (at0 ? [idle, ...ys] : ys));
       plots.push({ id: `plot-capacity-${++n}`, kind: 'lines', title: `Capacity, ${who}: server resident memory as sessions are added`, xLabel: 'sessions at once', yLabel: 'server resident memory (MB)', series, data: [at0 ? [0, ...xs] : xs, ...rss] });
     }
+  }
+  return plots;
+}
+
+interface TurnEndPoint {
+  judge: string;
+  knob: number;
+  falseCutPercent: number;
+  latencyP50: number;
+}
+
+/**
+ * The turn-end benchmark's curve (eot-bench's): each judge setting a point at its median decision
+ * latency and its false cut-off rate, a line per judge through its settings, for the newest run.
+ * Where one judge has two settings at the same latency, the one with fewer cut-offs is drawn.
+ */
+function turnEndPlots(latest: LoadedResult[]): PlotSpec[] {
+  const plots: PlotSpec[] = [];
+  for (const r of latest) {
+    const raw = r.result.params?.['turn_end_curves'];
+    if (!Array.isArray(raw)) continue;
+    const points = raw.filter(
+      (p): p is TurnEndPoint => typeof p === 'object' && p !== null && typeof p.judge === 'string' && Number.isFinite(p.falseCutPercent) && Number.isFinite(p.latencyP50),
+    );
+    if (points.length === 0) continue;
+    const judges = [...new Set(points.map((p) => p.judge))];
+    const xs = [...new Set(points.map((p) => p.latencyP50))].sort((a, b) => a - b);
+    const ys = judges.map((judge) =>
+      xs.map((x) => {
+        const at = points.filter((p) => p.judge === judge && p.latencyP50 === x).map((p) => p.falseCutPercent);
+        return at.length > 0 ? Math.min(...at) : null;
+      }),
+    );
+    plots.push({
+      id: `plot-turn-end-${plots.length + 1}`,
+      kind: 'lines',
+      title: `End of turn, ${r.result.date.slice(0, 10)}: false cut-offs against the decision's latency (${r.result.params?.['utterances'] ?? '?'} utterances)`,
+      xLabel: 'decision after a finished utterance, p50 (ms)',
+      yLabel: 'utterances cut off (%)',
+      series: judges.map((label, i) => ({ label, color: color(i), points: true })),
+      data: [xs, ...ys],
+      caption: 'Each point is one setting of a judge (a silence for server_vad, a threshold or confidence otherwise); lower and further left is better.',
+    });
   }
   return plots;
 }
@@ -717,6 +764,7 @@ export function buildReport(dir: string): ReportData {
     breakdowns: breakdownPlots(latest),
     histograms: histogramPlots(latest),
     capacity: capacityPlots(latest),
+    turnEnd: turnEndPlots(latest),
     lipSync: lipSyncPlots(latest),
     lipSyncTables: lipSyncTables(latest),
     historyPlots: historyPlots(history),

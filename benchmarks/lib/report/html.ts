@@ -19,7 +19,7 @@ export function escapeHtml(s: string): string {
 
 /** Every plot the page draws, in page order. */
 export function allPlots(d: ReportData): PlotSpec[] {
-  return [...(d.published.plot ? [d.published.plot] : []), ...d.cdfs, ...d.breakdowns.map((b) => b.plot), ...d.histograms, ...d.capacity, ...d.lipSync.map((l) => l.plot), ...d.historyPlots];
+  return [...(d.published.plot ? [d.published.plot] : []), ...d.cdfs, ...d.breakdowns.map((b) => b.plot), ...d.histograms, ...d.capacity, ...d.turnEnd, ...d.lipSync.map((l) => l.plot), ...d.historyPlots];
 }
 
 export function renderPage(d: ReportData, uplot: { js: string; css: string }): string {
@@ -42,6 +42,7 @@ ${section('cdf', 'Latency distributions', d.cdfs.length ? `<p>Empirical CDFs of 
 ${section('breakdown', 'Per-step breakdown', d.breakdowns.length ? d.breakdowns.map((b) => plotBox(b.plot) + breakdownTable(b.table)).join('\n') : none('No result names the steps of a turn yet (metrics named “group › step”).'))}
 ${section('histograms', 'A/V offset and frame pacing', d.histograms.length ? `<p>Share of samples per bin, newest result of each benchmark and target.</p>${d.histograms.map(plotBox).join('\n')}` : none('No result has the samples of an A/V offset or of frame intervals yet.'))}
 ${section('capacity', 'Capacity', d.capacity.length ? `<p>Each step adds sessions at once and holds them for the benchmark’s window; a step keeps time when no frame is late.</p>${d.capacity.map(plotBox).join('\n')}` : none('No capacity steps are recorded yet: the endpoint benchmark records them on a server it starts (npm run bench -- report, without --target), and so do the capacity runs of the avatar and webrtc benchmarks (params.capacity_steps).'))}
+${section('turn-end', 'End of turn', d.turnEnd.length ? `<p>The turn-end benchmark (npm run bench -- turn-end): every judge replayed on the same utterances, the share cut off before they ended against how long after a finished one it decided.</p>${d.turnEnd.map(plotBox).join('\n')}` : none('No turn-end curve is recorded yet: npm run bench -- turn-end records one (params.turn_end_curves).'))}
 ${section('lipsync', 'Lip sync', d.lipSync.length || d.lipSyncTables.length ? [...d.lipSync.map((l) => plotBox(l.plot) + lipSyncFigures(l.figures) + frameStrip(l.frames)), ...d.lipSyncTables.map(lipSyncTable)].join('\n') : none('No lip sync is recorded yet: the endpoint benchmark records a trace when it makes a WebRTC call (ENDPOINT_WEBRTC not 0) to a target that sends video, and the figures by transport, face and method with its lip-sync turns (ENDPOINT_LIP_FACES).'))}
 ${section('history', 'History', historySection(d))}
 <footer>Generated ${escapeHtml(d.generated)} from ${d.results.length} result file(s). Plots drawn with uPlot (MIT), inlined: the page needs no network.</footer>
