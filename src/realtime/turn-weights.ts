@@ -8,7 +8,7 @@ import type { TurnWeights } from './turn-judge.js';
 
 export const TURN_WEIGHTS: TurnWeights = {
   /** In TURN_FEATURES' order. */
-  weights: [0.371, 0.127, 0.071, -0.663, -2.963, -1.017, 0.997, 0.943, 0.964, 0.63],
+  weights: [0.37, 0.13, 0.076, -0.643, -2.96, -0.987, 1.013, 0.811, -0.608, 0.261, 1.791, 0.258],
   pause: { medianMs: 450, steepness: 4 },
-  fitted: { date: '2026-12-02', commit: 'e73b2b9-dirty', utterances: 384, recognisers: 'base, tiny.en' },
+  fitted: { date: '2026-12-02', commit: '0b2b803-dirty', utterances: 384, recognisers: 'base, tiny.en' },
 };
