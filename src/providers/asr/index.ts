@@ -10,8 +10,10 @@
  * On the openai route the OpenAI model names a session may give (whisper-1, gpt-4o-transcribe,
  * gpt-4o-mini-transcribe) are passed upstream and other names get ASR_OPENAI_MODEL; on the
  * whisper-cpp route every name gets the one local model (id `whisper-cpp:<model>`, or
- * `whisper-cpp:custom` for ASR_WHISPER_MODEL_PATH). Transcribers are created once and shared by
- * every session; nothing here throws for a missing model.
+ * `whisper-cpp:custom` for ASR_WHISPER_MODEL_PATH); when that model is English-only (tiny.en) and
+ * the multilingual base is converted too, a request for another language is transcribed by base
+ * (`EnglishFirst`). Transcribers are created once and shared by every session; nothing here throws
+ * for a missing model.
  */
 import fs from 'node:fs';
 import { whisperModelPath } from '../../models/whisper-ggml.js';
@@ -44,6 +46,32 @@ export class UnavailableTranscriber implements Transcriber {
   async close(): Promise<void> {}
 }
 
+/**
+ * An English-only model for English (and for a request that names no language), the multilingual
+ * one for any other language. Its id is the English model's: a session changes recogniser only by
+ * its settings' language, which the pause's transcription is checked against anyway.
+ */
+class EnglishFirst implements Transcriber {
+  readonly local = true;
+  readonly id: string;
+
+  constructor(
+    private readonly english: Transcriber,
+    private readonly multilingual: Transcriber,
+  ) {
+    this.id = english.id;
+  }
+
+  transcribe(request: TranscriptionRequest, onDelta?: (delta: string) => void): Promise<TranscriptionResult> {
+    const english = request.language === null || request.language === 'en';
+    return (english ? this.english : this.multilingual).transcribe(request, onDelta);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.english.close(), this.multilingual.close()]);
+  }
+}
+
 export function createSpeechRecognizers(config: AsrConfig, modelsDir: string, log: Logger): SpeechRecognizers {
   return new RoutedSpeechRecognizers(config, modelsDir, log);
 }
@@ -68,13 +96,11 @@ class RoutedSpeechRecognizers implements SpeechRecognizers {
     else this.route = 'unavailable';
 
     if (this.route === 'whisper-cpp' && whisperPath) {
-      this.whisper = new WhisperCppTranscriber({
-        modelPath: whisperPath,
-        threads: config.whisper.threads,
-        concurrency: config.whisper.concurrency,
-        log,
-        name: explicitPath ? 'custom' : config.whisper.model,
-      });
+      const whisper = (modelPath: string, name: string) =>
+        new WhisperCppTranscriber({ modelPath, threads: config.whisper.threads, concurrency: config.whisper.concurrency, log, name });
+      const chosen = whisper(whisperPath, explicitPath ? 'custom' : config.whisper.model);
+      const multilingual = explicitPath || config.whisper.model === 'base' ? null : whisperModelPath(modelsDir, 'base');
+      this.whisper = multilingual ? new EnglishFirst(chosen, whisper(multilingual, 'base')) : chosen;
     }
     if (this.route === 'unavailable') {
       const reason = explicitPath

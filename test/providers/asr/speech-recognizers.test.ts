@@ -17,6 +17,7 @@ import { DEFAULT_WHISPER_MODEL, type WhisperModelName } from '../../../src/model
 import { REPO_MODELS_DIR } from '../../../src/models/manifest.js';
 import { rejection } from '../../helpers/assert-error.js';
 import { needs } from '../../helpers/skip.js';
+import { speechPcm24k } from '../../helpers/speech.js';
 
 const Routing = suite('SpeechRecognizers');
 
@@ -80,6 +81,19 @@ convertedTest('forModel() on the whisper-cpp route gives the model ASR_WHISPER_M
     assert.is(selected?.file, whisperModelPath(REPO_MODELS_DIR, model), 'the log names the file loaded');
     await asr.close();
   }
+});
+
+convertedTest('with the English-only tiny.en chosen, a request for another language is transcribed by base, not refused', async () => {
+  const asr = createSpeechRecognizers(loadAsrConfig({ ASR_WHISPER_MODEL: 'tiny.en' }), REPO_MODELS_DIR, memoryLogger().logger);
+  const t = asr.forModel(null);
+  assert.is(t.id, 'whisper-cpp:tiny.en');
+  const english = await t.transcribe({ pcm: speechPcm24k('What is the weather like in Paris today?'), language: 'en', prompt: null });
+  assert.match(english.text.toLowerCase(), 'weather');
+  const german = await t.transcribe({ pcm: speechPcm24k('What is the weather like in Paris today?'), language: 'de', prompt: null });
+  assert.is(german.language, 'de', 'base answered (tiny.en refuses any language but English)');
+  const alone = createSpeechRecognizers(loadAsrConfig({ ASR_WHISPER_MODEL: 'base' }), REPO_MODELS_DIR, memoryLogger().logger);
+  assert.is(alone.forModel(null).id, 'whisper-cpp:base');
+  await Promise.all([asr.close(), alone.close()]);
 });
 
 Routing('forModel() names ASR_WHISPER_MODEL in asr_unavailable when that model is not converted', async () => {
