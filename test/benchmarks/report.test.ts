@@ -1,8 +1,8 @@
 /**
  * The benchmark report (benchmarks/lib/report/): from a temporary results directory of fixture
  * results (an endpoint run against two targets over both modes, with samples, a per-step
- * breakdown, A/V offsets and frame intervals; a capacity run; older copies on other dates for the
- * history; a file that is not a result), writeReport writes one page that
+ * breakdown, A/V offsets and frame intervals; a capacity run; a turn-end run's curves; older copies
+ * on other dates for the history; a file that is not a result), writeReport writes one page that
  *  - lists a plot of each kind and the files it skipped, names the machine, commit, models and
  *    published figures with their sources, shows no secret from params and escapes every string;
  *  - renders in headless Chromium offline (every request but the file itself refused) with no
@@ -116,6 +116,24 @@ function capacityResult(date: string): BenchResult {
   };
 }
 
+/** A turn-end run: two judges' settings (two of one judge at the same latency, the lower cut-off drawn). */
+function turnEndResult(date: string): BenchResult {
+  const point = (judge: string, knob: number, falseCutPercent: number, latencyP50: number) => ({ judge, setting: String(knob), knob, utterances: 384, falseCutPercent, pausedCutPercent: 2 * falseCutPercent, answeredInGapPercent: 50, latencyP50, latencyP95: latencyP50 + 300 });
+  return {
+    benchmark: 'turn-end',
+    description: 'end-of-turn judges',
+    date,
+    commit: 'abc1236',
+    machine: MACHINE,
+    params: {
+      utterances: 384,
+      turn_end_curves: [point('server_vad', 500, 34.4, 561), point('server_vad', 1000, 2.6, 1075), point('default', 0.9, 9.6, 492), point('default', 0.97, 4.7, 720), point('default', 0.98, 3.1, 720)],
+    },
+    metrics: [summarise('[default 0.97] decision after a finished utterance', 'ms', [500, 720, 900])],
+    notes: [],
+  };
+}
+
 function writeFixtures(dir: string): void {
   const write = (name: string, r: unknown) => fs.writeFileSync(path.join(dir, name), typeof r === 'string' ? r : JSON.stringify(r));
   const dates = ['2026-11-20T10:00:00.000Z', '2026-11-24T10:00:00.000Z', '2026-11-27T10:00:00.000Z'];
@@ -131,6 +149,7 @@ function writeFixtures(dir: string): void {
   const newest = capacityResult('2026-11-27T11:00:00.000Z');
   newest.metrics.push(summarise(`${HOSTILE} latency`, 'ms', [3, 4, 5]));
   write('webrtc-new.json', { ...newest, commit: 'abc1235', params: { ...newest.params, llm: HOSTILE } });
+  write('turn-end.json', turnEndResult('2026-12-02T10:00:00.000Z'));
   write('broken.json', '{ not json');
   write('other.json', { hello: 'world' });
   write('SUMMARY.md', '# not read');
@@ -160,8 +179,8 @@ Report.after((ctx) => {
 });
 
 Report('writes a plot of every kind from the results, and skips what is not a result', (ctx) => {
-  assert.is(ctx.results, 8);
-  const kinds = ['published', 'cdf', 'breakdown', 'histogram', 'capacity', 'lipsync', 'history'];
+  assert.is(ctx.results, 9);
+  const kinds = ['published', 'cdf', 'breakdown', 'histogram', 'capacity', 'turn-end', 'lipsync', 'history'];
   for (const kind of kinds) assert.ok(ctx.plots.some((id) => id.startsWith(`plot-${kind}`)), `a ${kind} plot in ${ctx.plots.join(', ')}`);
   assert.is(new Set(ctx.plots).size, ctx.plots.length, 'plot ids are unique');
   const html = fs.readFileSync(ctx.outFile, 'utf8');
@@ -184,6 +203,10 @@ Report('one measure from every target and mode shares a CDF; histograms and capa
   assert.equal(breakdown.series.map((s) => s.label), ['1. end-of-turn decision', '2. transcription tail', '3. reply to first audio']);
   assert.ok(specs.some((s) => s.id.startsWith('plot-histogram') && /A\/V offset/.test(s.title)));
   assert.ok(specs.some((s) => s.id.startsWith('plot-histogram') && /frame interval/.test(s.title)));
+  const turnEnd = specs.filter((s) => s.id.startsWith('plot-turn-end')) as unknown as Array<{ series: Array<{ label: string }>; data: Array<Array<number | null>> }>;
+  assert.is(turnEnd.length, 1, 'the turn-end curve');
+  assert.equal(turnEnd[0]!.series.map((s) => s.label), ['server_vad', 'default']);
+  assert.equal(turnEnd[0]!.data, [[492, 561, 720, 1075], [null, 34.4, null, 2.6], [9.6, null, 3.1, null]], 'x sorted; one point per judge and latency, the fewer cut-offs');
   const capacity = specs.filter((s) => s.id.startsWith('plot-capacity'));
   assert.is(capacity.length, 2, 'CPU and late frames of the newest capacity run');
   assert.equal(capacity[0]!.series.map((s) => s.label), ['idle (avatar listening)', 'all talking']);
