@@ -31,6 +31,9 @@ import { AUDIO_ASKED_AT_MS, TurnEndDetector, TurnPolicy, endProbability, spokenW
 import { DEFAULT_SEMANTIC_EAGERNESS } from '../../src/realtime/session-update.js';
 import { engineHarness, type Harness, type SeenEvent } from '../helpers/engine-harness.js';
 import { FakeLanguageModels } from '../../src/providers/llm/fake-llm.js';
+import { OpenAiModel } from '../../src/providers/llm/openai.js';
+import type { LanguageModels } from '../../src/providers/llm/base.js';
+import { startChatCompletionsServer } from '../helpers/chat-completions-server.js';
 import { concatSamples, silence, toPcm16, tone } from '../helpers/speech.js';
 import { FliteVoice } from '../../src/providers/tts/flite.js';
 import { fliteSpeech, pausedSpeech } from '../helpers/voices.js';
@@ -688,6 +691,29 @@ Engine('early reply: a remote model starts on the pause\'s transcript too, and i
   assert.is(llm.requests.length, 1, 'and that request is the response');
   assert.is(replyTranscript(done), 'It is noon.');
   assert.equal(asked, ['What time is it'], 'the words reader read the pause\'s words');
+});
+
+Engine('early reply: a hosted model\'s request started in a pause the user speaks on after is aborted on the wire, and not one event of it is sent', async () => {
+  // A real OpenAI-compatible server on 127.0.0.1, paced like a hosted model.
+  const server = await startChatCompletionsServer((body) => ({ text: `Reply to ${String(body.messages.at(-1)?.content)}`, firstDelayMs: 200, delayMs: 15 }));
+  const asr = new FakeSpeechRecognizers({ transcript: (r) => `heard ${Math.round(r.pcm.length / SAMPLES_PER_MS)} ms` });
+  const hosted = new OpenAiModel({ baseUrl: server.baseUrl, apiKey: null, model: 'hosted', maxOutputTokens: 100, contextTokens: 4096, timeoutMs: 5000, speculative: true });
+  const llm: LanguageModels = { forModel: () => hosted, wordsReader: () => null, close: async () => {} };
+  const h = await engineHarness({ deps: { asr, llm } });
+  try {
+    h.send(VAD_UPDATE({ type: 'server_vad', silence_duration_ms: 500, create_response: true }));
+    await speak(h, [silence(200, IN_HZ), loud(800), silence(300, IN_HZ), loud(800), silence(900, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
+    assert.is(server.requests.length, 2, 'one request per pause');
+    await server.whenIdle();
+    assert.equal(server.aborts.map((a) => a.request), [0], 'the first pause\'s request was abandoned');
+    const firstHeard = String(server.requests[0]!.messages.at(-1)?.content);
+    assert.is(replyTranscript(done), `Reply to ${String(server.requests[1]!.messages.at(-1)?.content)}`);
+    for (const e of h.events) assert.not.ok(JSON.stringify(e).includes(firstHeard), `${e.type} mentions the abandoned pause`);
+  } finally {
+    await h.close();
+    await server.close();
+  }
 });
 
 Engine('early reply: not with a remote model that does not allow it (LLM_EARLY_REPLY=local)', async () => {
