@@ -28,7 +28,9 @@
  * one frame period after the stream's RTP clock says), for idle calls (the avatar listening) and
  * for calls whose avatars all talk at once; and server CPU per call (/proc, the server process).
  *
- * Environment: WEBRTC_BENCH_PROFILES=embedded,offline (which browser runs), WEBRTC_BENCH_CAPACITY=0
+ * Environment: WEBRTC_BENCH_TURN=semantic_vad|server_vad (the calls' turn detection: a new
+ * session's default, semantic_vad eagerness auto, unless server_vad at 500 ms is asked for, as
+ * runs before 2026-12-02 had it), WEBRTC_BENCH_PROFILES=embedded,offline (which browser runs), WEBRTC_BENCH_CAPACITY=0
  * (skip capacity), WEBRTC_BENCH_DUMP=file (append each turn's raw page samples as JSON lines),
  * WEBRTC_BENCH_VERBOSE=1 (where each voice turn's time went: its steps from the end of speech by the
  * page's events, and what the server logged about it: `turn ended` with its speculativeTranscript /
@@ -51,10 +53,17 @@ const VOICE_TURNS = 2;
 const SPEAK_MS = 4000;
 /** Capacity: seconds measured per step, after the calls have settled. */
 const WINDOW_S = 10;
+/** The calls' turn detection (WEBRTC_BENCH_TURN, see the header). */
+const TURN_DETECTIONS = { semantic_vad: { type: 'semantic_vad', eagerness: 'auto' }, server_vad: { type: 'server_vad', silence_duration_ms: 500 } } as const;
+function turnDetection(): (typeof TURN_DETECTIONS)[keyof typeof TURN_DETECTIONS] {
+  const name = process.env.WEBRTC_BENCH_TURN || 'semantic_vad';
+  if (!Object.hasOwn(TURN_DETECTIONS, name)) throw new Error(`WEBRTC_BENCH_TURN: '${name}' is not one of ${Object.keys(TURN_DETECTIONS).join(', ')}`);
+  return TURN_DETECTIONS[name as keyof typeof TURN_DETECTIONS];
+}
 const QUESTIONS = ['What is the weather like today?', 'Can you tell me a short story?', 'How are you doing this morning?', 'What should I cook for dinner?'];
 
 const PROFILES = [
-  { name: 'embedded', label: 'embedded defaults (npm start: Qwen 0.5B GGUF, Piper, Whisper base, Silero)', env: {} as Record<string, string> },
+  { name: 'embedded', label: 'embedded defaults (npm start: Qwen 0.5B GGUF, Piper, Whisper tiny.en, Silero, Smart Turn)', env: {} as Record<string, string> },
   { name: 'offline', label: 'offline responder instead of the language model (same voice, recogniser, VAD)', env: { LLM_PROVIDER: 'offline' } as Record<string, string> },
 ];
 
@@ -122,7 +131,7 @@ const bench: Benchmark = {
     }
     notes.push('Goals (issue 9): answer ≤ 100 ms, first frame ≤ 300 ms, A/V offset within ±40 ms, ≥ 12 calls.');
     return {
-      params: { calls_per_run: CALLS_PER_RUN, text_turns_per_call: TEXT_TURNS, voice_turns_per_call: VOICE_TURNS, runs: ctx.runs, video: '512x512 H.264 @ 25 fps', turn_detection: 'server_vad, silence 500 ms', capacity_window_s: WINDOW_S, ...(capacitySteps ? { capacity_steps: capacitySteps } : {}) },
+      params: { calls_per_run: CALLS_PER_RUN, text_turns_per_call: TEXT_TURNS, voice_turns_per_call: VOICE_TURNS, runs: ctx.runs, video: '512x512 H.264 @ 25 fps', turn_detection: turnDetection(), capacity_window_s: WINDOW_S, ...(capacitySteps ? { capacity_steps: capacitySteps } : {}) },
       metrics,
       notes,
     };
@@ -132,7 +141,7 @@ const bench: Benchmark = {
 async function oneCall(browser: TestBrowser, server: ServerProcess, l: Latencies, log: (line: string) => void): Promise<void> {
   const page = await browser.newPage();
   try {
-    const session = { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 500 } } } };
+    const session = { type: 'realtime', audio: { input: { turn_detection: turnDetection() } } };
     const { started, first } = await startSampledCall(page, server, session, DEFAULT_FACE_MOUTH_BOX);
     l.answer.push(started.postMs);
     l.firstFrame.push(first.firstFrameAt - first.answeredAt);
