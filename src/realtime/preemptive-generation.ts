@@ -18,7 +18,10 @@
  *    decided (early-reply.ts). A local model starts it after its reading of the words; any other
  *    at once. Its output is only buffered: the turn's response takes it if it asks for exactly
  *    the same request (`takeEarlyReply`), and it is discarded unseen (its request aborted) when
- *    the user speaks on, or on anything else that makes it stale.
+ *    the user speaks on, or on anything else that makes it stale. A turn that ends while the
+ *    local model is still reading its words has its response wait for that reading
+ *    (`settled()`): the reading holds the sequence with the conversation, and a response that took
+ *    another one would evaluate the whole conversation again (2 s on one core for a few turns).
  */
 import type { Logger } from '../core/log.js';
 import type { ChatMessage, LanguageModel, LanguageModels } from '../providers/llm/base.js';
@@ -65,6 +68,8 @@ export class PreemptiveGeneration {
   private pending: PauseWork | null = null;
   /** The early reply of a turn that ended, until that turn's response takes or declines it. */
   private earlyReply: EarlyReply | null = null;
+  /** The reading of the words of the turn that ended, by the session's own model, while it runs. */
+  private reading: Promise<unknown> | null = null;
 
   constructor(private readonly host: PreemptiveHost) {}
 
@@ -104,7 +109,19 @@ export class PreemptiveGeneration {
       return null;
     }
     this.earlyReply = work.reply;
+    if (work.reading && !work.read && this.replyModel().local) {
+      const reading = work.reading.catch(() => null);
+      this.reading = reading;
+      void reading.then(() => {
+        if (this.reading === reading) this.reading = null;
+      });
+    }
     return work.read;
+  }
+
+  /** Resolves once the session's model has finished reading the words of the turn that ended (see the header). */
+  async settled(): Promise<void> {
+    await this.reading;
   }
 
   /** Whether the turn that ended last left an early reply for its response. */

@@ -723,8 +723,10 @@ export class RealtimeSessionEngine {
     if (r.voice !== null && r.voice.id !== this.settings.session.audio.output.voice) await this.deps.assets.require('voice', r.voice.id, this.options.userId, r.voice.param);
     const s = this.settings.session;
     const input = r.input === null ? null : await this.inputItems(r.input);
-    // Wait for transcriptions in progress so the model hears what was said.
+    // Wait for transcriptions in progress so the model hears what was said, and for the model's
+    // reading of the turn's words, which holds the sequence the reply continues.
     await this.input.settled();
+    await this.preemptive.settled();
     if (this.closed) return;
     if (this.active) throw new RealtimeError('conversation_already_has_active_response', 'Conversation already has an active response in progress.');
 

@@ -55,6 +55,8 @@ export interface FakeLlmOptions {
    * say, null is returned). Every text asked about is recorded in `endOfTurnAsked`.
    */
   endOfTurn?: (words: string) => number;
+  /** How long endOfTurnProbability() takes (default 0: it answers at once); the request's abort does not cut it short, as llama.cpp's evaluation is not. */
+  endOfTurnDelayMs?: number;
 }
 
 /** A call the fake makes; `callId` defaults to call_fake_<n>. */
@@ -135,10 +137,11 @@ export class FakeLlm implements LanguageModel {
 /** The words every fake model was asked to judge (endOfTurnProbability), in order. */
 export const endOfTurnAsked: string[] = [];
 
-function fakeEndOfTurn(options: FakeLlmOptions, request: GenerateRequest): number | null {
+async function fakeEndOfTurn(options: FakeLlmOptions, request: GenerateRequest): Promise<number | null> {
   const last = request.messages.at(-1);
   if (!options.endOfTurn || last?.role !== 'user' || request.signal.aborted) return null;
   endOfTurnAsked.push(last.content);
+  if (options.endOfTurnDelayMs) await new Promise((r) => setTimeout(r, options.endOfTurnDelayMs));
   return options.endOfTurn(last.content);
 }
 

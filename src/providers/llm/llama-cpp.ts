@@ -385,6 +385,7 @@ export class LlamaCppModel implements LanguageModel {
     if (end <= 0) return null; // a template without an end-of-turn token: nothing to ask
     const words = prompt.slice(0, end);
     // Waits behind confirmed requests, but preempts nothing: the judge falls back to rules when it waits too long.
+    const asked = performance.now();
     const slot = await this.acquire(loaded, signal, words, () => true);
     if (slot === null) return null;
     slot.spare = false;
@@ -392,6 +393,7 @@ export class LlamaCppModel implements LanguageModel {
       const { sequence } = slot.chat;
       // At least the last word is evaluated again: its output is the prediction asked for.
       const keep = Math.min(sharedPrefix(sequence.contextTokens, words), words.length - 1);
+      this.options.log.debug('local model reads the words', { model: this.id, promptTokens: words.length, reusedTokens: keep, waitedMs: Math.round(performance.now() - asked) });
       if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
       const rest = words.slice(keep);
       const ask = { generateNext: { probabilities: true, options: { topK: 40, topP: 1, minP: 0, temperature: 1 } } } as const;
