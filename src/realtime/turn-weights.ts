@@ -10,5 +10,5 @@ export const TURN_WEIGHTS: TurnWeights = {
   /** In TURN_FEATURES' order. */
   weights: [0.37, 0.13, 0.076, -0.643, -2.96, -0.987, 1.013, 0.811, -0.608, 0.261, 1.791, 0.258],
   pause: { medianMs: 450, steepness: 4 },
-  fitted: { date: '2026-12-02', commit: '0b2b803-dirty', utterances: 384, recognisers: 'base, tiny.en' },
+  fitted: { date: '2026-12-02', commit: 'dd93f88', utterances: 384, recognisers: 'base, tiny.en' },
 };
