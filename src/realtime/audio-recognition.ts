@@ -156,7 +156,7 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
       this.segmenter.update(turnDetection.segmenter);
       return;
     }
-    this.vad ??= await this.createVad();
+    this.vad ??= await this.deps.createVad();
     const judge = new TurnEndDetector(await this.deps.endOfTurnModel(), (pause) => this.wordsOfPause(pause), (err) =>
       this.deps.log.warn('the end-of-turn audio model failed on a judgement (the turn goes on)', { err }),
     );
@@ -184,10 +184,6 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
     });
     segmenter.on('error', (err) => this.deps.log.warn('turn detection failed on a frame (the turn goes on)', { err }));
     this.segmenter = segmenter;
-  }
-
-  private createVad(): Promise<VoiceActivityDetector> {
-    return this.deps.createVad();
   }
 
   /**

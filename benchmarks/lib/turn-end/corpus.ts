@@ -46,7 +46,6 @@ export const SPEEDS = [1, 0.8, 1, 1.25] as const;
 export const LINES: ReadonlyArray<number | null> = [null, -60, -55, -50];
 
 export type UtteranceKind = 'question' | 'statement' | 'list' | 'hesitation' | 'mid-clause' | 'trailing-conjunction' | 'goes-on';
-export const KINDS: readonly UtteranceKind[] = ['question', 'statement', 'list', 'hesitation', 'mid-clause', 'trailing-conjunction', 'goes-on'];
 
 /** A text: the sentence, and the pauses put into it (the words before each, and its length). */
 export interface Text {
@@ -67,7 +66,8 @@ export interface Pause {
   before: string;
 }
 
-export interface Utterance {
+/** What an utterance is: its text, speaker and line (the signals file keeps it beside the measurements). */
+export interface UtteranceInfo {
   id: string;
   kind: UtteranceKind;
   text: string;
@@ -76,6 +76,9 @@ export interface Utterance {
   speed: number;
   /** The line: null for digital silence, else the noise floor in dBFS. */
   noiseDbfs: number | null;
+}
+
+export interface Utterance extends UtteranceInfo {
   /** Lead, speech and pauses, then the tail, -1..1 at RATE_HZ, the line's noise added. */
   audio: Float32Array;
   /** Where the speech begins and ends in `audio` (samples). */

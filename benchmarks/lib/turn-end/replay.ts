@@ -26,6 +26,7 @@
 import { AUDIO_ASKED_AT_MS, TurnPolicy, type TurnEvidence } from '../../../src/realtime/turn-judge.js';
 import { percentile } from '../harness.js';
 import type { RecogniserName, SilenceSignals, UtteranceSignals } from './signals.js';
+import type { UtteranceKind } from './corpus.js';
 
 export const FRAME_MS = 32;
 /** semantic_vad auto's ceiling: the longest any judge here lets a silence last. */
@@ -157,7 +158,8 @@ export interface Point {
   cuts: Array<{ id: string; after: string }>;
 }
 
-const PAUSED_KINDS = new Set(['list', 'hesitation', 'mid-clause', 'trailing-conjunction']);
+/** The kinds with a pause inside a sentence (corpus.ts). */
+const PAUSED_KINDS: ReadonlySet<string> = new Set<UtteranceKind>(['list', 'hesitation', 'mid-clause', 'trailing-conjunction']);
 
 export function summarise(judge: string, setting: string, knob: number, outcomes: Outcome[]): Point {
   const pct = (n: number, d: number) => (d === 0 ? 0 : Math.round((1000 * n) / d) / 10);

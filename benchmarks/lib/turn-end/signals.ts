@@ -37,7 +37,7 @@ import { replyRequest } from '../../../src/realtime/session-engine.js';
 import { DEFAULT_INSTRUCTIONS } from '../../../src/sessions/session-config.js';
 import { Logger } from '../../../src/core/log.js';
 import { toPcm16 } from '../../../test/helpers/speech.js';
-import { RATE_HZ, speakCorpus, type PlannedUtterance, type Utterance, type UtteranceKind } from './corpus.js';
+import { RATE_HZ, speakCorpus, type PlannedUtterance, type Utterance, type UtteranceInfo } from './corpus.js';
 
 /** Bump when what is measured changes: a signals file of another version is measured again. */
 const SIGNALS_VERSION = 2;
@@ -75,13 +75,7 @@ export interface SilenceSignals {
   transcripts: Partial<Record<RecogniserName, Transcript>>;
 }
 
-export interface UtteranceSignals {
-  id: string;
-  kind: UtteranceKind;
-  text: string;
-  voice: string;
-  speed: number;
-  noiseDbfs: number | null;
+export interface UtteranceSignals extends UtteranceInfo {
   /** Stream ms of the speech's start and end (the corpus's samples). */
   speechStartMs: number;
   speechEndMs: number;
