@@ -456,6 +456,9 @@ async function connect(): Promise<void> {
   let mic: MediaStream | null = null;
   try {
     mic = await microphone();
+    // Push to talk: silent from the first packet, not from when the connection is up (the call's
+    // first half second of a talking room was heard, and made a turn nobody asked for).
+    for (const t of mic?.getAudioTracks() ?? []) t.enabled = ui.micMode.value !== 'ptt';
     const key = await api.clientSecret(sessionConfig(transport));
     const media = { video: ui.video, canvas: ui.canvas, audio: ui.audio };
     const handlers = {

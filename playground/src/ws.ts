@@ -100,6 +100,8 @@ export class WsConnection implements Connection {
   private readonly player = new PcmPlayer();
   private micOpen = true;
   private micContext: AudioContext | null = null;
+  /** The microphone it sends from (its track is muted and opened with the mic, as a call does it). */
+  private micStream: MediaStream | null = null;
   private closing = false;
   /** Set once the session is created: a close before that is the connect's own failure. */
   private ready = false;
@@ -238,6 +240,7 @@ export class WsConnection implements Connection {
   }
 
   private async startMic(stream: MediaStream): Promise<void> {
+    this.micStream = stream;
     const context = new AudioContext({ sampleRate: RATE_HZ });
     this.micContext = context;
     const source = context.createMediaStreamSource(stream);
@@ -275,6 +278,8 @@ export class WsConnection implements Connection {
 
   setMicOpen(open: boolean): void {
     this.micOpen = open;
+    // As a call mutes it (rtc.ts): a track the page started muted (push to talk) opens here too.
+    for (const t of this.micStream?.getAudioTracks() ?? []) t.enabled = open;
   }
 
   interrupt(): void {

@@ -325,6 +325,11 @@ Judge('with no evidence at all the turn ends after about a second of silence; th
   }
   assert.ok(endProbability({ audio: 0.5, words: 'Tell me a joke.', wordsEnd: 0.3 }) > endProbability({ audio: 0.5, words: 'Tell me a joke.', wordsEnd: 1e-5 }), "the model's reading counts");
   assert.ok(endProbability({ audio: 0.5, words: 'Tell me a joke.', wordsEnd: null }) > endProbability({ audio: 0.5, words: 'Tell me a joke and', wordsEnd: null }), 'the rules count');
+  // A reading the model calls an ending outright counts for more after a question mark.
+  const question = endProbability({ audio: 0.5, words: 'Where is it?', wordsEnd: 0.3 }) - endProbability({ audio: 0.5, words: 'Where is it?', wordsEnd: 0.05 });
+  const statement = endProbability({ audio: 0.5, words: 'Here it is.', wordsEnd: 0.3 }) - endProbability({ audio: 0.5, words: 'Here it is.', wordsEnd: 0.05 });
+  assert.ok(question > 0 && statement > 0, `${question} ${statement}`);
+  assert.ok(endProbability({ audio: 0.5, words: 'Where is it?', wordsEnd: 0.3 }) > endProbability({ audio: 0.5, words: 'Here it is.', wordsEnd: 0.3 }), 'a question the model calls finished ends likelier than a statement');
 });
 
 Judge('eagerness: a lower confidence ends a doubtful turn sooner', () => {
