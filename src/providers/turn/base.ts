@@ -4,8 +4,8 @@
  * It reads only the last `windowMs` of the audio it is given, mono float (-1..1) at its own
  * sample rate, and keeps no state between calls, so one model serves every stream of the process
  * and calls may overlap. Implementations: smart-turn.ts (Smart Turn v3 on onnxruntime-node) and
- * fake-turn.ts (scripted, for engine tests). The turn rules that use it (OpenAI `semantic_vad`)
- * are in realtime/speech-segmenter.ts.
+ * fake-turn.ts (scripted, for engine tests). The judge that weighs it with the words and the
+ * silence (OpenAI `semantic_vad`) is realtime/turn-judge.ts.
  */
 import { ProviderError } from '../provider-error.js';
 
@@ -23,9 +23,6 @@ export interface EndOfTurnModel {
   /** Releases what the model holds; completeProbability() rejects afterwards. */
   close(): Promise<void>;
 }
-
-/** Probability at or above which a pause is the end of the turn. */
-export const END_OF_TURN_THRESHOLD = 0.5;
 
 export function turnModelFailed(message: string, cause?: unknown): ProviderError {
   return new ProviderError('turn_model_failed', message, { cause });
