@@ -13,37 +13,12 @@
  * Nothing here sends events: main.ts does, in the order the protocol wants.
  */
 
-/** A function tool as session.update carries it (OpenAI GA shape). */
-export interface FunctionTool {
-  type: 'function';
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
+export { DEMO_TOOLS, type FunctionTool } from './demo-tool-definitions.js';
 
 /** What a tool may change on the page. */
 export interface ToolHost {
   setBackground(color: string): void;
 }
-
-export const DEMO_TOOLS: readonly FunctionTool[] = [
-  {
-    type: 'function',
-    name: 'get_local_time',
-    description: "The person's local date, time and time zone (from their browser). Use it when asked what time or day it is.",
-    parameters: { type: 'object', properties: {} },
-  },
-  {
-    type: 'function',
-    name: 'set_background_color',
-    description: "Changes the background colour of the person's page. Use it when asked to change the colour or background.",
-    parameters: {
-      type: 'object',
-      properties: { color: { type: 'string', description: "A CSS colour name (e.g. 'teal') or a hex colour (e.g. '#336699')." } },
-      required: ['color'],
-    },
-  },
-];
 
 /** A colour name (letters only) or #hex; CSS.supports then says whether the browser knows it. */
 const COLOR_PATTERN = /^(?:[a-z]{3,30}|#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8}))$/i;

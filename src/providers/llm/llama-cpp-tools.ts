@@ -1,7 +1,7 @@
 /**
  * Function calling on the local GGUF model (llama-cpp.ts), the parts node-llama-cpp needs adapted:
  *  - toHistory(): the engine's messages as node-llama-cpp chat history, tool calls and their
- *    outputs inside the model turn that made them;
+ *    outputs inside the model turn that made them, and a note after the outputs (outputNote());
  *  - functionsFor(): which functions a request gives the model and whether it must call one
  *    (tool_choice), with their schemas cut to the subset node-llama-cpp's grammar supports
  *    (toGrammarSchema());
@@ -32,7 +32,22 @@ import { ProviderError } from './base.js';
 export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   const calls = new Map<string, ChatModelFunctionCall>();
+  /** Outputs given to calls since the last other message: the note that follows them (outputNote()). */
+  let outputs: { name: string; content: string }[] = [];
+  const noteOutputs = () => {
+    if (outputs.length === 0) return;
+    const last = history[history.length - 1];
+    const note = outputNote(outputs);
+    if (last?.type === 'user') last.text += '\n' + note;
+    else {
+      const item: ChatHistoryItem = { type: 'user', text: note };
+      OUTPUT_NOTES.add(item);
+      history.push(item);
+    }
+    outputs = [];
+  };
   for (const m of messages) {
+    if (m.role !== 'tool') noteOutputs();
     const last = history[history.length - 1];
     if (m.role === 'system') {
       if (last?.type === 'system') last.text += '\n\n' + m.content;
@@ -42,8 +57,10 @@ export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
       else history.push({ type: 'user', text: m.content });
     } else if (m.role === 'tool') {
       const call = calls.get(m.toolCallId);
-      if (call && call.result === undefined) call.result = toolResult(m.content);
-      else if (last?.type === 'user') last.text += '\nFunction output: ' + m.content;
+      if (call && call.result === undefined) {
+        call.result = toolResult(m.content);
+        outputs.push({ name: call.name, content: m.content });
+      } else if (last?.type === 'user') last.text += '\nFunction output: ' + m.content;
       else history.push({ type: 'user', text: 'Function output: ' + m.content });
     } else {
       const toolCalls = m.toolCalls ?? [];
@@ -63,7 +80,29 @@ export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
       }
     }
   }
+  noteOutputs();
   return history;
+}
+
+/** The user turns toHistory() made of an output note alone. */
+const OUTPUT_NOTES = new WeakSet<ChatHistoryItem>();
+
+/**
+ * The user's note after a model turn's outputs: what each call returned, and to answer with it.
+ * The template gives an output to the model in its own form (Qwen: `<tool_response>` in a user
+ * turn), and the Qwen2.5-Coder 0.5B model read that as a coding exercise: after it, 1 answer in 4
+ * on the tool bench used the output ("Mark the answer as correct.", "This response is a JSON
+ * object with the requested information."). Wordings measured on the bench's 11 follow-ups
+ * (TOOL_BENCH_ONLY=follow-ups), CALLING_RULE in the prompt: this one 10 ("The temperature in Cairo
+ * is 35 degrees Celsius and it is currently sunny."; the miss: "Is it morning or afternoon there?"
+ * after 14:05); without "request" (question) 9, the timer and colour outputs refused ("I'm sorry,
+ * but I can't assist with that."); without "spoken sentence" 7 to 9; "Tool result: … Now answer my
+ * question in words." 6. The probability of calling again (the call gate's reading) falls from 0.99
+ * to under 0.02. Part of the prompt only: the conversation's items are unchanged.
+ */
+export function outputNote(outputs: readonly { name: string; content: string }[]): string {
+  const returned = outputs.map((o) => `${o.name} returned ${o.content.trim()}.`).join(' ');
+  return `(${returned} Answer my request with ${outputs.length > 1 ? 'them' : 'it'} in one short spoken sentence.)`;
 }
 
 /**
@@ -73,7 +112,8 @@ export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
  */
 export function answeredCalls(history: readonly ChatHistoryItem[], jsonDumps: (value: unknown) => string): Set<string> {
   const keys = new Set<string>();
-  const last = history[history.length - 1];
+  // The model turn the reply follows: the last item, or the one before the note on its outputs.
+  const last = history.findLast((item) => !OUTPUT_NOTES.has(item));
   for (const part of last?.type === 'model' ? last.response : []) {
     if (typeof part === 'object' && part.type === 'functionCall' && part.result !== undefined) keys.add(callKey(part.name, jsonDumps(part.params ?? {})));
   }
@@ -265,3 +305,23 @@ function callWritings(bare: string): string[] {
   return [bare, pretty, '```json\n' + bare, '```json\n' + pretty];
 }
 
+
+/**
+ * What the prompt says after the functions' description: to call only when a call is needed.
+ * The template's own text ("You may call one or more functions to assist with the user query.")
+ * is all the Qwen2.5-Coder models are told, and they call for questions no function fits. Measured
+ * on the tool bench's call probabilities (0.5B): the lowest of a question a tool fits rose from
+ * 0.61 to 0.72, "What is the capital of France?" with the playground's tools fell from 0.57 to
+ * 0.24. A longer rule that listed what to answer directly ("facts, sums, advice, chat") raised
+ * them instead ("Hello!" 0.40 → 0.95).
+ */
+export const CALLING_RULE = 'Call a function only when the user asks for what it does. Otherwise do not call any function: answer the user yourself.';
+
+/** `wrapper` with CALLING_RULE after its description of the functions (none without functions). */
+export function withCallingRule(wrapper: ChatWrapper, lib: { LlamaText: typeof LlamaText }): void {
+  const describe = wrapper.generateAvailableFunctionsSystemText.bind(wrapper);
+  wrapper.generateAvailableFunctionsSystemText = (functions, options) => {
+    const text = describe(functions, options);
+    return text.values.length === 0 ? text : lib.LlamaText([text, '\n\n', CALLING_RULE]);
+  };
+}

@@ -48,8 +48,17 @@
  *    itself, which this one does after nearly every output: under 'auto' it is dropped and the
  *    reply generated again, same prompt, under a grammar that admits only words (WORDS_GBNF), so
  *    a client that answers calls does not loop on the same call.
+ *  - Outputs are followed by a note in the user's words (outputNote(): what each call returned,
+ *    and to answer with it): given only the template's `<tool_response>`, this model answered from
+ *    an output 1 time in 4.
+ *  - The call gate: under 'auto', the model's own probability of opening its reply with a call
+ *    (the call tag, or the bare JSON or code block it writes for one) is read at the prompt's end
+ *    (one token evaluated again, the rest is what the reply evaluates anyway); below CALL_GATE the
+ *    reply is generated in words, the functions still described (the same prompt) and the tokens
+ *    that would start a call banned. This model opens with a call for questions no tool fits, with
+ *    less confidence than when one fits (the tool bench's curve).
  *  - tool_choice: 'none' gives the model no functions (nor their description); 'auto' gives them
- *    and lets it choose; 'required' and a named function force a call: each sequence's chat
+ *    and lets it choose (past the gate); 'required' and a named function force a call: each sequence's chat
  *    template is wrapped (sequenceTemplate()) so that, for such a request, its context state says
  *    `noPrefixTrigger: functionCall`, node-llama-cpp's own mechanism that puts the call prefix in
  *    the context right after the prompt and makes the model choose a function name under the
@@ -74,13 +83,14 @@ import type {
   LlamaModel,
   LlamaText,
   Token,
+  TokenBias,
 } from 'node-llama-cpp';
 import type { Logger } from '../../core/log.js';
 import type { ChatMessage, FinishReason, GenerateChunk, GenerateRequest, LanguageModel, SpeculativeWork, TokenUsage } from './base.js';
 import { ProviderError, llmUnavailable, newCallId } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
 import { takeNext } from '../../core/confirmed-first.js';
-import { MAX_CALLS_PER_REPLY, type SequenceTemplate, answeredCalls, callKey, functionsFor, sequenceTemplate, toHistory } from './llama-cpp-tools.js';
+import { MAX_CALLS_PER_REPLY, type SequenceTemplate, answeredCalls, callKey, functionsFor, sequenceTemplate, toHistory, withCallingRule } from './llama-cpp-tools.js';
 
 export { functionsFor, toGrammarSchema, toHistory } from './llama-cpp-tools.js';
 
@@ -95,7 +105,24 @@ export interface LlamaCppModelOptions {
   /** Output limit when a request gives none. */
   maxOutputTokens: number;
   log: Logger;
+  /**
+   * Under tool_choice 'auto', the model's probability of opening its reply with a call below which
+   * the reply is generated in words (see CALL_GATE); 0 lets the model choose freely (the tool
+   * bench's calibration runs so).
+   */
+  callGate?: number;
 }
+
+/**
+ * The model's own probability of starting a call rather than an answer, read at the reply's first
+ * token, below which a reply under tool_choice 'auto' is one in words: the Qwen2.5-Coder 0.5B
+ * model, once functions are described, opens with a call for questions no tool fits ("What is the
+ * capital of Italy?" → get_weather(Paris)) but with less confidence than when one fits. Chosen on
+ * the tool bench (benchmarks/tool-calling.bench.ts; TOOL_BENCH_CALL_GATE=0 records every request's
+ * probability and prints the gate's curve): with CALLING_RULE, the 26 questions a tool fits read
+ * 0.72-0.99, the 18 it does not 0.00-0.69 but for one (0.99, "What is two plus two?" → translate).
+ */
+export const CALL_GATE = 0.7;
 
 /** One context sequence: the chat that generates on it and the switches of its chat template. */
 interface Slot {
@@ -125,7 +152,12 @@ interface Loaded {
   free: Slot[];
   /** The single tokens of END_TEXTS: a next token that ends the user's sentence. */
   endTokens: Set<Token>;
+  /** node-llama-cpp's TokenBias (loaded with the module): keeps a reply in words from starting a call. */
+  TokenBias: typeof TokenBias;
 }
+
+/** A reply's first token that starts a call: the template's tag, or the JSON or code block this model writes without it. */
+const CALL_START = /^\s*(?:<tool_call>|\{|```)/;
 
 /** Texts that end a sentence when they follow its last word (endOfTurnProbability()). */
 const END_TEXTS = ['.', '?', '!', '.\n', '?\n', '!\n', '.\n\n', '?\n\n', '!\n\n'];
@@ -170,6 +202,8 @@ export class LlamaCppModel implements LanguageModel {
   private readonly preparing = new Map<Slot, { tokens: Token[]; done: Promise<void> }>();
   /** Speculative generations stopped to free a sequence for a confirmed request (for tests and the log). */
   preempted = 0;
+  /** The call gate's last reading: the probability that the reply opens with a call (null before any request with functions under 'auto'). */
+  lastCallProbability: number | null = null;
   private closed = false;
 
   constructor(private readonly options: LlamaCppModelOptions) {
@@ -215,6 +249,9 @@ export class LlamaCppModel implements LanguageModel {
     slot.template.forceCall = calling.force;
     try {
       const inputTokens = prompt.length;
+      // Under 'auto', a reply the model is not sure should call is one in words (CALL_GATE).
+      const words = calling.functions && !calling.force ? await this.gateCall(loaded, slot, prompt) : null;
+      if (words) slot.template.documented = calling.functions; // the same prompt: the functions described, none to call
       let calls = 0;
       // A call identical to one whose output this reply follows: the model repeating itself.
       const answered = answeredCalls(history, loaded.jsonDumps);
@@ -228,7 +265,8 @@ export class LlamaCppModel implements LanguageModel {
           if (text) queue.push({ type: 'text', text });
         },
       };
-      if (calling.functions) {
+      if (words) options.tokenBias = words;
+      else if (calling.functions) {
         options.functions = calling.functions;
         options.documentFunctionParams = true;
         options.maxParallelFunctionCalls = MAX_CALLS_PER_REPLY;
@@ -293,6 +331,31 @@ export class LlamaCppModel implements LanguageModel {
       this.serving.delete(slot);
       this.release(loaded, slot);
     }
+  }
+
+  /**
+   * The call gate (CALL_GATE): the model's probability of opening its reply with a call, read at
+   * the prompt's end on the slot's sequence. Below the gate, the tokens among the likeliest that
+   * would start one, banned (a reply in words); else null (the model may call).
+   * `lastCallProbability` keeps the reading (the tool bench calibrates the gate on it).
+   */
+  private async gateCall(loaded: Loaded, slot: Slot, prompt: readonly Token[]): Promise<TokenBias | null> {
+    const next = await nextTokenProbabilities(slot, prompt);
+    if (!next) return null;
+    const starts: Token[] = [];
+    let probability = 0;
+    for (const [token, p] of next) {
+      if (!CALL_START.test(loaded.model.detokenize([token], true))) continue;
+      starts.push(token);
+      probability += p;
+    }
+    this.lastCallProbability = Math.min(1, probability);
+    const gate = this.options.callGate ?? CALL_GATE;
+    this.options.log.debug('local model call gate', { model: this.id, callProbability: Math.round(probability * 1000) / 1000, gate });
+    if (probability >= gate) return null;
+    const bias = new loaded.TokenBias(loaded.model.tokenizer);
+    for (const token of starts) bias.set(token, 'never');
+    return bias;
   }
 
   /**
@@ -390,15 +453,9 @@ export class LlamaCppModel implements LanguageModel {
     if (slot === null) return null;
     slot.spare = false;
     try {
-      const { sequence } = slot.chat;
-      // At least the last word is evaluated again: its output is the prediction asked for.
-      const keep = Math.min(sharedPrefix(sequence.contextTokens, words), words.length - 1);
-      this.options.log.debug('local model reads the words', { model: this.id, promptTokens: words.length, reusedTokens: keep, waitedMs: Math.round(performance.now() - asked) });
-      if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
-      const rest = words.slice(keep);
-      const ask = { generateNext: { probabilities: true, options: { topK: 40, topP: 1, minP: 0, temperature: 1 } } } as const;
-      const output = await sequence.controlledEvaluate(rest.map((token, i) => (i === rest.length - 1 ? [token, ask] : token)));
-      const next = output[rest.length - 1]?.next?.probabilities;
+      const next = await nextTokenProbabilities(slot, words, (reused) =>
+        this.options.log.debug('local model reads the words', { model: this.id, promptTokens: words.length, reusedTokens: reused, waitedMs: Math.round(performance.now() - asked) }),
+      );
       if (!next) return null;
       let probability = 0;
       for (const [token, p] of next) if (loaded.endTokens.has(token) || loaded.model.isEogToken(token)) probability += p;
@@ -447,6 +504,7 @@ export class LlamaCppModel implements LanguageModel {
       const model = await llama.loadModel({ modelPath: o.modelFile });
       const context = await model.createContext({ contextSize: o.contextTokens, sequences: o.parallel, threads: o.threads });
       const wrapper = resolveChatWrapper(model);
+      withCallingRule(wrapper, lib);
       const wordsGrammar = await llama.createGrammar({ grammar: WORDS_GBNF });
       const free: Slot[] = [];
       for (let i = 0; i < o.parallel; i++) {
@@ -472,7 +530,7 @@ export class LlamaCppModel implements LanguageModel {
         const tokens = model.tokenize(text);
         if (tokens.length === 1) endTokens.add(tokens[0] as Token);
       }
-      return { llama, model, context, wrapper, text: lib.LlamaText, jsonDumps, wordsGrammar, free, endTokens };
+      return { llama, model, context, wrapper, text: lib.LlamaText, jsonDumps, wordsGrammar, free, endTokens, TokenBias: lib.TokenBias };
     } catch (err) {
       if (err instanceof ProviderError) throw err;
       throw new ProviderError('llm_unavailable', `${this.id}: cannot load ${o.modelFile}: ${(err as Error).message}`, {
@@ -540,6 +598,23 @@ export class LlamaCppModel implements LanguageModel {
       return;
     }
   }
+}
+
+/**
+ * The 40 likeliest next tokens after `tokens` and their probabilities, `tokens` evaluated on the
+ * slot's sequence (only what it does not already hold, and at least the last token, whose output is
+ * the prediction): reading the whole vocabulary's 151,936 costs ~150 ms here, the top 40 nothing
+ * measurable. The sequence keeps the tokens, so a reply that follows evaluates nothing again.
+ */
+async function nextTokenProbabilities(slot: Slot, tokens: readonly Token[], onReuse?: (reused: number) => void): Promise<Map<Token, number> | null> {
+  const { sequence } = slot.chat;
+  const keep = Math.min(sharedPrefix(sequence.contextTokens, tokens), tokens.length - 1);
+  onReuse?.(keep);
+  if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
+  const rest = tokens.slice(keep);
+  const ask = { generateNext: { probabilities: true, options: { topK: 40, topP: 1, minP: 0, temperature: 1 } } } as const;
+  const output = await sequence.controlledEvaluate(rest.map((token, i) => (i === rest.length - 1 ? [token, ask] : token)));
+  return output[rest.length - 1]?.next?.probabilities ?? null;
 }
 
 /** The tokens a request's prompt evaluates to (what the usage reports as input), with the functions it offers. */
