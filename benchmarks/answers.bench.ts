@@ -21,12 +21,10 @@
  * ANSWERS_BENCH_TEXT_ONLY=1 asks as for a text-only reply (no spoken-reply guidance). Skipped
  * (with an error saying so) when the model is not fetched.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { Logger } from '../src/core/log.js';
-import { loadManifest, modelPath, modelsDirFrom } from '../src/models/manifest.js';
+import { modelsDirFrom } from '../src/models/manifest.js';
 import type { GenerateChunk } from '../src/providers/llm/base.js';
-import { DEFAULT_LLM_MODEL_NAME, loadLocalLlmModel } from '../src/providers/llm/config.js';
 import { LlamaCppModel } from '../src/providers/llm/llama-cpp.js';
 import { replyRequest } from '../src/realtime/session-engine.js';
 import { DEFAULT_INSTRUCTIONS } from '../src/sessions/session-config.js';
@@ -34,6 +32,7 @@ import { checkAnswer, lengthOf, markupIn, MARKUP_RULES, MAX_SENTENCES, MAX_WORDS
 import { QUESTIONS, type Question } from './lib/answers/questions.js';
 import { INSTRUCTIONS as SHORT_INSTRUCTIONS } from './lib/endpoint/websocket-measures.js';
 import { percentile, summarise, type Benchmark, type Metric } from './lib/harness.js';
+import { benchLocalModel } from './lib/local-model.js';
 
 /** The server's MODELS_DIR (the repository's models/ unless set). */
 const MODELS_DIR = modelsDirFrom(process.env);
@@ -65,21 +64,6 @@ interface Answer {
   outputTokens: number;
 }
 
-/** The GGUF to load and the name it goes by in params. */
-function chooseModel(): { file: string; name: string } {
-  const gguf = process.env.ANSWERS_BENCH_GGUF?.trim();
-  if (gguf) {
-    const file = path.resolve(gguf);
-    if (!fs.statSync(file, { throwIfNoEntry: false })?.isFile()) throw new Error(`ANSWERS_BENCH_GGUF: no such file: ${file}`);
-    return { file, name: path.basename(file) };
-  }
-  const name = process.env.ANSWERS_BENCH_MODEL?.trim() || loadLocalLlmModel(process.env); // the server's: LLM_LOCAL_MODEL, default llm-default
-  const llms = loadManifest(MODELS_DIR).models.filter((m) => m.kind === 'llm').map((m) => m.name);
-  if (!llms.includes(name)) throw new Error(`ANSWERS_BENCH_MODEL: '${name}' is no language model of models/manifest.json; its language models: ${llms.join(', ')}`);
-  const file = modelPath(MODELS_DIR, name);
-  if (!file) throw new Error(`the local model '${name}' is not fetched (run npm run setup:models${name === DEFAULT_LLM_MODEL_NAME ? '' : ` -- --only ${name}`})`);
-  return { file, name };
-}
 
 async function ask(model: LlamaCppModel, system: string, q: Question, modalities: string[]): Promise<Omit<Answer, 'set' | 'right' | 'why' | 'markup' | 'length'>> {
   const request = replyRequest(system, modalities, [{ role: 'user', content: q.question }], MAX_OUTPUT_TOKENS);
@@ -110,7 +94,7 @@ const bench: Benchmark = {
   name: 'answers',
   description: 'local model (llama-cpp) everyday answers: right facts, markup, spoken length, latency',
   async run(ctx) {
-    const { file, name } = chooseModel();
+    const { file, name } = benchLocalModel('ANSWERS_BENCH', MODELS_DIR);
     const modalities = process.env.ANSWERS_BENCH_TEXT_ONLY === '1' ? ['text'] : ['audio'];
     const model = new LlamaCppModel({ modelFile: file, threads: THREADS, contextTokens: CONTEXT_TOKENS, parallel: 1, maxOutputTokens: MAX_OUTPUT_TOKENS, log: new Logger('warn') });
     const answers: Answer[] = [];
