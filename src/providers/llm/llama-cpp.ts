@@ -119,8 +119,11 @@ export interface LlamaCppModelOptions {
  * model, once functions are described, opens with a call for questions no tool fits ("What is the
  * capital of Italy?" → get_weather(Paris)) but with less confidence than when one fits. Chosen on
  * the tool bench (benchmarks/tool-calling.bench.ts; TOOL_BENCH_CALL_GATE=0 records every request's
- * probability and prints the gate's curve): with CALLING_RULE, the 26 questions a tool fits read
- * 0.72-0.99, the 18 it does not 0.00-0.69 but for one (0.99, "What is two plus two?" → translate).
+ * probability and prints the gate's curve): with CALLING_RULE and the default instructions, the 26
+ * questions a tool fits read 0.72-0.99, the 18 it does not 0.00-0.69 but one (0.99, "What is two
+ * plus two?" → translate); with the spoken-reply guidance too (a voice session), 0.83-0.98 but one
+ * (0.17) and 0.00-0.49 but the same one. After a turn answered in words it reads 0.00 even where
+ * a tool fits (docs/realtime.md).
  */
 export const CALL_GATE = 0.7;
 
@@ -344,8 +347,12 @@ export class LlamaCppModel implements LanguageModel {
     if (!next) return null;
     const starts: Token[] = [];
     let probability = 0;
+    /** Openings banned from a reply in words that are no call: a parenthesis (the model reading back the note on outputs). */
+    const echoes: Token[] = [];
     for (const [token, p] of next) {
-      if (!CALL_START.test(loaded.model.detokenize([token], true))) continue;
+      const text = loaded.model.detokenize([token], true);
+      if (/^\s*\(/.test(text)) echoes.push(token);
+      if (!CALL_START.test(text)) continue;
       starts.push(token);
       probability += p;
     }
@@ -354,7 +361,7 @@ export class LlamaCppModel implements LanguageModel {
     this.options.log.debug('local model call gate', { model: this.id, callProbability: Math.round(probability * 1000) / 1000, gate });
     if (probability >= gate) return null;
     const bias = new loaded.TokenBias(loaded.model.tokenizer);
-    for (const token of starts) bias.set(token, 'never');
+    for (const token of [...starts, ...echoes]) bias.set(token, 'never');
     return bias;
   }
 
