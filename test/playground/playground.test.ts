@@ -10,6 +10,7 @@
  * chat-completions server (test/helpers/chat-completions-server.ts) that calls the page's
  * functions, so what the page sent back is seen in the model's next request.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -19,6 +20,11 @@ import { startChatCompletionsServer, type ChatCompletionsServer, type ChatReques
 import { chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, frameCells, launchChromium, regionMotion, waitInPage } from '../helpers/browser.js';
 import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
 import { speechPcm24k } from '../helpers/speech.js';
+import { spawnServer, type ServerProcess } from '../helpers/process.js';
+import { REPO_ROOT, tempDir } from '../helpers/server.js';
+import { until as waitFor } from '../helpers/wait.js';
+import { modelPath } from '../../src/models/manifest.js';
+import { DEFAULT_LLM_MODEL_NAME } from '../../src/providers/llm/index.js';
 
 type Transport = 'webrtc' | 'websocket';
 
@@ -444,3 +450,117 @@ Tools('an unknown function and arguments that are not JSON get error outputs; wi
 });
 
 if (chromiumAvailable()) Tools.run();
+
+// ── The first minute: the page's defaults untouched, on the models `npm start` runs ─────────────
+
+interface FirstCtx extends Ctx {
+  proc: ServerProcess;
+  dataDir: string;
+}
+
+const LOCAL_MODEL = modelPath(path.join(REPO_ROOT, 'models'), DEFAULT_LLM_MODEL_NAME);
+const FirstMinute = suite<FirstCtx>("playground: a newcomer's first minute on npm start's models", {} as FirstCtx);
+if (!LOCAL_MODEL) process.stdout.write(`playground first minute: skipping: '${DEFAULT_LLM_MODEL_NAME}' is not fetched (npm run setup:models)\n`);
+const firstTest = LOCAL_MODEL ? FirstMinute : FirstMinute.skip;
+
+/** The spawned server as the page helpers know a server: its URL and key. */
+const asTestServer = (proc: ServerProcess) => ({ url: proc.url, key: proc.bootstrapKey! }) as unknown as RealtimeTestServer;
+
+async function startAsNpmStart(ctx: FirstCtx, microphone: NonNullable<Parameters<typeof launchChromium>[0]>['microphone']): Promise<void> {
+  await buildPlayground();
+  ctx.dataDir = tempDir();
+  // npm start's configuration: the default providers, models loaded at start; nothing from this
+  // environment may send the model elsewhere.
+  ctx.proc = await spawnServer({ DATA_DIR: ctx.dataDir, PRELOAD_MODELS: 'true', LLM_PROVIDER: 'auto', LLM_BASE_URL: '', LLM_API_KEY: '', LLM_MODEL_ROUTES: '' });
+  await waitFor(() => fetch(`${ctx.proc.url}/readyz`), (r) => r.status === 200, 'the models to load (/readyz 200)', 180_000);
+  ctx.t = asTestServer(ctx.proc);
+  ctx.chromium = await launchChromium({ microphone });
+}
+
+async function stopNpmStart(ctx: FirstCtx): Promise<void> {
+  await ctx.chromium?.close();
+  if (ctx.proc) {
+    ctx.proc.child.kill('SIGTERM');
+    await ctx.proc.exited;
+  }
+  if (ctx.dataDir) fs.rmSync(ctx.dataDir, { recursive: true, force: true });
+}
+
+/** Opens the page as a newcomer does: the key pasted, nothing else touched. */
+async function openUntouched(ctx: FirstCtx): Promise<Page> {
+  const page = await ctx.chromium.browser.newPage({ viewport: { width: 1280, height: 820 } });
+  await page.goto(`${ctx.proc.url}/`);
+  await page.fill('#api-key', ctx.proc.bootstrapKey!);
+  await page.click('#key-form button');
+  assert.ok(await page.isChecked('#demo-tools'), 'the demo tools are on by default');
+  assert.is(await page.inputValue('#mic-mode'), 'vad', 'hands-free by default');
+  await page.click('#connect');
+  await until(page, (s) => s.state === 'connected' && s.firstFrameMs !== null, 'the first frame', 120_000);
+  await until(page, (s) => s.eventTypes.includes('session.updated'), 'the demo tools offered', 30_000);
+  return page;
+}
+
+const assistantLines = (page: Page) => page.$$eval('#transcript li.assistant', (li) => li.map((l) => l.textContent ?? ''));
+const SPOKEN_MARKUP = /[{}<>`]|\*\*|tool_call/;
+
+FirstMinute.before(async (ctx) => {
+  if (LOCAL_MODEL) await startAsNpmStart(ctx, 'silence');
+});
+FirstMinute.after((ctx) => stopNpmStart(ctx));
+
+firstTest('typed as the first message: "What is the capital of France?" is answered with Paris, no function call, no markup', async (ctx) => {
+  const page = await openUntouched(ctx);
+  await say(page, 'What is the capital of France?');
+  const answered = await until(page, (s) => responsesDone(s) === 1, 'the answer', 180_000);
+  const [answer] = await assistantLines(page);
+  assert.equal(answered.toolCalls, [], `no function call: ${JSON.stringify(answered.toolCalls)}`);
+  assert.match(answer ?? '', /Paris/, answer);
+  assert.not.match(answer ?? '', SPOKEN_MARKUP, answer);
+  await page.click('#hangup');
+  await until(page, (s) => s.state === 'ended', 'hang up');
+  await page.close();
+});
+
+firstTest('typed as the first message: "What time is it where I am?" calls get_local_time and the answer says the time', async (ctx) => {
+  // Its own connection: after a turn answered in words this model does not call at all (the
+  // call gate reads 0.00 for this question then; docs/realtime.md says so).
+  const page = await openUntouched(ctx);
+  await say(page, 'What time is it where I am?');
+  const timed = await until(page, (s) => responsesDone(s) === 2, 'the call and the answer after its output', 240_000);
+  assert.equal(timed.toolCalls.map((c) => c.name), ['get_local_time'], JSON.stringify(timed.toolCalls));
+  const output = JSON.parse(timed.toolCalls[0]!.output ?? '{}') as { time?: string };
+  const [hours, minutes] = (output.time ?? '').split(':').map(Number);
+  const told = (await assistantLines(page)).at(-1) ?? '';
+  // "14:05", "2:05 PM", "14.05": the output's hour and minute, as the model may write them.
+  const hour12 = ((hours! + 11) % 12) + 1;
+  const said = new RegExp(`\\b(0?${hours}|${hour12})[:.]${String(minutes).padStart(2, '0')}\\b`);
+  assert.match(told, said, `the time ${output.time} in "${told}"`);
+  assert.not.match(told, SPOKEN_MARKUP, told);
+  await page.click('#hangup');
+  await until(page, (s) => s.state === 'ended', 'hang up');
+  await page.close();
+});
+
+if (chromiumAvailable()) FirstMinute.run();
+
+const FirstSpoken = suite<FirstCtx>("playground: a newcomer's first spoken question on npm start's models", {} as FirstCtx);
+FirstSpoken.before(async (ctx) => {
+  // The question, then silence (the fake microphone loops its file).
+  if (LOCAL_MODEL) await startAsNpmStart(ctx, { speech: [1, speechPcm24k('What is the tallest mountain in the world?'), 40] });
+});
+FirstSpoken.after((ctx) => stopNpmStart(ctx));
+
+(LOCAL_MODEL ? FirstSpoken : FirstSpoken.skip)('hands-free, with the demo tools on: a spoken question is heard and answered right, with no call', async (ctx) => {
+  const page = await openUntouched(ctx);
+  const answered = await until(page, (s) => s.eventTypes.includes('conversation.item.input_audio_transcription.completed') && responsesDone(s) >= 1, 'the spoken turn and its answer', 180_000);
+  const heard = (await page.textContent('#transcript li.user')) ?? '';
+  assert.match(heard, /tallest mountain/i, heard);
+  const [answer] = await assistantLines(page);
+  assert.equal(answered.toolCalls, [], JSON.stringify(answered.toolCalls));
+  assert.match(answer ?? '', /Everest/i, answer);
+  await page.click('#hangup');
+  await until(page, (s) => s.state === 'ended', 'hang up');
+  await page.close();
+});
+
+if (chromiumAvailable()) FirstSpoken.run();
