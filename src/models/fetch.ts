@@ -76,15 +76,12 @@ export async function fetchModels(options: FetchOptions): Promise<FetchReport> {
   const log = options.log ?? (() => {});
   const manifest = loadManifest(options.modelsDir);
   const only = options.only ?? [];
-  for (const name of only) {
+  const asked = new Set([...only, ...(options.requested ?? [])]);
+  for (const name of asked) {
     const entry = manifest.models.find((m) => m.name === name);
     if (!entry) throw new ModelError(`no model named '${name}' in ${manifestPath(options.modelsDir)}`);
-    if (!isFetched(entry) && !options.check) throw new ModelError(`model '${name}' is made at set-up from ${entry.derivedFrom.join(', ')}, not fetched`);
+    if (only.includes(name) && !isFetched(entry) && !options.check) throw new ModelError(`model '${name}' is made at set-up from ${entry.derivedFrom.join(', ')}, not fetched`);
   }
-  for (const name of options.requested ?? []) {
-    if (!manifest.models.some((m) => m.name === name)) throw new ModelError(`no model named '${name}' in ${manifestPath(options.modelsDir)}`);
-  }
-  const asked = new Set([...only, ...(options.requested ?? [])]);
   // Derived models are made by their own set-up step; fetching only checks them (with `check`).
   const selected = manifest.models.filter((m) => (only.length === 0 || only.includes(m.name)) && (options.check || isFetched(m)));
   const ctx: FetchContext = {
