@@ -161,6 +161,8 @@ interface Loaded {
 
 /** A reply's first token that starts a call: the template's tag, or the JSON or code block this model writes without it. */
 const CALL_START = /^\s*(?:<tool_call>|\{|```)/;
+/** A reply's first token that reads back the note on outputs (outputNote() is in parentheses): banned from a reply in words. */
+const ECHO_START = /^\s*\(/;
 
 /** Texts that end a sentence when they follow its last word (endOfTurnProbability()). */
 const END_TEXTS = ['.', '?', '!', '.\n', '?\n', '!\n', '.\n\n', '?\n\n', '!\n\n'];
@@ -347,11 +349,10 @@ export class LlamaCppModel implements LanguageModel {
     if (!next) return null;
     const starts: Token[] = [];
     let probability = 0;
-    /** Openings banned from a reply in words that are no call: a parenthesis (the model reading back the note on outputs). */
     const echoes: Token[] = [];
     for (const [token, p] of next) {
       const text = loaded.model.detokenize([token], true);
-      if (/^\s*\(/.test(text)) echoes.push(token);
+      if (ECHO_START.test(text)) echoes.push(token);
       if (!CALL_START.test(text)) continue;
       starts.push(token);
       probability += p;
