@@ -87,6 +87,12 @@ export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
 /** The user turns toHistory() made of an output note alone. */
 const OUTPUT_NOTES = new WeakSet<ChatHistoryItem>();
 
+/** Whether the reply follows calls' outputs: the history ends with their note (outputNote()). */
+export function followsOutputs(history: readonly ChatHistoryItem[]): boolean {
+  const last = history.at(-1);
+  return last !== undefined && OUTPUT_NOTES.has(last);
+}
+
 /**
  * The user's note after a model turn's outputs: what each call returned, and to answer with it.
  * The template gives an output to the model in its own form (Qwen: `<tool_response>` in a user
@@ -97,12 +103,36 @@ const OUTPUT_NOTES = new WeakSet<ChatHistoryItem>();
  * is 35 degrees Celsius and it is currently sunny."; the miss: "Is it morning or afternoon there?"
  * after 14:05); without "request" (question) 9, the timer and colour outputs refused ("I'm sorry,
  * but I can't assist with that."); without "spoken sentence" 7 to 9; "Tool result: … Now answer my
- * question in words." 6. The probability of calling again (the call gate's reading) falls from 0.99
- * to under 0.02. Part of the prompt only: the conversation's items are unchanged.
+ * question in words." 6. Asked as a spoken session asks (the spoken-reply guidance in the
+ * instructions, replies after outputs held to spoken sentences): that wording 8 (the translation
+ * answered "Good morning.", the timer refused); with ", saying what it returned" 9 ("Buenos días.";
+ * the timer: "The function returned the correct response."); "Tell me what it means for my
+ * request, …" 5; "Use it to answer my last message …" 3. The probability of calling again (the
+ * call gate's reading) falls from 0.99 to under 0.02. Part of the prompt only: the conversation's
+ * items are unchanged.
  */
 export function outputNote(outputs: readonly { name: string; content: string }[]): string {
   const returned = outputs.map((o) => `${o.name} returned ${o.content.trim()}.`).join(' ');
-  return `(${returned} Answer my request with ${outputs.length > 1 ? 'them' : 'it'} in one short spoken sentence.)`;
+  const [them, they] = outputs.length > 1 ? ['them', 'they'] : ['it', 'it'];
+  return `(${returned} Answer my request with ${them} in one short spoken sentence, saying what ${they} returned.)`;
+}
+
+/**
+ * The user's newest message alone after the instructions (the leading system turn), when the
+ * history has a model turn before it: the prompt on which the call gate reads the question by
+ * itself. After a turn answered in words the 0.5B model's probability of calling collapses for
+ * the next question whatever it asks ("What time is it where I am?" after "What is the capital of
+ * France?" answered: 0.000, asked first: 0.90; reminders in the user's message or a system turn
+ * before it did not bring it back). Null when the history is the question alone (the gate's own
+ * reading is this one) or does not end with a user's message (an output note: the reply follows
+ * a call).
+ */
+export function standaloneQuestion(history: readonly ChatHistoryItem[]): ChatHistoryItem[] | null {
+  const last = history.at(-1);
+  if (last?.type !== 'user' || OUTPUT_NOTES.has(last)) return null;
+  if (!history.some((item) => item.type === 'model')) return null;
+  const head = history[0]?.type === 'system' ? [history[0]] : [];
+  return [...head, last];
 }
 
 /**

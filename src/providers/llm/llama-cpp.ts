@@ -10,9 +10,12 @@
  * much per token as generating one, ~16 ms on one core of the 2-core machine, so landing on the
  * other sequence cost a 10-turn conversation 0.5-1 s per turn), and a new conversation lands where
  * its instructions already are: prefill() puts the default ones on every sequence at start-up, and
- * prepare() a session's own on one spare sequence (one that holds no conversation) when the session
- * sets them, so its first reply does not evaluate them (a reply asked for while they are still
- * being evaluated waits for that rather than evaluating them again elsewhere).
+ * prepare() evaluates a session's own (and its tools) when the session sets them, on a spare
+ * sequence (one that holds no conversation) or the call gate's own, so its first reply does not
+ * evaluate them (a reply asked for while they are still being evaluated waits for that rather than
+ * evaluating them again elsewhere). What they evaluate is kept as a sequence state file
+ * (llama-cpp-states.ts): a request whose sequence holds less of its prompt than a kept head loads
+ * it in milliseconds, so this holds on whichever sequence the reply lands, conversations or not.
  *
  * The prompt is formatted by the chat template the GGUF carries (node-llama-cpp's chat wrapper
  * resolution), so a system message is honoured as the model was trained to. Only the newest turns
@@ -56,7 +59,11 @@
  *    (one token evaluated again, the rest is what the reply evaluates anyway); below CALL_GATE the
  *    reply is generated in words, the functions still described (the same prompt) and the tokens
  *    that would start a call banned. This model opens with a call for questions no tool fits, with
- *    less confidence than when one fits (the tool bench's curve).
+ *    less confidence than when one fits (the tool bench's curve). Later in a conversation the
+ *    question is also read by itself after the instructions (standaloneQuestion(), on one more
+ *    sequence kept for it): after a turn answered in words this model's reading collapses to 0.00
+ *    for every question; the question alone at the gate makes the reply a call (forced, the model
+ *    choosing which on the whole conversation).
  *  - tool_choice: 'none' gives the model no functions (nor their description); 'auto' gives them
  *    and lets it choose (past the gate); 'required' and a named function force a call: each sequence's chat
  *    template is wrapped (sequenceTemplate()) so that, for such a request, its context state says
@@ -79,6 +86,7 @@ import type {
   Llama,
   LlamaChat,
   LlamaContext,
+  LlamaContextSequence,
   LlamaGrammar,
   LlamaModel,
   LlamaText,
@@ -90,7 +98,19 @@ import type { ChatMessage, FinishReason, GenerateChunk, GenerateRequest, Languag
 import { ProviderError, llmUnavailable, newCallId } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
 import { takeNext } from '../../core/confirmed-first.js';
-import { MAX_CALLS_PER_REPLY, type SequenceTemplate, answeredCalls, callKey, functionsFor, sequenceTemplate, toHistory, withCallingRule } from './llama-cpp-tools.js';
+import { HeadStates, sharedPrefix } from './llama-cpp-states.js';
+import {
+  MAX_CALLS_PER_REPLY,
+  type SequenceTemplate,
+  answeredCalls,
+  callKey,
+  followsOutputs,
+  functionsFor,
+  sequenceTemplate,
+  standaloneQuestion,
+  toHistory,
+  withCallingRule,
+} from './llama-cpp-tools.js';
 
 export { functionsFor, toGrammarSchema, toHistory } from './llama-cpp-tools.js';
 
@@ -123,9 +143,19 @@ export interface LlamaCppModelOptions {
  * questions a tool fits read 0.72-0.99, the 18 it does not 0.00-0.69 but one (0.99, "What is two
  * plus two?" → translate); with the spoken-reply guidance too (a voice session), 0.83-0.98 but one
  * (0.17) and 0.00-0.49 but the same one. After a turn answered in words it reads 0.00 even where
- * a tool fits (docs/realtime.md).
+ * a tool fits, so later turns are also read by themselves (gateCall()).
  */
 export const CALL_GATE = 0.7;
+
+/**
+ * The gate for the second reading, the question by itself after the instructions (gateCall()):
+ * read without the conversation, a question that refers back to it ("Is it morning or afternoon
+ * there?" after a call's answer for Tokyo) still leans to a call, less surely than one a tool
+ * fits. On the tool bench, later in a conversation (the spoken-reply guidance): questions a tool
+ * fits read 0.86-0.98 alone, those no tool fits 0.00-0.09 (but "What is two plus two?", 0.97 as a
+ * first message too), and the follow-ups the earlier output answers 0.71 and 0.71 (and 0.15).
+ */
+export const CALL_GATE_ALONE = 0.8;
 
 /** One context sequence: the chat that generates on it and the switches of its chat template. */
 interface Slot {
@@ -157,7 +187,24 @@ interface Loaded {
   endTokens: Set<Token>;
   /** node-llama-cpp's TokenBias (loaded with the module): keeps a reply in words from starting a call. */
   TokenBias: typeof TokenBias;
+  /** Evaluated instructions and tools, kept for any sequence to load. */
+  heads: HeadStates;
+  /**
+   * One more sequence, for the call gate's reading of a question by itself (readAlone()) and for
+   * prepare() when no spare slot is free; it holds no conversation. One job at a time (`turn`
+   * chains them).
+   */
+  gate: { sequence: LlamaContextSequence; turn: Promise<unknown> };
 }
+
+/** What the call gate decided for a reply under tool_choice 'auto'. */
+type GateDecision =
+  /** The model chooses (its probability of calling reached the gate). */
+  | { kind: 'free' }
+  /** A call, the model choosing which (the question by itself reached the gate, the conversation did not). */
+  | { kind: 'call' }
+  /** Words, with these tokens banned. */
+  | { kind: 'words'; bias: TokenBias };
 
 /** A reply's first token that starts a call: the template's tag, or the JSON or code block this model writes without it. */
 const CALL_START = /^\s*(?:<tool_call>|\{|```)/;
@@ -204,7 +251,7 @@ export class LlamaCppModel implements LanguageModel {
   /** The slots generating now, with how to stop them (on close(); a speculative one for a confirmed request). endOfTurnProbability's short evaluations are not listed: they are not stopped. */
   private readonly serving = new Map<Slot, Serving>();
   /** Instructions being evaluated by prepare(), and when that ends. */
-  private readonly preparing = new Map<Slot, { tokens: Token[]; done: Promise<void> }>();
+  private readonly preparing = new Map<Slot | Loaded['gate'], { tokens: Token[]; done: Promise<void> }>();
   /** Speculative generations stopped to free a sequence for a confirmed request (for tests and the log). */
   preempted = 0;
   /** The call gate's last reading: the probability that the reply opens with a call (null before any request with functions under 'auto'). */
@@ -240,6 +287,7 @@ export class LlamaCppModel implements LanguageModel {
     }
     const { chat } = slot;
     slot.spare = false;
+    await loaded.heads.load(chat.sequence, prompt);
     const reused = sharedPrefix(chat.sequence.contextTokens, prompt);
     this.promptStats.requests++;
     this.promptStats.promptTokens += prompt.length;
@@ -255,8 +303,10 @@ export class LlamaCppModel implements LanguageModel {
     try {
       const inputTokens = prompt.length;
       // Under 'auto', a reply the model is not sure should call is one in words (CALL_GATE).
-      const words = calling.functions && !calling.force ? await this.gateCall(loaded, slot, prompt) : null;
+      const gate: GateDecision = calling.functions && !calling.force ? await this.gateCall(loaded, slot, prompt, history, calling.functions) : { kind: 'free' };
+      const words = gate.kind === 'words' ? gate.bias : null;
       if (words) slot.template.documented = calling.functions; // the same prompt: the functions described, none to call
+      if (gate.kind === 'call') slot.template.forceCall = true;
       let calls = 0;
       // A call identical to one whose output this reply follows: the model repeating itself.
       const answered = answeredCalls(history, loaded.jsonDumps);
@@ -270,7 +320,10 @@ export class LlamaCppModel implements LanguageModel {
           if (text) queue.push({ type: 'text', text });
         },
       };
-      if (words) options.tokenBias = words;
+      // After outputs, a reply in words is held to spoken sentences (WORDS_GBNF): this model reads
+      // an output back ("The function `set_timer` returned {...}.") rather than answer from it.
+      if (words && followsOutputs(history)) options.grammar = loaded.wordsGrammar;
+      else if (words) options.tokenBias = words;
       else if (calling.functions) {
         options.functions = calling.functions;
         options.documentFunctionParams = true;
@@ -340,36 +393,67 @@ export class LlamaCppModel implements LanguageModel {
 
   /**
    * The call gate (CALL_GATE): the model's probability of opening its reply with a call, read at
-   * the prompt's end on the slot's sequence. Below the gate, the tokens among the likeliest that
-   * would start one, banned (a reply in words); else null (the model may call).
-   * `lastCallProbability` keeps the reading (the tool bench calibrates the gate on it).
+   * the prompt's end on the slot's sequence. At the gate or above, the model chooses. Below it,
+   * when the conversation has turns before the question, the question is read again by itself
+   * (standaloneQuestion(), on the gate's own sequence: only the question is evaluated when the
+   * instructions and tools are those of the last reading): at CALL_GATE_ALONE there, a call (the
+   * model choosing which, on the whole conversation); else a reply in words, the tokens among the
+   * likeliest that would start a call (or read back an output note) banned.
+   * `lastCallProbability` keeps the higher reading (the tool bench calibrates the gate on it).
    */
-  private async gateCall(loaded: Loaded, slot: Slot, prompt: readonly Token[]): Promise<TokenBias | null> {
-    const next = await nextTokenProbabilities(slot, prompt);
-    if (!next) return null;
-    const starts: Token[] = [];
-    let probability = 0;
-    const echoes: Token[] = [];
-    for (const [token, p] of next) {
-      const text = loaded.model.detokenize([token], true);
-      if (ECHO_START.test(text)) echoes.push(token);
-      if (!CALL_START.test(text)) continue;
-      starts.push(token);
-      probability += p;
+  private async gateCall(
+    loaded: Loaded,
+    slot: Slot,
+    prompt: readonly Token[],
+    history: ChatHistoryItem[],
+    functions: ChatModelFunctions,
+  ): Promise<GateDecision> {
+    const gate = this.options.callGate ?? CALL_GATE;
+    const next = await nextTokenProbabilities(slot.chat.sequence, prompt);
+    if (!next) return { kind: 'free' };
+    const reading = callReading(loaded, next);
+    let probability = reading.probability;
+    let alone: number | null = null;
+    const question = probability < gate ? standaloneQuestion(history) : null;
+    if (question) {
+      const byItself = await this.readAlone(loaded, promptTokens(loaded, question, functions));
+      alone = byItself ? callReading(loaded, byItself).probability : null;
+      probability = Math.max(probability, alone ?? 0);
     }
     this.lastCallProbability = Math.min(1, probability);
-    const gate = this.options.callGate ?? CALL_GATE;
-    this.options.log.debug('local model call gate', { model: this.id, callProbability: Math.round(probability * 1000) / 1000, gate });
-    if (probability >= gate) return null;
+    this.options.log.debug('local model call gate', {
+      model: this.id,
+      callProbability: Math.round(reading.probability * 1000) / 1000,
+      ...(alone === null ? {} : { questionAlone: Math.round(alone * 1000) / 1000 }),
+      gate,
+    });
+    if (reading.probability >= gate) return { kind: 'free' };
+    if (alone !== null && alone >= Math.max(gate, CALL_GATE_ALONE)) return { kind: 'call' };
     const bias = new loaded.TokenBias(loaded.model.tokenizer);
-    for (const token of [...starts, ...echoes]) bias.set(token, 'never');
-    return bias;
+    for (const token of reading.banned) bias.set(token, 'never');
+    return { kind: 'words', bias };
+  }
+
+  /**
+   * The next token's probabilities after a question by itself (the call gate's second reading), on
+   * the gate's own sequence, given the kept head (HeadStates) that holds most of its prompt first:
+   * only the question after the instructions and tools is evaluated.
+   */
+  private readAlone(loaded: Loaded, tokens: readonly Token[]): Promise<Map<Token, number> | null> {
+    const { gate } = loaded;
+    const read = gate.turn.then(async () => {
+      await loaded.heads.load(gate.sequence, tokens);
+      return nextTokenProbabilities(gate.sequence, tokens);
+    });
+    gate.turn = read.catch(() => undefined);
+    return read;
   }
 
   /**
    * Evaluates the prompt of `messages` on every idle sequence that does not already start with it
-   * (replacing what it holds: meant for start-up, with the default instructions), one sequence at
-   * a time; the requests that start with them then evaluate only their own turns.
+   * (replacing what it holds: meant for start-up, with the default instructions): once, then kept
+   * as a head (HeadStates) the other sequences load; the requests that start with them then
+   * evaluate only their own turns.
    */
   async prefill(messages: ChatMessage[]): Promise<void> {
     if (this.closed) throw llmUnavailable(`${this.id}: prefill() after close()`);
@@ -381,8 +465,7 @@ export class LlamaCppModel implements LanguageModel {
       if (sharedPrefix(sequence.contextTokens, tokens) === tokens.length) continue;
       loaded.free.splice(loaded.free.indexOf(slot), 1); // held: a request must not evaluate on it meanwhile
       try {
-        await sequence.clearHistory();
-        await sequence.evaluateWithoutGeneratingNewTokens(tokens);
+        await this.giveHead(loaded, sequence, tokens);
         slot.spare = true;
       } finally {
         this.release(loaded, slot);
@@ -391,31 +474,41 @@ export class LlamaCppModel implements LanguageModel {
   }
 
   /**
-   * A session's instructions (and tools), evaluated ahead of its first reply on one spare sequence
-   * (see Slot), unless a sequence already starts with them: a session that sets its own
-   * instructions does not pay for them in its first turn (56 tokens, 0.5 s on the 2-core machine).
-   * Never replaces a conversation; with no spare sequence free, nothing is done.
+   * A session's instructions (and tools), evaluated ahead of its first reply and kept as a head
+   * (HeadStates), unless one is kept already: a session that sets its own instructions does not
+   * pay for them in its first turn (56 tokens, 0.5 s on the 2-core machine; with the playground's
+   * two tools, 330 tokens, 3.5 s), whichever sequence that turn lands on. Evaluated on a spare
+   * sequence (see Slot), where the reply is likeliest to land, or else on the gate's sequence; a
+   * conversation is never replaced.
    */
   async prepare(request: Pick<GenerateRequest, 'messages' | 'tools' | 'toolChoice'>): Promise<void> {
     if (this.closed) return;
     const loaded = await this.loaded();
-    const tokens = promptTokens(loaded, toHistory(request.messages), functionsFor(request, this.id).functions);
-    const slots = [...loaded.free, ...this.serving.keys()];
-    if (slots.some((slot) => sharedPrefix(slot.chat.sequence.contextTokens, tokens) === tokens.length)) return;
+    const tokens = headTokens(loaded, toHistory(request.messages), functionsFor(request, this.id).functions);
+    if (loaded.heads.has(tokens) || [...this.preparing.values()].some((p) => p.tokens.length === tokens.length && sharedPrefix(p.tokens, tokens) === tokens.length)) return;
     const slot = loaded.free.find((s) => s.spare);
-    if (!slot || this.closed) return;
-    loaded.free.splice(loaded.free.indexOf(slot), 1);
-    const done = (async () => {
-      await slot.chat.sequence.clearHistory();
-      await slot.chat.sequence.evaluateWithoutGeneratingNewTokens(tokens);
-    })();
-    this.preparing.set(slot, { tokens, done: done.catch(() => undefined) });
+    if (this.closed) return;
+    if (slot) loaded.free.splice(loaded.free.indexOf(slot), 1);
+    const { gate } = loaded;
+    const done = slot ? this.giveHead(loaded, slot.chat.sequence, tokens) : gate.turn.then(() => this.giveHead(loaded, gate.sequence, tokens));
+    if (!slot) gate.turn = done.catch(() => undefined);
+    const key = slot ?? gate;
+    this.preparing.set(key, { tokens, done: done.catch(() => undefined) });
     try {
       await done;
     } finally {
-      this.preparing.delete(slot);
-      this.release(loaded, slot);
+      this.preparing.delete(key);
+      if (slot) this.release(loaded, slot);
     }
+  }
+
+  /** Makes `sequence` hold exactly `tokens` (a kept head loaded, the rest evaluated) and keeps them as a head. */
+  private async giveHead(loaded: Loaded, sequence: LlamaContextSequence, tokens: readonly Token[]): Promise<void> {
+    await loaded.heads.load(sequence, tokens);
+    const keep = sharedPrefix(sequence.contextTokens, tokens);
+    if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
+    if (keep < tokens.length) await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(keep));
+    await loaded.heads.save(sequence);
   }
 
   /**
@@ -461,7 +554,8 @@ export class LlamaCppModel implements LanguageModel {
     if (slot === null) return null;
     slot.spare = false;
     try {
-      const next = await nextTokenProbabilities(slot, words, (reused) =>
+      await loaded.heads.load(slot.chat.sequence, words);
+      const next = await nextTokenProbabilities(slot.chat.sequence, words, (reused) =>
         this.options.log.debug('local model reads the words', { model: this.id, promptTokens: words.length, reusedTokens: reused, waitedMs: Math.round(performance.now() - asked) }),
       );
       if (!next) return null;
@@ -483,6 +577,7 @@ export class LlamaCppModel implements LanguageModel {
     if (!loaded) return;
     await loaded.context.dispose();
     await loaded.model.dispose();
+    await loaded.heads.close();
   }
 
   private loaded(): Promise<Loaded> {
@@ -510,7 +605,8 @@ export class LlamaCppModel implements LanguageModel {
         logger: (level, message) => o.log.warn('llama.cpp', { level, message: message.trim() }),
       });
       const model = await llama.loadModel({ modelPath: o.modelFile });
-      const context = await model.createContext({ contextSize: o.contextTokens, sequences: o.parallel, threads: o.threads });
+      // One sequence per reply generated at once, and the call gate's own (Loaded.gate).
+      const context = await model.createContext({ contextSize: o.contextTokens, sequences: o.parallel + 1, threads: o.threads });
       const wrapper = resolveChatWrapper(model);
       withCallingRule(wrapper, lib);
       const wordsGrammar = await llama.createGrammar({ grammar: WORDS_GBNF });
@@ -538,7 +634,9 @@ export class LlamaCppModel implements LanguageModel {
         const tokens = model.tokenize(text);
         if (tokens.length === 1) endTokens.add(tokens[0] as Token);
       }
-      return { llama, model, context, wrapper, text: lib.LlamaText, jsonDumps, wordsGrammar, free, endTokens, TokenBias: lib.TokenBias };
+      const gate = { sequence: context.getSequence(), turn: Promise.resolve() as Promise<unknown> };
+      const heads = new HeadStates((err) => o.log.warn('local model: a kept prompt head could not be loaded; evaluating it', { model: this.id, error: (err as Error).message }));
+      return { llama, model, context, wrapper, text: lib.LlamaText, jsonDumps, wordsGrammar, free, endTokens, TokenBias: lib.TokenBias, gate, heads };
     } catch (err) {
       if (err instanceof ProviderError) throw err;
       throw new ProviderError('llm_unavailable', `${this.id}: cannot load ${o.modelFile}: ${(err as Error).message}`, {
@@ -610,12 +708,11 @@ export class LlamaCppModel implements LanguageModel {
 
 /**
  * The 40 likeliest next tokens after `tokens` and their probabilities, `tokens` evaluated on the
- * slot's sequence (only what it does not already hold, and at least the last token, whose output is
+ * sequence (only what it does not already hold, and at least the last token, whose output is
  * the prediction): reading the whole vocabulary's 151,936 costs ~150 ms here, the top 40 nothing
  * measurable. The sequence keeps the tokens, so a reply that follows evaluates nothing again.
  */
-async function nextTokenProbabilities(slot: Slot, tokens: readonly Token[], onReuse?: (reused: number) => void): Promise<Map<Token, number> | null> {
-  const { sequence } = slot.chat;
+async function nextTokenProbabilities(sequence: LlamaContextSequence, tokens: readonly Token[], onReuse?: (reused: number) => void): Promise<Map<Token, number> | null> {
   const keep = Math.min(sharedPrefix(sequence.contextTokens, tokens), tokens.length - 1);
   onReuse?.(keep);
   if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
@@ -625,6 +722,24 @@ async function nextTokenProbabilities(slot: Slot, tokens: readonly Token[], onRe
   return output[rest.length - 1]?.next?.probabilities ?? null;
 }
 
+/**
+ * The probability that a reply opens with a call, from the likeliest next tokens: those that start
+ * one (CALL_START); `banned`: those and the ones that would read back an output note (ECHO_START),
+ * which a reply in words must not start with.
+ */
+function callReading(loaded: Loaded, next: Map<Token, number>): { probability: number; banned: Token[] } {
+  let probability = 0;
+  const banned: Token[] = [];
+  for (const [token, p] of next) {
+    const text = loaded.model.detokenize([token], true);
+    if (ECHO_START.test(text)) banned.push(token);
+    if (!CALL_START.test(text)) continue;
+    banned.push(token);
+    probability += p;
+  }
+  return { probability, banned };
+}
+
 /** The tokens a request's prompt evaluates to (what the usage reports as input), with the functions it offers. */
 function promptTokens(loaded: Loaded, history: ChatHistoryItem[], functions: ChatModelFunctions | undefined): Token[] {
   return loaded.wrapper
@@ -632,13 +747,23 @@ function promptTokens(loaded: Loaded, history: ChatHistoryItem[], functions: Cha
     .contextText.tokenize(loaded.model.tokenizer);
 }
 
-/** How many leading tokens `a` and `b` share. */
-export function sharedPrefix(a: readonly Token[], b: readonly Token[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
+/**
+ * The start of every prompt that begins with `history` (instructions alone, as prepare() is given
+ * them): the prompt of `history` and a user's message, cut where the message's text begins. The
+ * template cannot be asked for instructions alone when functions are offered: node-llama-cpp puts
+ * their description after the system turns that come before the first other item, and before all
+ * of them in a history of system turns only, so a prompt of the instructions alone does not start
+ * any real one (prepare() evaluated 330 tokens that no reply used, and the first reply evaluated
+ * them again: 3.5 s here).
+ */
+function headTokens(loaded: Loaded, history: ChatHistoryItem[], functions: ChatModelFunctions | undefined): Token[] {
+  if (history.some((item) => item.type !== 'system')) return promptTokens(loaded, history, functions);
+  const a = promptTokens(loaded, [...history, { type: 'user', text: 'a' }], functions);
+  const b = promptTokens(loaded, [...history, { type: 'user', text: 'b' }], functions);
+  return a.slice(0, sharedPrefix(a, b));
 }
+
+export { sharedPrefix };
 
 /** Bridges llama.cpp's callbacks to an async iterator: chunks in order, then one 'done' or an error. */
 class ChunkQueue implements AsyncIterable<GenerateChunk> {

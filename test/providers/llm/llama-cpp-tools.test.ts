@@ -17,7 +17,7 @@ import type { ChatMessage, GenerateChunk, GenerateRequest, ToolDefinition } from
 import { ProviderError } from '../../../src/providers/llm/base.js';
 import { DEFAULT_LLM_MODEL_NAME } from '../../../src/providers/llm/index.js';
 import { CALL_GATE, LlamaCppModel, functionsFor, toGrammarSchema, toHistory } from '../../../src/providers/llm/llama-cpp.js';
-import { outputNote } from '../../../src/providers/llm/llama-cpp-tools.js';
+import { outputNote, standaloneQuestion } from '../../../src/providers/llm/llama-cpp-tools.js';
 import { DEMO_TOOLS } from '../../../playground/src/demo-tool-definitions.js';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
@@ -79,7 +79,7 @@ test('toHistory() puts tool calls and their outputs in the model turn that made 
       ],
     },
     // In the order the outputs came; the answer that followed them is the model's next turn.
-    { type: 'user', text: '(get_time returned 14:05. get_weather returned {"temperature_c": 17}. Answer my request with them in one short spoken sentence.)' },
+    { type: 'user', text: '(get_time returned 14:05. get_weather returned {"temperature_c": 17}. Answer my request with them in one short spoken sentence, saying what they returned.)' },
     { type: 'model', response: ['It is 17 degrees at 14:05.'] },
     { type: 'user', text: 'Thanks!' },
   ]);
@@ -91,8 +91,8 @@ test('toHistory() ends with the note when the reply follows the outputs; an outp
     { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city": "Paris"}' }] },
     { role: 'tool', toolCallId: 'call_1', content: ' {"temperature_c": 17}\n' },
   ]);
-  assert.equal(history.at(-1), { type: 'user', text: '(get_weather returned {"temperature_c": 17}. Answer my request with it in one short spoken sentence.)' });
-  assert.equal(outputNote([{ name: 'a', content: '1' }, { name: 'b', content: '2' }]), '(a returned 1. b returned 2. Answer my request with them in one short spoken sentence.)');
+  assert.equal(history.at(-1), { type: 'user', text: '(get_weather returned {"temperature_c": 17}. Answer my request with it in one short spoken sentence, saying what it returned.)' });
+  assert.equal(outputNote([{ name: 'a', content: '1' }, { name: 'b', content: '2' }]), '(a returned 1. b returned 2. Answer my request with them in one short spoken sentence, saying what they returned.)');
 });
 
 test('toHistory() keeps a call without output (result undefined) and makes an output without its call a user turn', () => {
@@ -104,6 +104,26 @@ test('toHistory() keeps a call without output (result undefined) and makes an ou
     { type: 'user', text: 'Function output: sunny' },
     { type: 'model', response: [{ type: 'functionCall', name: 'get_weather', params: 'not json', result: undefined, startsNewChunk: true }] },
   ]);
+});
+
+test('standaloneQuestion(): the instructions and the newest question, only when turns come before it and it is the user speaking', () => {
+  const system: ChatMessage = { role: 'system', content: 'Be brief.' };
+  const capital: ChatMessage = { role: 'user', content: 'What is the capital of France?' };
+  const answer: ChatMessage = { role: 'assistant', content: 'Paris.' };
+  const time: ChatMessage = { role: 'user', content: 'What time is it where I am?' };
+  assert.equal(standaloneQuestion(toHistory([system, capital, answer, time])), [
+    { type: 'system', text: 'Be brief.' },
+    { type: 'user', text: 'What time is it where I am?' },
+  ]);
+  assert.equal(standaloneQuestion(toHistory([capital, answer, time])), [{ type: 'user', text: 'What time is it where I am?' }], 'no instructions: the question alone');
+  assert.is(standaloneQuestion(toHistory([system, time])), null, 'the question is already alone');
+  const called: ChatMessage[] = [
+    system,
+    time,
+    { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_local_time', arguments: '{}' }] },
+    { role: 'tool', toolCallId: 'call_1', content: '{"time":"09:41"}' },
+  ];
+  assert.is(standaloneQuestion(toHistory(called)), null, 'the reply follows an output (its note ends the history)');
 });
 
 test('functionsFor() maps tool_choice: none gives nothing, auto all, required forces, a name gives only that one', () => {
@@ -256,6 +276,27 @@ modelTest("aborting a reply that must call ends it with 'aborted', no throw (nod
     clearTimeout(timer);
   }
   assert.equal(chunks, [{ type: 'done', finishReason: 'aborted', usage: null }]);
+});
+
+modelTest('a session prepared with tools: its first question evaluates only itself; after a turn answered in words, a question a tool fits still calls', async (ctx) => {
+  const system: ChatMessage = { role: 'system', content: 'You are a helpful assistant. Keep answers short.' };
+  await ctx.model.prepare({ messages: [system], tools: PLAYGROUND_TOOLS, toolChoice: 'auto' });
+  const capital: ChatMessage = { role: 'user', content: 'What is the capital of France?' };
+  const before = { ...ctx.model.promptStats };
+  const first = await generate(ctx.model, { messages: [system, capital], tools: PLAYGROUND_TOOLS });
+  const evaluated = ctx.model.promptStats.promptTokens - before.promptTokens - (ctx.model.promptStats.reusedTokens - before.reusedTokens);
+  // The instructions and the tools' description (~330 tokens) were evaluated ahead; the question and the headers follow.
+  assert.ok(evaluated <= 24, `${evaluated} prompt tokens evaluated by the first reply`);
+  assert.is(first.calls.length, 0);
+  assert.match(first.text, /Paris/);
+  const conversation: ChatMessage[] = [system, capital, { role: 'assistant', content: first.text }];
+  // Read with the conversation before it, this model's probability of calling is 0.000 here (0.90 asked first).
+  const time = await generate(ctx.model, { messages: [...conversation, { role: 'user', content: 'What time is it where I am?' }], tools: PLAYGROUND_TOOLS });
+  assert.equal(time.calls.map((c) => c.name), ['get_local_time']);
+  assert.ok((ctx.model.lastCallProbability ?? 0) >= CALL_GATE, `call probability ${ctx.model.lastCallProbability}`);
+  const tip = await generate(ctx.model, { messages: [...conversation, { role: 'user', content: 'Give me one tip for sleeping better.' }], tools: PLAYGROUND_TOOLS });
+  assert.is(tip.calls.length, 0, `no call for a question no tool fits: ${JSON.stringify(tip.text)}`);
+  assert.not.match(tip.text, /[{}<>`]/);
 });
 
 modelTest("after the call's output, the reply uses it; the turn evaluates only what follows the call", async (ctx) => {

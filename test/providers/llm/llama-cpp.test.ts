@@ -185,7 +185,7 @@ modelTest('prefill(): instructions evaluated ahead are not evaluated again by a 
   assert.ok(a.reused >= systemTokens && b.reused >= systemTokens, `reused ${a.reused} and ${b.reused} tokens`);
 });
 
-modelTest('prepare(): a session\'s own instructions are evaluated ahead on a spare sequence, never over a conversation', async (ctx) => {
+modelTest('prepare(): a session\'s own instructions are evaluated ahead, never over a conversation, and kept for whichever sequence its first reply lands on', async (ctx) => {
   // Both sequences spare again (prefill marks what it evaluates as spare).
   await ctx.model.prefill([{ role: 'system', content: 'You are a friendly avatar.' }]);
   const guide = { role: 'system' as const, content: 'You are Dora, a museum guide in Porto. Answer in one short spoken sentence about art.' };
@@ -196,11 +196,16 @@ modelTest('prepare(): a session\'s own instructions are evaluated ahead on a spa
   // evaluates nothing, so each conversation's next turn still lands on its own tokens.
   const other = { role: 'system' as const, content: 'You are Eli, a chess coach. Answer in one short spoken sentence.' };
   const second = await turn(ctx.model, [other, { role: 'user', content: 'How do I open?' }]);
-  await ctx.model.prepare({ messages: [{ role: 'system', content: 'You are Finn, a weather reporter for Oslo. Be brief.' }] });
+  const finn = { role: 'system' as const, content: 'You are Finn, a weather reporter for Oslo. Answer in one short spoken sentence about the weather.' };
+  await ctx.model.prepare({ messages: [finn] });
   const again = await turn(ctx.model, [guide, { role: 'user', content: 'What should I see first?' }, { role: 'assistant', content: first.text }, { role: 'user', content: 'And after that?' }]);
   assert.ok(again.reused >= first.prompt, `the guide's conversation kept its sequence: reused ${again.reused}, its first prompt was ${first.prompt}`);
   const chess = await turn(ctx.model, [other, { role: 'user', content: 'How do I open?' }, { role: 'assistant', content: second.text }, { role: 'user', content: 'And then?' }]);
   assert.ok(chess.reused >= second.prompt, `the coach's conversation kept its sequence: reused ${chess.reused}, its first prompt was ${second.prompt}`);
+  // Finn's instructions were evaluated all the same (on the call gate's sequence) and kept as a state
+  // any sequence loads: his first reply evaluates only his question, wherever it lands.
+  const rain = await turn(ctx.model, [finn, { role: 'user', content: 'Will it rain today?' }]);
+  assert.ok(rain.prompt - rain.reused <= 16, `${rain.prompt - rain.reused} of ${rain.prompt} prompt tokens evaluated by Finn's first reply`);
 });
 
 modelTest('endOfTurnProbability(): a finished question ends there, a fragment does not; the reply that follows evaluates only the end of the message', async (ctx) => {
