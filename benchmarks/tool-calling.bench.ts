@@ -6,8 +6,10 @@
  *  - relevant (26): one of the 2-4 tools offered answers the question; right = that tool, with its
  *    required arguments present and right by a simple check (the city, the minutes, the currencies);
  *    six use the playground's demo tools with the page's own questions;
- *  - irrelevant (18): tools are offered but none applies (a joke, a capital; six are a newcomer's
+ *  - irrelevant (25): tools are offered but none applies (a joke, a capital; six are a newcomer's
  *    first questions with the playground's tools); right = no call;
+ *  - of those, 10 relevant and 7 irrelevant asked later in a conversation, after a turn answered in
+ *    words or one answered by a call (each reported on its own too);
  *  - ambiguous (6): a tool may answer or the model may itself ("Is it cold outside?"); right = no
  *    call or a call to the plausible tool;
  *  - no tools (6): none offered; right = no call and no call written out as text (this model writes
@@ -74,6 +76,8 @@ interface Case {
   tools: ToolKey[];
   /** Relevant cases: the tool to call and a check of its arguments; ambiguous ones: the tool a call may use (or none). */
   expect?: { tool: ToolKey; check: (a: Args) => boolean };
+  /** Turns of the conversation before the question (a later turn); none: the session's first question. */
+  before?: ChatMessage[];
 }
 
 const has = (v: unknown, re: RegExp) => typeof v === 'string' && re.test(v);
@@ -81,6 +85,20 @@ const relevant = (question: string, tools: ToolKey[], expectTool: ToolKey, check
 const irrelevant = (question: string, tools: ToolKey[]): Case => ({ kind: 'irrelevant', question, tools });
 /** A question a tool may answer or the model may answer itself (or ask back): right = no call, or a call to `tool`. */
 const ambiguous = (question: string, tools: ToolKey[], tool: ToolKey): Case => ({ kind: 'ambiguous', question, tools, expect: { tool, check: () => true } });
+/** The same case asked later in a conversation, after `before`. */
+const later = (before: ChatMessage[], c: Case): Case => ({ ...c, before });
+/** A turn answered in words (after one, this model's own reading of a call was 0.000 whatever the next question). */
+const ANSWERED_IN_WORDS: ChatMessage[] = [
+  { role: 'user', content: 'What is the capital of France?' },
+  { role: 'assistant', content: 'The capital of France is Paris.' },
+];
+/** A turn answered with a call and its output. */
+const ANSWERED_BY_A_CALL: ChatMessage[] = [
+  { role: 'user', content: 'What is the weather like in Paris right now?' },
+  { role: 'assistant', content: '', toolCalls: [{ id: 'call_earlier', name: 'get_weather', arguments: '{"city": "Paris"}' }] },
+  { role: 'tool', toolCallId: 'call_earlier', content: '{"temperature_c": 17, "conditions": "light rain"}' },
+  { role: 'assistant', content: 'It is 17 degrees with light rain in Paris.' },
+];
 
 export const CASES: Case[] = [
   relevant('What is the weather like in Paris right now?', ['weather', 'time'], 'weather', (a) => has(a.city, /paris/i)),
@@ -129,6 +147,24 @@ export const CASES: Case[] = [
   irrelevant('What does a bee make?', PLAYGROUND),
   irrelevant('Hello!', PLAYGROUND),
   irrelevant('Thank you, that is all.', PLAYGROUND),
+  // Later in a conversation: after a turn answered in words, or one answered by a call.
+  later(ANSWERED_IN_WORDS, relevant('What time is it where I am?', PLAYGROUND, 'localTime', () => true)),
+  later(ANSWERED_IN_WORDS, relevant('Make the background teal.', PLAYGROUND, 'background', (a) => has(a.color, /^teal$/i))),
+  later(ANSWERED_IN_WORDS, relevant('What time is it in Tokyo?', ['weather', 'time'], 'time', (a) => has(a.timezone, /tokyo/i))),
+  later(ANSWERED_IN_WORDS, relevant('Set a timer for ten minutes.', ['timer', 'weather'], 'timer', (a) => a.minutes === 10)),
+  later(ANSWERED_IN_WORDS, relevant('Play some jazz music.', ['music', 'weather'], 'music', (a) => has(a.query, /jazz/i))),
+  later(ANSWERED_IN_WORDS, relevant('How much is 100 US dollars in euros?', ['currency', 'weather'], 'currency', (a) => a.amount === 100 && has(a.from, /^usd$/i) && has(a.to, /^eur$/i))),
+  later(ANSWERED_IN_WORDS, relevant("What's the weather in Berlin?", ['weather', 'time'], 'weather', (a) => has(a.city, /berlin/i))),
+  later(ANSWERED_IN_WORDS, relevant("Translate 'good morning' into Spanish.", ['translate', 'weather'], 'translate', (a) => has(a.text, /good morning/i) && has(a.target_language, /spanish|^es$/i))),
+  later(ANSWERED_BY_A_CALL, relevant('What time is it in Tokyo?', ['weather', 'time'], 'time', (a) => has(a.timezone, /tokyo/i))),
+  later(ANSWERED_BY_A_CALL, relevant('And what is the weather in London?', ['weather', 'time'], 'weather', (a) => has(a.city, /london/i))),
+  later(ANSWERED_IN_WORDS, irrelevant('Give me one tip for sleeping better.', PLAYGROUND)),
+  later(ANSWERED_IN_WORDS, irrelevant('What is the tallest mountain in the world?', PLAYGROUND)),
+  later(ANSWERED_IN_WORDS, irrelevant('Thank you!', PLAYGROUND)),
+  later(ANSWERED_IN_WORDS, irrelevant('Who wrote Romeo and Juliet?', ['music', 'currency'])),
+  later(ANSWERED_IN_WORDS, irrelevant('What is two plus two?', ['translate', 'weather'])),
+  later(ANSWERED_BY_A_CALL, irrelevant('Who painted the Mona Lisa?', ['weather', 'time'])),
+  later(ANSWERED_BY_A_CALL, irrelevant('Thanks, that is all.', ['weather', 'time'])),
   ambiguous('Is it cold outside?', ['weather', 'time'], 'weather'),
   ambiguous('Do I need an umbrella today?', ['weather', 'localTime'], 'weather'),
   ambiguous('I am bored.', ['music', 'timer'], 'music'),
@@ -272,7 +308,9 @@ const bench: Benchmark = {
       await model.load();
       for (let run = 0; run < ctx.runs; run++) {
         for (const c of only === 'follow-ups' ? [] : CASES) {
-          const r = await ask(model, [system, { role: 'user', content: c.question }], c.tools);
+          // As a session does when its tools are set (not timed: the user is still speaking or typing).
+          await model.prepare({ messages: [system], tools: c.tools.map((k) => TOOLS[k]), toolChoice: 'auto' });
+          const r = await ask(model, [system, ...(c.before ?? []), { role: 'user', content: c.question }], c.tools);
           const outcome = judge(c, r);
           results.push({ c, r, outcome });
           if (run === 0) {
@@ -284,6 +322,7 @@ const bench: Benchmark = {
           const t = TOOLS[f.call.tool];
           // As in a session: the question first (its call evaluated on a sequence), then the reply to
           // the output, which lands where the call was and evaluates only what follows it.
+          await model.prepare({ messages: [system], tools: f.tools.map((k) => TOOLS[k]), toolChoice: 'auto' });
           const asked = await ask(model, [system, { role: 'user', content: f.question }], f.tools);
           const own = asked.calls[0]?.name === t.name && asked.calls[0].args ? asked.calls[0].args : f.call.arguments;
           const messages: ChatMessage[] = [
@@ -310,6 +349,8 @@ const bench: Benchmark = {
     const irr = of('irrelevant');
     const none = of('no tools');
     const amb = of('ambiguous');
+    const laterRel = rel.filter((x) => x.c.before);
+    const laterIrr = irr.filter((x) => x.c.before);
     const spoken = [...results.filter((x) => x.r.calls.length === 0), ...followUps.filter((x) => x.r.calls.length === 0)];
     const markup = spoken.filter((x) => CALL_AS_TEXT.test(x.r.text) || SPOKEN_MARKUP.test(x.r.text)).length;
     const calls = results.filter((x) => x.r.calls.length > 0).length;
@@ -323,6 +364,8 @@ const bench: Benchmark = {
       ['call written as text (no tools)', pct(count(none, 'call as text'), none.length), `${count(none, 'call as text')}/${none.length}`],
       ['precision (right calls / calls made)', pct(right, calls), `${right}/${calls}`],
       ['recall (right calls / relevant)', pct(right, rel.length), `${right}/${rel.length}`],
+      ['right call, later in a conversation (relevant)', pct(count(laterRel, 'right call'), laterRel.length), `${count(laterRel, 'right call')}/${laterRel.length}`],
+      ['spurious call, later in a conversation (irrelevant tools)', pct(count(laterIrr, 'spurious call'), laterIrr.length), `${count(laterIrr, 'spurious call')}/${laterIrr.length}`],
       ['answer uses the output (follow-ups)', pct(followUps.filter((x) => x.used).length, followUps.length), `${followUps.filter((x) => x.used).length}/${followUps.length}`],
       ['ambiguous: no call or the plausible tool', pct(amb.length - count(amb, 'wrong tool'), amb.length), `${amb.length - count(amb, 'wrong tool')}/${amb.length}`],
       ['ambiguous: a call', pct(count(amb, 'plausible call') + count(amb, 'wrong tool'), amb.length), `${count(amb, 'plausible call') + count(amb, 'wrong tool')}/${amb.length}`],
