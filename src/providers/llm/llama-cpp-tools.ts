@@ -32,8 +32,8 @@ import { ProviderError } from './base.js';
 export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   const calls = new Map<string, ChatModelFunctionCall>();
-  /** Outputs given to calls since the last other message: the note that follows them (outputNote()). */
-  let outputs: { name: string; content: string }[] = [];
+  /** The calls given outputs since the last other message: the note that follows them (outputNote()). */
+  let outputs: string[] = [];
   const noteOutputs = () => {
     if (outputs.length === 0) return;
     const last = history[history.length - 1];
@@ -59,7 +59,7 @@ export function toHistory(messages: readonly ChatMessage[]): ChatHistoryItem[] {
       const call = calls.get(m.toolCallId);
       if (call && call.result === undefined) {
         call.result = toolResult(m.content);
-        outputs.push({ name: call.name, content: m.content });
+        outputs.push(call.name);
       } else if (last?.type === 'user') last.text += '\nFunction output: ' + m.content;
       else history.push({ type: 'user', text: 'Function output: ' + m.content });
     } else {
@@ -94,27 +94,29 @@ export function followsOutputs(history: readonly ChatHistoryItem[]): boolean {
 }
 
 /**
- * The user's note after a model turn's outputs: what each call returned, and to answer with it.
- * The template gives an output to the model in its own form (Qwen: `<tool_response>` in a user
- * turn), and the Qwen2.5-Coder 0.5B model read that as a coding exercise: after it, 1 answer in 4
- * on the tool bench used the output ("Mark the answer as correct.", "This response is a JSON
- * object with the requested information."). Wordings measured on the bench's 11 follow-ups
- * (TOOL_BENCH_ONLY=follow-ups), CALLING_RULE in the prompt: this one 10 ("The temperature in Cairo
- * is 35 degrees Celsius and it is currently sunny."; the miss: "Is it morning or afternoon there?"
- * after 14:05); without "request" (question) 9, the timer and colour outputs refused ("I'm sorry,
- * but I can't assist with that."); without "spoken sentence" 7 to 9; "Tool result: … Now answer my
- * question in words." 6. Asked as a spoken session asks (the spoken-reply guidance in the
- * instructions, replies after outputs held to spoken sentences): that wording 8 (the translation
- * answered "Good morning.", the timer refused); with ", saying what it returned" 9 ("Buenos días.";
- * the timer: "The function returned the correct response."); "Tell me what it means for my
- * request, …" 5; "Use it to answer my last message …" 3. The probability of calling again (the
- * call gate's reading) falls from 0.99 to under 0.02. Part of the prompt only: the conversation's
- * items are unchanged.
+ * The user's note after a model turn's outputs: which calls returned what the template's own turn
+ * above it shows, and to answer with it. The template gives an output to the model in its own form
+ * (Qwen: `<tool_response>` in a user turn), and the Qwen2.5-Coder 0.5B model read that as a coding
+ * exercise: after it, 1 answer in 4 on the tool bench used the output ("Mark the answer as
+ * correct.", "This response is a JSON object with the requested information."). Wordings measured
+ * on the bench's 11 follow-ups (TOOL_BENCH_ONLY=follow-ups), CALLING_RULE in the prompt, first with
+ * the default instructions alone: "(get_weather returned {…}. Answer my request with it in one
+ * short spoken sentence.)" 10 (the miss: "Is it morning or afternoon there?" after 14:05); without
+ * "request" (question) 9, the timer and colour outputs refused ("I'm sorry, but I can't assist with
+ * that."); without "spoken sentence" 7 to 9; "Tool result: … Now answer my question in words." 6.
+ * Then as a spoken session asks (the spoken-reply guidance in the instructions, replies after
+ * outputs held to spoken sentences): that wording 8 (the translation answered "Good morning.");
+ * with ", saying what it returned" 9 ("Buenos días."); that, the output not repeated in the note
+ * ("returned the above"), 10 ("It is afternoon."; the miss: the timer, "The set_timer function
+ * returned the above."), and the output's answer starts 290 ms sooner (1,114 ms p50: ~20 tokens
+ * fewer to evaluate); "Tell me what it means for my request, …" 5; "Use it to answer my last
+ * message …" 3. The probability of calling again (the call gate's reading) falls from 0.99 to under
+ * 0.02. Part of the prompt only: the conversation's items are unchanged.
  */
-export function outputNote(outputs: readonly { name: string; content: string }[]): string {
-  const returned = outputs.map((o) => `${o.name} returned ${o.content.trim()}.`).join(' ');
-  const [them, they] = outputs.length > 1 ? ['them', 'they'] : ['it', 'it'];
-  return `(${returned} Answer my request with ${them} in one short spoken sentence, saying what ${they} returned.)`;
+export function outputNote(calls: readonly string[]): string {
+  const names = calls.join(' and ');
+  const [them, they] = calls.length > 1 ? ['them', 'they'] : ['it', 'it'];
+  return `(${names} returned the above. Answer my request with ${them} in one short spoken sentence, saying what ${they} returned.)`;
 }
 
 /**

@@ -51,7 +51,7 @@
  *    itself, which this one does after nearly every output: under 'auto' it is dropped and the
  *    reply generated again, same prompt, under a grammar that admits only words (WORDS_GBNF), so
  *    a client that answers calls does not loop on the same call.
- *  - Outputs are followed by a note in the user's words (outputNote(): what each call returned,
+ *  - Outputs are followed by a note in the user's words (outputNote(): which calls returned the outputs above it,
  *    and to answer with it): given only the template's `<tool_response>`, this model answered from
  *    an output 1 time in 4.
  *  - The call gate: under 'auto', the model's own probability of opening its reply with a call

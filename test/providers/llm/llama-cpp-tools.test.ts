@@ -79,7 +79,7 @@ test('toHistory() puts tool calls and their outputs in the model turn that made 
       ],
     },
     // In the order the outputs came; the answer that followed them is the model's next turn.
-    { type: 'user', text: '(get_time returned 14:05. get_weather returned {"temperature_c": 17}. Answer my request with them in one short spoken sentence, saying what they returned.)' },
+    { type: 'user', text: '(get_time and get_weather returned the above. Answer my request with them in one short spoken sentence, saying what they returned.)' },
     { type: 'model', response: ['It is 17 degrees at 14:05.'] },
     { type: 'user', text: 'Thanks!' },
   ]);
@@ -91,8 +91,8 @@ test('toHistory() ends with the note when the reply follows the outputs; an outp
     { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city": "Paris"}' }] },
     { role: 'tool', toolCallId: 'call_1', content: ' {"temperature_c": 17}\n' },
   ]);
-  assert.equal(history.at(-1), { type: 'user', text: '(get_weather returned {"temperature_c": 17}. Answer my request with it in one short spoken sentence, saying what it returned.)' });
-  assert.equal(outputNote([{ name: 'a', content: '1' }, { name: 'b', content: '2' }]), '(a returned 1. b returned 2. Answer my request with them in one short spoken sentence, saying what they returned.)');
+  assert.equal(history.at(-1), { type: 'user', text: '(get_weather returned the above. Answer my request with it in one short spoken sentence, saying what it returned.)' });
+  assert.equal(outputNote(['a', 'b']), '(a and b returned the above. Answer my request with them in one short spoken sentence, saying what they returned.)');
 });
 
 test('toHistory() keeps a call without output (result undefined) and makes an output without its call a user turn', () => {
