@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { REPO_ROOT } from './server.js';
+import { until } from './wait.js';
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -48,4 +49,15 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   });
   const banner = /^\s+(avs_[0-9A-Za-z]{40})$/m.exec(out);
   return { child, url, bootstrapKey: banner ? banner[1]! : null, stdout: () => out + err, exited };
+}
+
+/**
+ * The server as `npm start` runs it, with `dataDir` for its store: the default providers (the
+ * embedded models), loaded at start, and nothing from this environment that would send the model
+ * elsewhere. Resolves when /readyz answers 200 (the models loaded).
+ */
+export async function spawnAsNpmStart(dataDir: string): Promise<ServerProcess> {
+  const proc = await spawnServer({ DATA_DIR: dataDir, PRELOAD_MODELS: 'true', LLM_PROVIDER: 'auto', LLM_BASE_URL: '', LLM_API_KEY: '', LLM_MODEL_ROUTES: '' });
+  await until(() => fetch(`${proc.url}/readyz`), (r) => r.status === 200, 'the models to load (/readyz 200)', 180_000);
+  return proc;
 }
