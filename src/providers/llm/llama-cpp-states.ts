@@ -40,7 +40,7 @@ export class HeadStates {
 
   /** Whether a kept head is exactly `tokens`. */
   has(tokens: readonly Token[]): boolean {
-    return this.heads.some((h) => h.tokens.length === tokens.length && sharedPrefix(h.tokens, tokens) === tokens.length);
+    return this.heads.some((h) => sameTokens(h.tokens, tokens));
   }
 
   /** Keeps what `sequence` holds (it must hold the head it was just given) as a head. */
@@ -89,6 +89,11 @@ export class HeadStates {
     if (this.dir) await fs.promises.rm(this.dir, { recursive: true, force: true });
     this.dir = null;
   }
+}
+
+/** Whether `a` and `b` are the same tokens. */
+export function sameTokens(a: readonly Token[], b: readonly Token[]): boolean {
+  return a.length === b.length && sharedPrefix(a, b) === a.length;
 }
 
 /** How many leading tokens `a` and `b` share. */

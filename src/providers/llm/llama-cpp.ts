@@ -98,7 +98,7 @@ import type { ChatMessage, FinishReason, GenerateChunk, GenerateRequest, Languag
 import { ProviderError, llmUnavailable, newCallId } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
 import { takeNext } from '../../core/confirmed-first.js';
-import { HeadStates, sharedPrefix } from './llama-cpp-states.js';
+import { HeadStates, sameTokens, sharedPrefix } from './llama-cpp-states.js';
 import {
   MAX_CALLS_PER_REPLY,
   type SequenceTemplate,
@@ -440,13 +440,10 @@ export class LlamaCppModel implements LanguageModel {
    * only the question after the instructions and tools is evaluated.
    */
   private readAlone(loaded: Loaded, tokens: readonly Token[]): Promise<Map<Token, number> | null> {
-    const { gate } = loaded;
-    const read = gate.turn.then(async () => {
-      await loaded.heads.load(gate.sequence, tokens);
-      return nextTokenProbabilities(gate.sequence, tokens);
+    return onGateSequence(loaded, async (sequence) => {
+      await loaded.heads.load(sequence, tokens);
+      return nextTokenProbabilities(sequence, tokens);
     });
-    gate.turn = read.catch(() => undefined);
-    return read;
   }
 
   /**
@@ -485,14 +482,12 @@ export class LlamaCppModel implements LanguageModel {
     if (this.closed) return;
     const loaded = await this.loaded();
     const tokens = headTokens(loaded, toHistory(request.messages), functionsFor(request, this.id).functions);
-    if (loaded.heads.has(tokens) || [...this.preparing.values()].some((p) => p.tokens.length === tokens.length && sharedPrefix(p.tokens, tokens) === tokens.length)) return;
+    if (loaded.heads.has(tokens) || [...this.preparing.values()].some((p) => sameTokens(p.tokens, tokens))) return;
     const slot = loaded.free.find((s) => s.spare);
     if (this.closed) return;
     if (slot) loaded.free.splice(loaded.free.indexOf(slot), 1);
-    const { gate } = loaded;
-    const done = slot ? this.giveHead(loaded, slot.chat.sequence, tokens) : gate.turn.then(() => this.giveHead(loaded, gate.sequence, tokens));
-    if (!slot) gate.turn = done.catch(() => undefined);
-    const key = slot ?? gate;
+    const done = slot ? this.giveHead(loaded, slot.chat.sequence, tokens) : onGateSequence(loaded, (sequence) => this.giveHead(loaded, sequence, tokens));
+    const key = slot ?? loaded.gate;
     this.preparing.set(key, { tokens, done: done.catch(() => undefined) });
     try {
       await done;
@@ -505,8 +500,7 @@ export class LlamaCppModel implements LanguageModel {
   /** Makes `sequence` hold exactly `tokens` (a kept head loaded, the rest evaluated) and keeps them as a head. */
   private async giveHead(loaded: Loaded, sequence: LlamaContextSequence, tokens: readonly Token[]): Promise<void> {
     await loaded.heads.load(sequence, tokens);
-    const keep = sharedPrefix(sequence.contextTokens, tokens);
-    if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
+    const keep = await keepShared(sequence, tokens, tokens.length);
     if (keep < tokens.length) await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(keep));
     await loaded.heads.save(sequence);
   }
@@ -713,13 +707,30 @@ export class LlamaCppModel implements LanguageModel {
  * measurable. The sequence keeps the tokens, so a reply that follows evaluates nothing again.
  */
 async function nextTokenProbabilities(sequence: LlamaContextSequence, tokens: readonly Token[], onReuse?: (reused: number) => void): Promise<Map<Token, number> | null> {
-  const keep = Math.min(sharedPrefix(sequence.contextTokens, tokens), tokens.length - 1);
+  const keep = await keepShared(sequence, tokens, tokens.length - 1);
   onReuse?.(keep);
-  if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
   const rest = tokens.slice(keep);
   const ask = { generateNext: { probabilities: true, options: { topK: 40, topP: 1, minP: 0, temperature: 1 } } } as const;
   const output = await sequence.controlledEvaluate(rest.map((token, i) => (i === rest.length - 1 ? [token, ask] : token)));
   return output[rest.length - 1]?.next?.probabilities ?? null;
+}
+
+/**
+ * Erases what `sequence` holds after the start it shares with `tokens` (at most `atMost` tokens
+ * of it kept); returns how many it keeps: what is left to evaluate starts there.
+ */
+async function keepShared(sequence: LlamaContextSequence, tokens: readonly Token[], atMost: number): Promise<number> {
+  const keep = Math.min(sharedPrefix(sequence.contextTokens, tokens), atMost);
+  if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
+  return keep;
+}
+
+/** Runs `job` on the call gate's sequence after the jobs queued there before it (Loaded.gate). */
+function onGateSequence<T>(loaded: Loaded, job: (sequence: LlamaContextSequence) => Promise<T>): Promise<T> {
+  const { gate } = loaded;
+  const run = gate.turn.then(() => job(gate.sequence));
+  gate.turn = run.catch(() => undefined);
+  return run;
 }
 
 /**
@@ -762,8 +773,6 @@ function headTokens(loaded: Loaded, history: ChatHistoryItem[], functions: ChatM
   const b = promptTokens(loaded, [...history, { type: 'user', text: 'b' }], functions);
   return a.slice(0, sharedPrefix(a, b));
 }
-
-export { sharedPrefix };
 
 /** Bridges llama.cpp's callbacks to an async iterator: chunks in order, then one 'done' or an error. */
 class ChunkQueue implements AsyncIterable<GenerateChunk> {
