@@ -2,7 +2,9 @@
  * Everyday answers by the embedded local model (LlamaCppModel), asked as the realtime engine asks
  * for a spoken reply (replyRequest: the instructions, then the spoken-reply guidance, then the
  * question; no tools). The 53 questions of lib/answers/questions.ts (geography, science, history,
- * arithmetic, definitions, conversions, practical advice) are each asked under two instruction sets:
+ * arithmetic, definitions, conversions, practical advice), then the 24 held out of every choice
+ * made on them (HELD_OUT, reported on their own: a wording that only fits the 53 shows there), are
+ * each asked under two instruction sets:
  *  - default: the session's DEFAULT_INSTRUCTIONS, what a session that sets none gets;
  *  - short: the instructions a voice client commonly sets, the endpoint bench's ("… Answer in one
  *    or two short sentences.").
@@ -29,7 +31,7 @@ import { LlamaCppModel } from '../src/providers/llm/llama-cpp.js';
 import { replyRequest } from '../src/realtime/session-engine.js';
 import { DEFAULT_INSTRUCTIONS } from '../src/sessions/session-config.js';
 import { checkAnswer, lengthOf, markupIn, MARKUP_RULES, MAX_SENTENCES, MAX_WORDS, type Length } from './lib/answers/check.js';
-import { QUESTIONS, type Question } from './lib/answers/questions.js';
+import { HELD_OUT, QUESTIONS, type Question } from './lib/answers/questions.js';
 import { INSTRUCTIONS as SHORT_INSTRUCTIONS } from './lib/endpoint/websocket-measures.js';
 import { percentile, summarise, type Benchmark, type Metric } from './lib/harness.js';
 import { benchLocalModel } from './lib/local-model.js';
@@ -41,6 +43,9 @@ const MAX_OUTPUT_TOKENS = 96;
 /** The server's defaults (LLM_THREADS, LLM_CONTEXT_TOKENS); one sequence, as one question is asked at a time. */
 const THREADS = 1;
 const CONTEXT_TOKENS = 4096;
+
+/** What is asked: the set, then the questions held out of every choice made on it (whether each is held out). */
+const ASKED: [Question, boolean][] = [...QUESTIONS.map((q): [Question, boolean] => [q, false]), ...HELD_OUT.map((q): [Question, boolean] => [q, true])];
 
 const INSTRUCTION_SETS = [
   { name: 'default', instructions: DEFAULT_INSTRUCTIONS },
@@ -58,6 +63,8 @@ interface Answer {
   length: Length;
   /** Stopped by the token limit. */
   cut: boolean;
+  /** One of HELD_OUT (reported on its own). */
+  held: boolean;
   /** Request → first text chunk; null when nothing came. */
   firstMs: number | null;
   totalMs: number;
@@ -65,7 +72,7 @@ interface Answer {
 }
 
 
-async function ask(model: LlamaCppModel, system: string, q: Question, modalities: string[]): Promise<Omit<Answer, 'set' | 'right' | 'why' | 'markup' | 'length'>> {
+async function ask(model: LlamaCppModel, system: string, q: Question, modalities: string[]): Promise<Omit<Answer, 'set' | 'held' | 'right' | 'why' | 'markup' | 'length'>> {
   const request = replyRequest(system, modalities, [{ role: 'user', content: q.question }], MAX_OUTPUT_TOKENS);
   const started = performance.now();
   let text = '';
@@ -102,10 +109,10 @@ const bench: Benchmark = {
       await model.load();
       for (let run = 0; run < ctx.runs; run++) {
         for (const set of INSTRUCTION_SETS) {
-          for (const q of QUESTIONS) {
+          for (const [q, held] of ASKED) {
             const got = await ask(model, set.instructions, q, modalities);
             const verdict = checkAnswer(q, got.text);
-            const a: Answer = { ...got, set: set.name, right: verdict.right, why: verdict.why, markup: markupIn(got.text), length: lengthOf(got.text) };
+            const a: Answer = { ...got, set: set.name, held, right: verdict.right, why: verdict.why, markup: markupIn(got.text), length: lengthOf(got.text) };
             answers.push(a);
             if (run === 0) {
               const flags = [...a.markup, ...(a.length.within ? [] : [`${a.length.sentences}s/${a.length.words}w`]), ...(a.cut ? ['cut'] : [])].join(',');
@@ -118,9 +125,10 @@ const bench: Benchmark = {
       await model.close();
     }
 
-    const first = answers.slice(0, INSTRUCTION_SETS.length * QUESTIONS.length); // greedy: later runs repeat the answers
+    const first = answers.slice(0, INSTRUCTION_SETS.length * ASKED.length); // greedy: later runs repeat the answers
     const rows = INSTRUCTION_SETS.map(({ name: set }) => {
-      const of = first.filter((a) => a.set === set);
+      const of = first.filter((a) => a.set === set && !a.held);
+      const held = first.filter((a) => a.set === set && a.held);
       const all = answers.filter((a) => a.set === set);
       const firstMs = all.flatMap((a) => (a.firstMs === null ? [] : [a.firstMs]));
       const rates = all.flatMap((a) => rate(a) ?? []);
@@ -128,6 +136,8 @@ const bench: Benchmark = {
         set,
         n: of.length,
         right: of.filter((a) => a.right).length,
+        heldN: held.length,
+        heldRight: held.filter((a) => a.right).length,
         markup: of.filter((a) => a.markup.length > 0).length,
         sentences: of.filter((a) => a.length.sentences <= MAX_SENTENCES).length,
         words: of.filter((a) => a.length.words <= MAX_WORDS).length,
@@ -140,11 +150,11 @@ const bench: Benchmark = {
     });
 
     ctx.log('');
-    ctx.log(`| ${name}: instructions | right % | markup/JSON % | ≤ ${MAX_SENTENCES} sentences % | ≤ ${MAX_WORDS} words % | within length % | mean words | cut at ${MAX_OUTPUT_TOKENS} tokens | first token p50 / p95 ms | tokens/s (p50) |`);
-    ctx.log('|---|---|---|---|---|---|---|---|---|---|');
+    ctx.log(`| ${name}: instructions | right % | right, held out % | markup/JSON % | ≤ ${MAX_SENTENCES} sentences % | ≤ ${MAX_WORDS} words % | within length % | mean words | cut at ${MAX_OUTPUT_TOKENS} tokens | first token p50 / p95 ms | tokens/s (p50) |`);
+    ctx.log('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) {
       ctx.log(
-        `| ${r.set} | ${pct(r.right, r.n)} (${r.right}/${r.n}) | ${pct(r.markup, r.n)} (${r.markup}) | ${pct(r.sentences, r.n)} | ${pct(r.words, r.n)} | ${pct(r.within, r.n)} (${r.within}/${r.n}) | ${r.meanWords} | ${r.cut} | ${Math.round(percentile(r.firstMs, 50))} / ${Math.round(percentile(r.firstMs, 95))} | ${Math.round(10 * percentile(r.rates, 50)) / 10} |`,
+        `| ${r.set} | ${pct(r.right, r.n)} (${r.right}/${r.n}) | ${pct(r.heldRight, r.heldN)} (${r.heldRight}/${r.heldN}) | ${pct(r.markup, r.n)} (${r.markup}) | ${pct(r.sentences, r.n)} | ${pct(r.words, r.n)} | ${pct(r.within, r.n)} (${r.within}/${r.n}) | ${r.meanWords} | ${r.cut} | ${Math.round(percentile(r.firstMs, 50))} / ${Math.round(percentile(r.firstMs, 95))} | ${Math.round(10 * percentile(r.rates, 50)) / 10} |`,
       );
     }
     const wrong = first.filter((a) => !a.right);
@@ -152,7 +162,7 @@ const bench: Benchmark = {
     const long = first.filter((a) => !a.length.within);
     ctx.log('');
     ctx.log(`wrong (${wrong.length}):`);
-    for (const a of wrong) ctx.log(`  [${a.set}] ${a.q.question} (${a.why.join('; ')}) → ${JSON.stringify(a.text)}`);
+    for (const a of wrong) ctx.log(`  [${a.set}${a.held ? ', held out' : ''}] ${a.q.question} (${a.why.join('; ')}) → ${JSON.stringify(a.text)}`);
     ctx.log(`markup (${broken.length}):`);
     for (const a of broken) ctx.log(`  [${a.set}] ${a.markup.join(', ')}: ${a.q.question} → ${JSON.stringify(a.text)}`);
     ctx.log(`over the length (${long.length}):`);
@@ -160,6 +170,7 @@ const bench: Benchmark = {
 
     const metrics: Metric[] = rows.flatMap((r) => [
       summarise(`right (${r.set})`, '%', [pct(r.right, r.n)]),
+      summarise(`right, held out (${r.set})`, '%', [pct(r.heldRight, r.heldN)]),
       summarise(`markup or JSON (${r.set})`, '%', [pct(r.markup, r.n)]),
       summarise(`within ${MAX_SENTENCES} sentences and ${MAX_WORDS} words (${r.set})`, '%', [pct(r.within, r.n)]),
       summarise(`answer words (${r.set})`, 'words', first.filter((a) => a.set === r.set).map((a) => a.length.words)),
@@ -174,6 +185,7 @@ const bench: Benchmark = {
         instructions: Object.fromEntries(INSTRUCTION_SETS.map((s) => [s.name, replyRequest(s.instructions, modalities, [], MAX_OUTPUT_TOKENS).messages[0]!.content])),
         modalities,
         questions: QUESTIONS.length,
+        held_out: HELD_OUT.length,
         by_topic: Object.fromEntries([...new Set(QUESTIONS.map((q) => q.topic))].map((t) => [t, QUESTIONS.filter((q) => q.topic === t).length])),
         length_rule: { max_sentences: MAX_SENTENCES, max_words: MAX_WORDS },
         threads: THREADS,
@@ -187,10 +199,10 @@ const bench: Benchmark = {
       notes: [
         ...rows.map(
           (r) =>
-            `${r.set}: right ${pct(r.right, r.n)} % (${r.right}/${r.n}), markup or JSON ${pct(r.markup, r.n)} % (${r.markup}), within length ${pct(r.within, r.n)} % (≤ ${MAX_SENTENCES} sentences ${pct(r.sentences, r.n)} %, ≤ ${MAX_WORDS} words ${pct(r.words, r.n)} %), mean ${r.meanWords} words, ${r.cut} cut at ${MAX_OUTPUT_TOKENS} tokens; first token p50 ${Math.round(percentile(r.firstMs, 50))} ms, p95 ${Math.round(percentile(r.firstMs, 95))} ms; ${Math.round(10 * percentile(r.rates, 50)) / 10} tokens/s p50 while generating.`,
+            `${r.set}: right ${pct(r.right, r.n)} % (${r.right}/${r.n}), held out ${pct(r.heldRight, r.heldN)} % (${r.heldRight}/${r.heldN}), markup or JSON ${pct(r.markup, r.n)} % (${r.markup}), within length ${pct(r.within, r.n)} % (≤ ${MAX_SENTENCES} sentences ${pct(r.sentences, r.n)} %, ≤ ${MAX_WORDS} words ${pct(r.words, r.n)} %), mean ${r.meanWords} words, ${r.cut} cut at ${MAX_OUTPUT_TOKENS} tokens; first token p50 ${Math.round(percentile(r.firstMs, 50))} ms, p95 ${Math.round(percentile(r.firstMs, 95))} ms; ${Math.round(10 * percentile(r.rates, 50)) / 10} tokens/s p50 while generating.`,
         ),
         `Markup found, by rule: ${JSON.stringify(markupCounts)}.`,
-        ...wrong.map((a) => `Wrong [${a.set}]: ${a.q.question} → ${oneLine(a.text, 200)}`),
+        ...wrong.map((a) => `Wrong [${a.set}${a.held ? ', held out' : ''}]: ${a.q.question} → ${oneLine(a.text, 200)}`),
         ...broken.map((a) => `Markup [${a.set}] (${a.markup.join(', ')}): ${a.q.question} → ${oneLine(a.text, 200)}`),
         ...long.map((a) => `Over the length [${a.set}] (${a.length.sentences} sentences, ${a.length.words} words): ${a.q.question} → ${oneLine(a.text, 200)}`),
         'Each question is one request on one sequence, which keeps the evaluated instructions between questions as a session does; first-token latency is therefore the question\'s evaluation, not the instructions\'.',

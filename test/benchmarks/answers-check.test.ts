@@ -1,7 +1,7 @@
 /**
  * The answers benchmark's rules (benchmarks/lib/answers/check.ts) on written answers, so a rule
  * that refuses right answers or passes wrong ones fails here rather than skewing a bench run:
- *  - every question's own right answer (its `example`) is right, plain and within the spoken length;
+ *  - every question's own right answer (its `example`), held-out ones too, is right, plain and within the spoken length;
  *  - wrong facts, a wrong claim beside the right one, an off-topic tip and a refusal are wrong;
  *  - JSON, a tool call's tag, special tokens, backticks, Markdown headings, bullets, bold and
  *    numbered lists and a stray hash sign are each flagged, and plain sentences with numbers and abbreviations are not;
@@ -11,7 +11,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { checkAnswer, lengthOf, markupIn, MAX_WORDS, sentences, words } from '../../benchmarks/lib/answers/check.js';
-import { QUESTIONS, type Question } from '../../benchmarks/lib/answers/questions.js';
+import { HELD_OUT, QUESTIONS, type Question } from '../../benchmarks/lib/answers/questions.js';
 
 const ask = (text: string): Question => {
   const found = QUESTIONS.find((q) => q.question === text);
@@ -19,16 +19,17 @@ const ask = (text: string): Question => {
   return found;
 };
 
-test('the set: at least 40 questions, no repeats, every topic, advice among them', () => {
+test('the set: at least 40 questions, no repeats (held out ones included), every topic, advice among them', () => {
   assert.ok(QUESTIONS.length >= 40, `${QUESTIONS.length} questions`);
-  assert.is(new Set(QUESTIONS.map((q) => q.question)).size, QUESTIONS.length);
+  const all = [...QUESTIONS, ...HELD_OUT];
+  assert.is(new Set(all.map((q) => q.question)).size, all.length);
   for (const topic of ['geography', 'science', 'history', 'arithmetic', 'definition', 'conversion', 'advice']) {
     assert.ok(QUESTIONS.some((q) => q.topic === topic), topic);
   }
 });
 
 test("every question's example answer is right, plain and within the spoken length", () => {
-  for (const q of QUESTIONS) {
+  for (const q of [...QUESTIONS, ...HELD_OUT]) {
     const verdict = checkAnswer(q, q.example);
     assert.ok(verdict.right, `${q.question} → ${q.example}: ${verdict.why.join(', ')}`);
     assert.equal(markupIn(q.example), [], q.example);

@@ -92,3 +92,34 @@ export const QUESTIONS: Question[] = [
   q('advice', 'How can I be more productive in the morning?', [/wake|alarm|plan|list|breakfast|exercise|routine|priorit|early|water|phone|task/i], 'Plan your three most important tasks the night before and start on the first one before checking your phone.'),
   q('advice', 'Any tips for staying calm before a presentation?', [/breath|practi[cs]e|rehears|prepar|slow|relax|visuali|audience/i], 'Practise it out loud a few times beforehand, and take slow, deep breaths just before you start.'),
 ];
+
+/**
+ * Questions held out of every choice made on QUESTIONS (a wording of the spoken-reply guidance,
+ * the call gate): a choice that only fits the 53 shows here. Reported on their own by the bench.
+ */
+export const HELD_OUT: Question[] = [
+  q('geography', 'What is the capital of Germany?', [/\bBerlin\b/i], 'Berlin is the capital of Germany.'),
+  q('geography', 'What is the capital of Spain?', [/\bMadrid\b/i], 'The capital of Spain is Madrid.'),
+  q('geography', 'What is the largest desert in the world?', [/\bSahara\b|Antarctic/i], 'The Antarctic is the largest desert; the largest hot one is the Sahara.'),
+  q('geography', 'Which country has the most people?', [/\bIndia\b|\bChina\b/i], 'India has the most people, just ahead of China.'),
+  q('geography', 'On which continent is Brazil?', [/South America/i], 'Brazil is in South America.'),
+  q('geography', 'What is the capital of Italy?', [/\bRome\b/i], 'Rome is the capital of Italy.'),
+  q('science', 'What is the chemical symbol for water?', [/\bH2O\b|H₂O|two hydrogen/i], 'Water is H2O: two hydrogen atoms and one oxygen atom.'),
+  q('science', 'What is the largest planet in our solar system?', [/\bJupiter\b/i], 'Jupiter is the largest planet.'),
+  q('science', 'What organ pumps blood through the body?', [/\bheart\b/i], 'The heart pumps blood through the body.'),
+  q('science', 'How many legs does a spider have?', [/\beight\b|\b8\b/i], 'A spider has eight legs.'),
+  q('science', 'What gas do humans need to breathe?', [/\boxygen\b/i], 'We need oxygen to breathe.'),
+  q('science', 'What is the hardest natural substance?', [/\bdiamond/i], 'Diamond is the hardest natural substance.'),
+  q('history', 'Who wrote the Odyssey?', [/\bHomer\b/i], 'The Odyssey is attributed to Homer.'),
+  q('history', 'Who developed the theory of relativity?', [/\bEinstein\b/i], 'Albert Einstein developed the theory of relativity.'),
+  q('history', 'In what year did World War I begin?', [/\b1914\b/], 'World War I began in 1914.'),
+  q('history', 'Who invented the telephone?', [/\bBell\b/i], 'Alexander Graham Bell is credited with inventing the telephone.'),
+  q('arithmetic', 'What is 9 times 6?', [/\b54\b|fifty-four/i], 'Nine times six is 54.'),
+  q('arithmetic', 'What is 20 plus 35?', [/\b55\b|fifty-five/i], '20 plus 35 is 55.'),
+  q('arithmetic', 'What is half of 50?', [/\b25\b|twenty-five/i], 'Half of 50 is 25.'),
+  q('definition', 'What is a verb?', [/\baction\b|\bdoing\b|\bstate\b|\boccurrence\b/i], 'A verb is a word for an action or a state, like run or be.'),
+  q('definition', 'What does a compass show?', [/\bnorth\b|direction/i], 'A compass shows which way is north, and so every direction.'),
+  q('conversion', 'How many seconds are in a minute?', [/\b60\b|\bsixty\b/i], 'A minute has sixty seconds.'),
+  q('conversion', 'How many hours are in a day?', [/\b24\b|twenty-four/i], 'A day has 24 hours.'),
+  q('advice', 'How can I drink more water during the day?', [/bottle|glass|remind|alarm|app|meal|flavo|lemon|fruit|track|cup/i], 'Keep a bottle of water with you and drink a glass with every meal.'),
+];

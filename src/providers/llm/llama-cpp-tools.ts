@@ -357,3 +357,83 @@ export function withCallingRule(wrapper: ChatWrapper, lib: { LlamaText: typeof L
     return text.values.length === 0 ? text : lib.LlamaText([text, '\n\n', CALLING_RULE]);
   };
 }
+
+/**
+ * An argument the model copied from its parameter's own example rather than took from the
+ * conversation: a string value sharing a word with the example the parameter's description gives
+ * ("e.g. French", "such as Europe/Paris") or its schema's `examples`, none of whose words the
+ * conversation says. Given no value by the user, the 0.5B model fills the example in: "What is two
+ * plus two?" → translate(text "Two plus two", target_language "French"), "What is the time in
+ * Sydney?" → get_time("Australia/Paris"). Codes (two to five letters or digits: "USD", "es") are
+ * not judged: the model derives them from words the conversation spells differently.
+ */
+export interface CopiedExample {
+  /** The argument's path in the call's arguments ("target_language", "trip.city"). */
+  path: string;
+  /** The example's words the value repeats (lower case): banned from a second try. */
+  words: string[];
+}
+
+/** The arguments of a call (`args`, parsed) copied from their examples in `schema` (the tool's parameters), given the words `heard` in the conversation. */
+export function copiedExamples(args: unknown, schema: unknown, heard: ReadonlySet<string>): CopiedExample[] {
+  const copied: CopiedExample[] = [];
+  const visit = (value: unknown, s: unknown, path: string) => {
+    if (!isSchema(s)) return;
+    if (isSchema(value) && isSchema(s.properties)) {
+      for (const [key, sub] of Object.entries(s.properties)) visit(value[key], sub, path === '' ? key : `${path}.${key}`);
+      return;
+    }
+    if (typeof value !== 'string' || CODE.test(value.trim()) || said(value, heard)) return;
+    const examples = new Set(exampleTexts(s).flatMap(wordsOf));
+    const words = wordsOf(value).filter((w) => examples.has(w));
+    if (words.length > 0) copied.push({ path, words: [...new Set(words)] });
+  };
+  visit(args, schema, '');
+  return copied;
+}
+
+/** Whether some word of `value` is one the conversation says (or one a said word starts, or starts: "euro"/"euros"). */
+export function said(value: string, heard: ReadonlySet<string>): boolean {
+  return wordsOf(value).some((w) => heard.has(w) || [...heard].some((h) => (h.startsWith(w) || w.startsWith(h)) && Math.min(h.length, w.length) >= 4));
+}
+
+/** The words of a conversation (every message's text and the arguments of its calls), lower case: what the user and the model have said. */
+export function heardWords(messages: readonly ChatMessage[]): Set<string> {
+  const words = new Set<string>();
+  for (const m of messages) {
+    for (const w of wordsOf(m.content)) words.add(w);
+    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) for (const w of wordsOf(c.arguments)) words.add(w);
+  }
+  return words;
+}
+
+/** The value at `path` in parsed arguments (copiedExamples()'s paths). */
+export function argumentAt(args: unknown, path: string): unknown {
+  let value = args;
+  for (const key of path.split('.')) value = isSchema(value) ? value[key] : undefined;
+  return value;
+}
+
+/** A code rather than words: "USD", "es", "GBP", "4217". */
+const CODE = /^[\p{L}\p{N}]{2,5}$/u;
+/** Where a description gives an example: what follows, to the end of its sentence or parenthesis. */
+const EXAMPLE_IN_DESCRIPTION = /\b(?:e\.g\.|eg\.|for example|for instance|such as|like)[,:]?\s*([^.;)]*(?:\.[^\s.;)][^.;)]*)*)/gi;
+
+/** The examples a parameter's schema gives: in its description, and its `examples`. */
+function exampleTexts(schema: Schema): string[] {
+  const texts: string[] = [];
+  if (typeof schema.description === 'string') for (const m of schema.description.matchAll(EXAMPLE_IN_DESCRIPTION)) texts.push(m[1] ?? '');
+  if (Array.isArray(schema.examples)) for (const e of schema.examples) if (typeof e === 'string') texts.push(e);
+  return texts;
+}
+
+/** Lower-case words of three or more letters or digits. */
+function wordsOf(text: string): string[] {
+  return (text.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []);
+}
+
+/** The names in the user's last message: its capitalised words after the first ("Sydney", "London"). */
+export function namesIn(messages: readonly ChatMessage[]): string[] {
+  const text = messages.findLast((m) => m.role === 'user')?.content ?? '';
+  return [...new Set(text.match(/(?<=\s)\p{Lu}\p{L}+/gu) ?? [])];
+}

@@ -51,6 +51,14 @@
  *    itself, which this one does after nearly every output: under 'auto' it is dropped and the
  *    reply generated again, same prompt, under a grammar that admits only words (WORDS_GBNF), so
  *    a client that answers calls does not loop on the same call.
+ *  - A call whose argument repeats its parameter's own example ("e.g. French") and says nothing the
+ *    conversation says (copiedExamples()) is the model filling in a value the user never gave:
+ *    under 'auto' it is dropped and tried once more with the example's words banned and the names
+ *    the user said favoured (NAME_LOGIT_BIAS); a second value the conversation does not say either
+ *    is dropped too and the reply is in words ("What is two plus two?" → translate(French), then
+ *    translate(English): answered; "What is the time in Sydney?" → "Australia/Paris", then
+ *    "Australia/Sydney": called). After outputs, a reply in words may not write " above": this
+ *    model read the note back ("The set_timer function returned the above.").
  *  - Outputs are followed by a note in the user's words (outputNote(): which calls returned the outputs above it,
  *    and to answer with it): given only the template's `<tool_response>`, this model answered from
  *    an output 1 time in 4.
@@ -101,10 +109,16 @@ import { takeNext } from '../../core/confirmed-first.js';
 import { HeadStates, sameTokens, sharedPrefix } from './llama-cpp-states.js';
 import {
   MAX_CALLS_PER_REPLY,
+  type CopiedExample,
   type SequenceTemplate,
   answeredCalls,
+  argumentAt,
   callKey,
+  copiedExamples,
   followsOutputs,
+  heardWords,
+  namesIn,
+  said,
   functionsFor,
   sequenceTemplate,
   standaloneQuestion,
@@ -206,8 +220,30 @@ type GateDecision =
   /** Words, with these tokens banned. */
   | { kind: 'words'; bias: TokenBias };
 
+/**
+ * Why a call was refused before it was given (generate()): it repeats a call whose output the
+ * reply follows, or an argument was copied from its parameter's example (copiedExamples()).
+ */
+type RefusedCall = { kind: 'repeat' } | { kind: 'copied'; copied: CopiedExample[] };
+
+/**
+ * The logit added, on a call's second try after an argument copied from its example, to the
+ * tokens that start the names in the user's last message (namesIn()): the value is most often one
+ * of them. Measured: "What is the time in Sydney right now?" → "Australia/Paris" (copied), then
+ * "Australia/Perth" unbiased, "Australia/Sydney" at 3, "Sydney" at 6; "What is two plus two?"
+ * (no names) → "French", then "English": refused again, answered in words.
+ */
+const NAME_LOGIT_BIAS = 3;
+
 /** A reply's first token that starts a call: the template's tag, or the JSON or code block this model writes without it. */
 const CALL_START = /^\s*(?:<tool_call>|\{|```)/;
+/**
+ * The note's own words (outputNote()) that a reply after outputs never needs: this model read the
+ * note back, "The set_timer function returned the above." (the timer's follow-up, every run);
+ * without them it answers "The set timer returned the time 10:15." (follow-ups 10 → 11 of 11).
+ */
+const NOTE_ECHOES = [' above', 'above'];
+
 /** A reply's first token that reads back the note on outputs (outputNote() is in parentheses): banned from a reply in words. */
 const ECHO_START = /^\s*\(/;
 
@@ -215,7 +251,8 @@ const ECHO_START = /^\s*\(/;
 const END_TEXTS = ['.', '?', '!', '.\n', '?\n', '!\n', '.\n\n', '?\n\n', '!\n\n'];
 
 /**
- * Spoken sentences: no JSON, markup or code (braces, brackets, angle brackets, backticks), not
+ * Spoken sentences: no JSON, markup, code or a function's name (braces, brackets, angle brackets,
+ * backticks, underscores: "The set_timer function returned …" was read out), not
  * starting with a quote or parenthesis, one line, ending as a sentence does. The Qwen2.5-Coder
  * 0.5B model given a function's output writes its call again as JSON (and the output after it)
  * instead of an answer; held to this it answers in words, not always well (greedy, measured:
@@ -223,7 +260,7 @@ const END_TEXTS = ['.', '?', '!', '.\n', '?\n', '!\n', '.\n\n', '?\n\n', '!\n\n'
  * 35 degrees Celsius.", "Here's a response for the given input: "14:05" (14:05 PM) for the
  * function call "get_time".", but also a reply that only repeats the question).
  */
-const WORDS_GBNF = String.raw`root ::= [^{}<>\x60\[\]\n"( ] [^{}<>\x60\[\]\n]* [.!?]`;
+const WORDS_GBNF = String.raw`root ::= [^{}<>\x60\[\]\n"( _] [^{}<>\x60\[\]\n_]* [.!?]`;
 
 interface Waiter {
   resolve: (slot: Slot) => void;
@@ -310,10 +347,15 @@ export class LlamaCppModel implements LanguageModel {
       let calls = 0;
       // A call identical to one whose output this reply follows: the model repeating itself.
       const answered = answeredCalls(history, loaded.jsonDumps);
-      const repeat = new AbortController();
+      // A call refused before it was given (refuseCall()), and the signal that stops its attempt.
+      let refused: RefusedCall | null = null;
+      let refusal = new AbortController();
+      /** The arguments copied from their examples on a first try: a second must give them from the conversation. */
+      let copiedBefore: CopiedExample[] = [];
+      const heard = heardWords(request.messages);
       const options: LLamaChatGenerateResponseOptions<ChatModelFunctions> = {
         maxTokens: limit,
-        signal: AbortSignal.any([stop.signal, repeat.signal]),
+        signal: AbortSignal.any([stop.signal, refusal.signal]),
         stopOnAbortSignal: true,
         ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
         onTextChunk: (text) => {
@@ -322,17 +364,30 @@ export class LlamaCppModel implements LanguageModel {
       };
       // After outputs, a reply in words is held to spoken sentences (WORDS_GBNF): this model reads
       // an output back ("The function `set_timer` returned {...}.") rather than answer from it.
-      if (words && followsOutputs(history)) options.grammar = loaded.wordsGrammar;
-      else if (words) options.tokenBias = words;
+      if (words && followsOutputs(history)) {
+        options.grammar = loaded.wordsGrammar;
+        for (const text of NOTE_ECHOES) words.set(text, 'never');
+        options.tokenBias = words;
+      } else if (words) options.tokenBias = words;
       else if (calling.functions) {
         options.functions = calling.functions;
         options.documentFunctionParams = true;
         options.maxParallelFunctionCalls = MAX_CALLS_PER_REPLY;
         // A call arrives whole, its arguments parsed and checked against the grammar's schema.
         options.onFunctionCall = (call) => {
-          if (stop.signal.aborted || repeat.signal.aborted) return;
+          if (stop.signal.aborted || refused) return;
           const args = loaded.jsonDumps(call.params ?? {});
-          if (!calling.force && answered.has(callKey(call.functionName, args))) return repeat.abort();
+          const refuse = (why: RefusedCall) => {
+            this.options.log.debug('local model call refused', { model: this.id, name: call.functionName, arguments: args, why: why.kind });
+            refused = why;
+            refusal.abort();
+          };
+          if (!calling.force && answered.has(callKey(call.functionName, args))) return refuse({ kind: 'repeat' });
+          if (!calling.force && calls === 0) {
+            const copied = copiedExamples(call.params, request.tools?.find((t) => t.name === call.functionName)?.parameters, heard);
+            const unsaid = copiedBefore.filter((c) => !said(String(argumentAt(call.params, c.path) ?? ''), heard));
+            if (copied.length > 0 || unsaid.length > 0) return refuse({ kind: 'copied', copied });
+          }
           const index = calls++;
           queue.push({ type: 'tool_call_start', index, callId: newCallId(), name: call.functionName });
           queue.push({ type: 'tool_call_arguments', index, delta: args });
@@ -342,12 +397,25 @@ export class LlamaCppModel implements LanguageModel {
       // when the abort comes in function-calling mode: either way the reply was aborted (null).
       const attempt = (o: LLamaChatGenerateResponseOptions<ChatModelFunctions>) =>
         chat.generateResponse(history, o).catch((err: unknown) => {
-          if (stop.signal.aborted || repeat.signal.aborted) return null;
+          if (stop.signal.aborted || refused) return null;
           throw err;
         });
       const run = (async () => {
         let res = await attempt(options);
-        if (repeat.signal.aborted && !stop.signal.aborted) {
+        const first = refused as RefusedCall | null;
+        if (first?.kind === 'copied' && !stop.signal.aborted) {
+          // Once more, the copied examples' words banned: the model gives the value the conversation
+          // says, if it says one ("Australia/Sydney"); a value it does not say is refused again.
+          copiedBefore = first.copied;
+          refused = null;
+          refusal = new AbortController();
+          const bias = new loaded.TokenBias(loaded.model.tokenizer);
+          const copiedWords = first.copied.flatMap((c) => c.words);
+          for (const t of startTokens(loaded, copiedWords.flatMap((w) => [w, w[0]!.toUpperCase() + w.slice(1), w.toUpperCase()]))) bias.set(t, 'never');
+          for (const t of startTokens(loaded, namesIn(request.messages))) bias.set(t, { logit: NAME_LOGIT_BIAS });
+          res = await attempt({ ...options, signal: AbortSignal.any([stop.signal, refusal.signal]), tokenBias: bias });
+        }
+        if (refused && !stop.signal.aborted) {
           // Answer in words instead: the same prompt (the functions still described), none to call.
           slot.template.documented = calling.functions;
           res = await attempt({
@@ -749,6 +817,24 @@ function callReading(loaded: Loaded, next: Map<Token, number>): { probability: n
     probability += p;
   }
   return { probability, banned };
+}
+
+/**
+ * The tokens that start each of `forms` (one word's spellings) as the model writes it, after a
+ * space or not: only a first token that is the word's own start (two letters or more), never a
+ * quote or a space the word follows.
+ */
+function startTokens(loaded: Loaded, forms: Iterable<string>): Token[] {
+  const tokens: Token[] = [];
+  for (const form of forms) {
+    for (const text of [form, ' ' + form]) {
+      const token = loaded.model.tokenize(text)[0];
+      if (token === undefined) continue;
+      const start = loaded.model.detokenize([token]).trim().toLowerCase();
+      if (start.length >= 2 && form.toLowerCase().startsWith(start)) tokens.push(token);
+    }
+  }
+  return tokens;
 }
 
 /** The tokens a request's prompt evaluates to (what the usage reports as input), with the functions it offers. */

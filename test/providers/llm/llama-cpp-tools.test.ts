@@ -17,8 +17,10 @@ import type { ChatMessage, GenerateChunk, GenerateRequest, ToolDefinition } from
 import { ProviderError } from '../../../src/providers/llm/base.js';
 import { DEFAULT_LLM_MODEL_NAME } from '../../../src/providers/llm/index.js';
 import { CALL_GATE, LlamaCppModel, functionsFor, toGrammarSchema, toHistory } from '../../../src/providers/llm/llama-cpp.js';
-import { outputNote, standaloneQuestion } from '../../../src/providers/llm/llama-cpp-tools.js';
+import { copiedExamples, heardWords, namesIn, outputNote, said, standaloneQuestion } from '../../../src/providers/llm/llama-cpp-tools.js';
 import { DEMO_TOOLS } from '../../../playground/src/demo-tool-definitions.js';
+import { replyRequest } from '../../../src/realtime/session-engine.js';
+import { DEFAULT_INSTRUCTIONS } from '../../../src/sessions/session-config.js';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
 const MODEL_FILE = modelPath(MODELS_DIR, DEFAULT_LLM_MODEL_NAME);
@@ -124,6 +126,36 @@ test('standaloneQuestion(): the instructions and the newest question, only when 
     { role: 'tool', toolCallId: 'call_1', content: '{"time":"09:41"}' },
   ];
   assert.is(standaloneQuestion(toHistory(called)), null, 'the reply follows an output (its note ends the history)');
+});
+
+test('copiedExamples(): a value that repeats its parameter\'s example and says nothing the conversation says; codes and said values are not judged', () => {
+  const translate = { type: 'object', properties: { text: { type: 'string' }, target_language: { type: 'string', description: 'The language to translate into, e.g. French' } } };
+  const zone = { type: 'object', properties: { timezone: { type: 'string', description: 'IANA time zone, e.g. Europe/Paris' } } };
+  const currency = { type: 'object', properties: { from: { type: 'string', description: 'ISO 4217 code, e.g. USD' } } };
+  const trip = { type: 'object', properties: { trip: { type: 'object', properties: { city: { type: 'string', examples: ['Lisbon'] } } } } };
+  const heard = (text: string) => heardWords([{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: text }]);
+  // The 0.5B model's fill-ins: the example where the user gave no value.
+  assert.equal(copiedExamples({ text: 'Two plus two', target_language: 'French' }, translate, heard('What is two plus two?')), [{ path: 'target_language', words: ['french'] }]);
+  assert.equal(copiedExamples({ timezone: 'Australia/Paris' }, zone, heard('What is the time in Sydney right now?')), [{ path: 'timezone', words: ['paris'] }]);
+  assert.equal(copiedExamples({ trip: { city: 'Lisbon' } }, trip, heard('Book me a trip.')), [{ path: 'trip.city', words: ['lisbon'] }]);
+  // The example itself when the user said it; a value the conversation gives; a code.
+  assert.equal(copiedExamples({ text: 'Hello', target_language: 'French' }, translate, heard('Say hello in French.')), []);
+  assert.equal(copiedExamples({ timezone: 'Europe/Paris' }, zone, heard('What time is it in Paris?')), []);
+  assert.equal(copiedExamples({ timezone: 'Australia/Sydney' }, zone, heard('What is the time in Sydney right now?')), []);
+  assert.equal(copiedExamples({ from: 'USD' }, currency, heard('How much is 100 dollars in pounds?')), []);
+  // A value unlike the example is the model's own, said or not (a guess it may make: "Is it cold outside?" → London).
+  assert.equal(copiedExamples({ timezone: 'Asia/Tokyo' }, zone, heard('What time is it?')), []);
+  assert.equal(copiedExamples('not an object', zone, heard('What time is it?')), []);
+});
+
+test('said(): a word of the value the conversation says, or one of four letters or more that starts the other ("euro"/"euros"); namesIn(): the capitalised words after the first', () => {
+  const heard = heardWords([{ role: 'user', content: 'Convert 20 euros, please.' }, { role: 'assistant', content: '', toolCalls: [{ id: 'c', name: 'f', arguments: '{"city":"Oslo"}' }] }]);
+  assert.ok(said('EURO', heard));
+  assert.ok(said('Oslo, Norway', heard));
+  assert.not.ok(said('Spanish', heard));
+  assert.not.ok(said('eu', heard)); // words of under three letters are not words here
+  assert.equal(namesIn([{ role: 'user', content: 'Is it raining in London?' }, { role: 'assistant', content: 'Yes.' }, { role: 'user', content: 'What time is it in New York and Tokyo?' }]), ['New', 'York', 'Tokyo']);
+  assert.equal(namesIn([{ role: 'user', content: 'What is two plus two?' }]), []);
 });
 
 test('functionsFor() maps tool_choice: none gives nothing, auto all, required forces, a name gives only that one', () => {
@@ -297,6 +329,26 @@ modelTest('a session prepared with tools: its first question evaluates only itse
   const tip = await generate(ctx.model, { messages: [...conversation, { role: 'user', content: 'Give me one tip for sleeping better.' }], tools: PLAYGROUND_TOOLS });
   assert.is(tip.calls.length, 0, `no call for a question no tool fits: ${JSON.stringify(tip.text)}`);
   assert.not.match(tip.text, /[{}<>`]/);
+});
+
+modelTest('an argument copied from its example: tried again with the names the user said, else answered in words', async (ctx) => {
+  const translate: ToolDefinition = {
+    name: 'translate',
+    description: 'Translate a text into another language.',
+    parameters: { type: 'object', properties: { text: { type: 'string' }, target_language: { type: 'string', description: 'The language to translate into, e.g. French' } }, required: ['text', 'target_language'] },
+  };
+  // As a spoken session asks (the default instructions and the spoken-reply guidance). Without this
+  // check the model called translate("Two plus two", "French"), 0.97 sure. The check is narrow: a
+  // value unlike the example passes (under this file's SYSTEM the model writes "English" at once).
+  const spoken = replyRequest(DEFAULT_INSTRUCTIONS, ['audio'], [], 'inf').messages[0]!;
+  const sum = await generate(ctx.model, { messages: [spoken, { role: 'user', content: 'What is two plus two?' }], tools: [translate, WEATHER] });
+  assert.is(sum.calls.length, 0, `no call: ${JSON.stringify(sum.calls)}`);
+  assert.ok(sum.text.trim().length > 0);
+  assert.not.match(sum.text, /[{}<>`]/);
+  // Ungated, "Australia/Paris" (the example's city); tried again, the city the user named.
+  const sydney = await generate(ctx.model, { messages: [spoken, { role: 'user', content: 'What is the time in Sydney right now?' }], tools: [TIME, WEATHER] });
+  assert.equal(sydney.calls.map((c) => c.name), ['get_time']);
+  assert.match(JSON.parse(sydney.calls[0]!.arguments).timezone, /Sydney/);
 });
 
 modelTest("after the call's output, the reply uses it; the turn evaluates only what follows the call", async (ctx) => {
