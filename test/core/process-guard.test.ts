@@ -37,10 +37,21 @@ Guard('an uncaught exception and an unhandled rejection are logged with their st
   assert.ok(lines[1]!.err.message.includes('rejected, never handled'));
 });
 
-Guard('without the net, the same exception ends the process (what the net prevents)', async () => {
-  const child = spawn(process.execPath, ['-e', "setTimeout(() => { throw new Error('x'); }, 1)"], { stdio: 'ignore' });
-  const code = await new Promise((resolve) => child.on('exit', resolve));
-  assert.is.not(code, 0);
+Guard('installed again (a second server in the process), the net keeps one handler of each kind and logs with the newest logger', async () => {
+  const r = await runChild(`
+    installProcessSafetyNet(new Logger('error', { module: 'second' }));
+    console.log(JSON.stringify([process.listenerCount('uncaughtException'), process.listenerCount('unhandledRejection')]));
+    setTimeout(() => { throw new Error('thrown once'); }, 1);
+    setTimeout(() => { console.log(JSON.stringify(escapedErrors())); }, 50);
+  `);
+  assert.is(r.code, 0, r.err);
+  const [listeners, counted] = r.out.trim().split('\n').map((l) => JSON.parse(l) as unknown);
+  assert.equal(listeners, [1, 1], 'one handler each, so an error is neither logged nor counted twice');
+  assert.equal(counted, { uncaught_exception: 1, unhandled_rejection: 0 });
+  const lines = r.err.trim().split('\n').map((l) => JSON.parse(l) as { module?: string; err: { message: string } });
+  assert.is(lines.length, 1, r.err);
+  assert.is(lines[0]!.module, 'second');
+  assert.is(lines[0]!.err.message, 'thrown once');
 });
 
 Guard.run();

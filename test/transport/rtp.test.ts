@@ -106,16 +106,37 @@ Rtp('a sender report and its SDES CNAME: one compound packet, read back exactly,
   assert.is(parseSenderReport(packet.subarray(0, 20)), null, 'a cut report is refused');
 });
 
-Rtp('random bytes never throw and never read out of bounds', () => {
+Rtp('random bytes: never a throw; a parsed packet is version 2, its fields the bytes\' own and its payload inside them, past the header', () => {
   const rng = new Rng(fuzzSeed());
+  let parsed = 0;
+  let refused = 0;
+  let keyframes = 0;
   for (let i = 0; i < 20_000; i++) {
     const bytes = rng.bytes(rng.int(0, 64));
     if (rng.chance(0.5)) bytes[0] = 0x80 | (bytes[0]! & 0x3f);
-    parseRtp(bytes);
-    requestsKeyframe(bytes);
-    isRtcp(bytes);
-    parseSenderReport(bytes);
+    // Some RTCP: a sender report or a PLI's header (version 2, FMT 1).
+    if (bytes.length >= 2 && rng.chance(0.1)) [bytes[0], bytes[1]] = rng.chance(0.5) ? [0x81, 206] : [0x80, 200];
+    const p = parseRtp(bytes);
+    if (p) {
+      parsed++;
+      assert.is(bytes[0]! >> 6, 2);
+      assert.not.ok(isRtcp(bytes), 'RTCP is never parsed as RTP');
+      assert.equal([p.payloadType, p.sequence, p.timestamp, p.ssrc, p.marker], [bytes[1]! & 0x7f, bytes.readUInt16BE(2), bytes.readUInt32BE(4), bytes.readUInt32BE(8), (bytes[1]! & 0x80) !== 0]);
+      const start = p.payload.byteOffset - bytes.byteOffset;
+      assert.ok(p.payload.buffer === bytes.buffer, 'the payload is a view of the packet');
+      assert.is(start, rtpHeaderLength(bytes), 'the payload starts where the header ends');
+      assert.ok(start >= 12 && start + p.payload.length <= bytes.length, `payload [${start}, ${start + p.payload.length}) of ${bytes.length} bytes`);
+    } else refused++;
+    if (requestsKeyframe(bytes)) {
+      keyframes++;
+      assert.is(bytes[0]! >> 6, 2, 'a keyframe request is version-2 RTCP');
+    }
+    assert.is(isRtcp(bytes), bytes.length >= 2 && (bytes[1]! & 0x7f) >= 64 && (bytes[1]! & 0x7f) <= 95);
+    const sr = parseSenderReport(bytes);
+    if (sr) assert.ok(bytes.length >= 28 && Number.isFinite(sr.ntpMs), 'a sender report is read only from 28 bytes or more');
   }
+  // The random bytes reach both outcomes, and the keyframe path, or the checks above saw nothing.
+  assert.ok(parsed > 400 && refused > 1000 && keyframes > 0, `parsed ${parsed}, refused ${refused}, keyframe requests ${keyframes}`);
 });
 
 Rtp.run();

@@ -7,7 +7,7 @@ Needs:
     pip install ./integrations/livekit "livekit-agents[openai,silero]~=1.8"
     LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET   your LiveKit server or LiveKit Cloud
     OPENAI_API_KEY                                     for the STT, LLM and TTS below
-    AVATAR_SERVER_URL                                  e.g. http://localhost:3000
+    AVATAR_SERVER_URL                                  e.g. http://127.0.0.1:8000
     AVATAR_SERVER_API_KEY                              an API key of that server
     AVATAR_FACE, AVATAR_DRIVING                        optional: the server's face / driving ids
 

@@ -3,7 +3,7 @@
 ```python
 from avatar_server_livekit import AvatarSession
 
-avatar = AvatarSession(base_url="http://localhost:3000", api_key="sk-...")
+avatar = AvatarSession(base_url="http://127.0.0.1:8000", api_key="sk-...")
 await avatar.start(session, room=ctx.room)
 ```
 """

@@ -97,7 +97,7 @@ class AvatarSession(_BaseAvatarSession):
     """The avatar server's face for a LiveKit agent.
 
     ```python
-    avatar = AvatarSession(base_url="http://localhost:3000", api_key="sk-...")
+    avatar = AvatarSession(base_url="http://127.0.0.1:8000", api_key="sk-...")
     await avatar.start(session, room=ctx.room)
     ```
 
