@@ -230,8 +230,9 @@ type RefusedCall = { kind: 'repeat' } | { kind: 'copied'; copied: CopiedExample[
  * The logit added, on a call's second try after an argument copied from its example, to the
  * tokens that start the names in the user's last message (namesIn()): the value is most often one
  * of them. Measured: "What is the time in Sydney right now?" → "Australia/Paris" (copied), then
- * "Australia/Perth" unbiased, "Australia/Sydney" at 3, "Sydney" at 6; "What is two plus two?"
- * (no names) → "French", then "English": refused again, answered in words.
+ * "Australia/Perth" unbiased, "Australia/Sydney" at 3 ("Sydney" on the tool bench's sequences),
+ * "Sydney" at 6; "What is two plus two?" (no names) → "French", then "English": refused again,
+ * answered in words ("Two plus two equals four.", 2.2 s: two calls written and dropped first).
  */
 const NAME_LOGIT_BIAS = 3;
 
