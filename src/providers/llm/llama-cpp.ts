@@ -116,10 +116,10 @@ import {
   callKey,
   copiedExamples,
   followsOutputs,
+  functionsFor,
   heardWords,
   namesIn,
   said,
-  functionsFor,
   sequenceTemplate,
   standaloneQuestion,
   toHistory,
@@ -348,7 +348,7 @@ export class LlamaCppModel implements LanguageModel {
       let calls = 0;
       // A call identical to one whose output this reply follows: the model repeating itself.
       const answered = answeredCalls(history, loaded.jsonDumps);
-      // A call refused before it was given (refuseCall()), and the signal that stops its attempt.
+      // A call refused before it was given (refuse() below), and the signal that stops its attempt.
       let refused: RefusedCall | null = null;
       let refusal = new AbortController();
       /** The arguments copied from their examples on a first try: a second must give them from the conversation. */
@@ -410,11 +410,7 @@ export class LlamaCppModel implements LanguageModel {
           copiedBefore = first.copied;
           refused = null;
           refusal = new AbortController();
-          const bias = new loaded.TokenBias(loaded.model.tokenizer);
-          const copiedWords = first.copied.flatMap((c) => c.words);
-          for (const t of startTokens(loaded, copiedWords.flatMap((w) => [w, w[0]!.toUpperCase() + w.slice(1), w.toUpperCase()]))) bias.set(t, 'never');
-          for (const t of startTokens(loaded, namesIn(request.messages))) bias.set(t, { logit: NAME_LOGIT_BIAS });
-          res = await attempt({ ...options, signal: AbortSignal.any([stop.signal, refusal.signal]), tokenBias: bias });
+          res = await attempt({ ...options, signal: AbortSignal.any([stop.signal, refusal.signal]), tokenBias: secondTryBias(loaded, first.copied, request.messages) });
         }
         if (refused && !stop.signal.aborted) {
           // Answer in words instead: the same prompt (the functions still described), none to call.
@@ -818,6 +814,15 @@ function callReading(loaded: Loaded, next: Map<Token, number>): { probability: n
     probability += p;
   }
   return { probability, banned };
+}
+
+/** A call's second try after arguments copied from their examples: the examples' words banned, the user's names favoured (NAME_LOGIT_BIAS). */
+function secondTryBias(loaded: Loaded, copied: readonly CopiedExample[], messages: readonly ChatMessage[]): TokenBias {
+  const bias = new loaded.TokenBias(loaded.model.tokenizer);
+  const spellings = copied.flatMap((c) => c.words).flatMap((w) => [w, w[0]!.toUpperCase() + w.slice(1), w.toUpperCase()]);
+  for (const token of startTokens(loaded, spellings)) bias.set(token, 'never');
+  for (const token of startTokens(loaded, namesIn(messages))) bias.set(token, { logit: NAME_LOGIT_BIAS });
+  return bias;
 }
 
 /**
