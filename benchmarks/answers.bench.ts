@@ -28,7 +28,7 @@ import { Logger } from '../src/core/log.js';
 import { modelsDirFrom } from '../src/models/manifest.js';
 import type { GenerateChunk } from '../src/providers/llm/base.js';
 import { LlamaCppModel } from '../src/providers/llm/llama-cpp.js';
-import { replyRequest } from '../src/realtime/session-engine.js';
+import { replyRequest } from '../src/realtime/reply-request.js';
 import { DEFAULT_INSTRUCTIONS } from '../src/sessions/session-config.js';
 import { checkAnswer, lengthOf, markupIn, MARKUP_RULES, MAX_SENTENCES, MAX_WORDS, type Length } from './lib/answers/check.js';
 import { HELD_OUT, QUESTIONS, type Question } from './lib/answers/questions.js';

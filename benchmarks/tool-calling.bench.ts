@@ -34,7 +34,7 @@ import { Logger } from '../src/core/log.js';
 import type { ChatMessage, GenerateChunk, ToolDefinition } from '../src/providers/llm/base.js';
 import { CALL_GATE, LlamaCppModel } from '../src/providers/llm/llama-cpp.js';
 import { DEFAULT_INSTRUCTIONS } from '../src/sessions/session-config.js';
-import { replyRequest } from '../src/realtime/session-engine.js';
+import { replyRequest } from '../src/realtime/reply-request.js';
 import { DEMO_TOOLS } from '../playground/src/demo-tool-definitions.js';
 import { summarise, type Benchmark, type Metric } from './lib/harness.js';
 import { benchLocalModel } from './lib/local-model.js';

@@ -13,7 +13,8 @@
  *    provider kind through its `base.ts`, the engine through its two doors from the media side
  *    (`realtime/avatar-output.ts`, `realtime/input-images.ts`), from the
  *    media side, the media plane through its speech doors from the providers, only
- *    `media/native.ts` loading the native addon);
+ *    `media/native.ts` loading the native addon, the engine's file imported by the connection
+ *    alone: its ports and the reply request have files of their own);
  *  - and a package with an owner (`ws`, `node-datachannel`, koa, the SQLite driver) is imported
  *    only by its owner.
  *
@@ -88,6 +89,10 @@ const NARROWINGS: Narrowing[] = [
   {
     rule: 'the media plane sees the engine only through its AvatarOutput and InputImages interfaces (realtime/avatar-output.ts, realtime/input-images.ts)',
     forbids: (e, from, to) => from === 'media' && to === 'realtime' && e.to !== 'src/realtime/avatar-output.ts' && e.to !== 'src/realtime/input-images.ts',
+  },
+  {
+    rule: 'the engine (realtime/session-engine.ts) is constructed by the connection alone (signaling/realtime-connection.ts); its ports and the reply request are in realtime/engine-ports.ts and realtime/reply-request.ts',
+    forbids: (e) => e.to === 'src/realtime/session-engine.ts' && e.from !== 'src/signaling/realtime-connection.ts',
   },
   {
     rule: 'providers reach the media plane only through its speech doors (media/speech-synth.ts, media/speech-recognition.ts)',
@@ -187,6 +192,8 @@ test('the checker catches deliberate forbidden imports', () => {
     ['src/media/opus-decoder.ts', "import type * as B from '../../native/media-node/index.js';", /only src\/media\/native\.ts loads the native addon/],
     ['src/media/avatar-output.ts', "import { RealtimeSessionEngine } from '../realtime/session-engine.js';", /only through its AvatarOutput and InputImages interfaces/],
     ['src/providers/tts/piper.ts', "import { MediaSession } from '../../media/media-session.js';", /speech doors/],
+    ['src/realtime/response.ts', "import type { UsageDelta } from './session-engine.js';", /constructed by the connection alone/],
+    ['src/server/realtime-runtime.ts', "import { replyRequest } from '../realtime/session-engine.js';", /constructed by the connection alone/],
     ['src/assets/catalog.ts', "import { startServer } from '../server/server.js';", /'assets' may import only core, store, not 'server'/],
     ['src/newpart/thing.ts', "import { x } from '../core/ids.js';", /no row in MAY_IMPORT/],
   ];
@@ -203,6 +210,7 @@ test('the checker catches deliberate forbidden imports', () => {
     ['src/cli/render-clip.ts', "import { EspeakVoice } from '../providers/tts/espeak.js';"],
     ['src/media/avatar-output.ts', "import type { AvatarOutput } from '../realtime/avatar-output.js';"],
     ['src/media/input-images.ts', "import type { InputImages } from '../realtime/input-images.js';"],
+    ['src/realtime/response.ts', "import type { UsageDelta } from './engine-ports.js';"],
   ];
   for (const [file, source] of allowed) assert.equal(report(importsOf(file, source)), [], `${file}: ${source}`);
 });

@@ -33,7 +33,7 @@ import { PCM_RATE_HZ } from '../audio/pcm.js';
 import type { AvatarOutput, AvatarRawFrame } from './avatar-output.js';
 import { type AvatarFrameShape, type AvatarSessionSettings, applyAvatarSessionUpdate, avatarSessionObject } from './avatar-session-update.js';
 import { type SegmentChange, SegmentTimeline } from './avatar-segments.js';
-import type { AssetChecker, EngineTransport, SessionRecorder } from './session-engine.js';
+import type { AssetChecker, EngineTransport, SessionRecorder } from './engine-ports.js';
 import { type AvatarClientEventOf, typedAvatarClientEvent } from './client-events.js';
 import {
   ALL_CLIENT_EVENT_TYPES,

@@ -47,7 +47,7 @@ import { MessageOutput, type ResponseTiming } from './response-speech.js';
 import { FunctionCallOutput } from './response-function-call.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 import { OutputAudioEncoder, type WireAudioFormat } from '../audio/wire-format.js';
-import type { UsageDelta } from './session-engine.js';
+import type { UsageDelta } from './engine-ports.js';
 
 export type { ResponseTiming } from './response-speech.js';
 

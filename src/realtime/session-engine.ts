@@ -23,34 +23,29 @@
  *    the stage's events into protocol events and answers the turn once its transcript is in;
  *  - client events are checked and typed at the edge (client-events.ts, on the openai package's GA
  *    client-event types) before a handler sees them;
- *  - items are parsed by items.ts, response.create by response-request.ts, and a response runs in
- *    response.ts; what remains here is the protocol: dispatch, session.update, the item events,
- *    the input buffer, turns and responses in order;
+ *  - items are parsed by items.ts, response.create by response-request.ts, the model's request is
+ *    built by reply-request.ts, and a response runs in response.ts; the engine's options,
+ *    dependencies and the ports it reports through are in engine-ports.ts (only the connection
+ *    imports this file); what remains here is the protocol: dispatch, session.update, the item
+ *    events, the input buffer, turns and responses in order;
  *  - memory is bounded: the conversation keeps at most MAX_CONVERSATION_ITEMS items and
  *    MAX_CONVERSATION_TEXT_CHARS characters (conversation.ts), dropping the oldest (each announced
  *    with conversation.item.deleted, never the response in progress), and at most
  *    MAX_RECORDED_CHAT_CHARS of chat history is written to the store per session.
  */
-import type { Logger } from '../core/log.js';
-import type { LanguageModels, ChatMessage, ToolChoice, ToolDefinition } from '../providers/llm/base.js';
-import type { SpeechService } from '../providers/tts/base.js';
-import type { SpeechRecognizers } from '../providers/asr/base.js';
-import type { VoiceActivityDetector } from '../providers/vad/base.js';
-import type { EndOfTurnModel } from '../providers/turn/base.js';
 import { AppError } from '../core/errors.js';
-import type { AvatarOutput } from './avatar-output.js';
+import type { EngineDeps, EngineOptions } from './engine-ports.js';
+import { idleNudge, replyRequest } from './reply-request.js';
 import { AudioRecognition, type PauseTranscription, type UserTurn } from './audio-recognition.js';
 import { PreemptiveGeneration } from './preemptive-generation.js';
 import { DEFAULT_INSTRUCTIONS } from '../sessions/session-config.js';
 import { Conversation } from './conversation.js';
 import { type Item, type MessageItem, type ParsedItem, itemText, parseItem, toMessages } from './items.js';
-import type { InputImages } from './input-images.js';
 import { parseResponseRequest } from './response-request.js';
 import { type ClientEventOf, typedClientEvent } from './client-events.js';
 import { InputAudioDecoder } from '../audio/wire-format.js';
 import {
   type ClientEvent,
-  type Dialect,
   type Json,
   type ServerEventDraft,
   RealtimeError,
@@ -64,7 +59,7 @@ import {
   readClientEvent,
   requireString,
 } from './protocol.js';
-import { ResponseRun, type ModelRequest, type ResponseOutcome } from './response.js';
+import { ResponseRun, type ResponseOutcome } from './response.js';
 import { applySessionUpdate, type SessionSettings } from './session-update.js';
 
 /**
@@ -73,79 +68,6 @@ import { applySessionUpdate, type SessionSettings } from './session-update.js';
  * at most a few MB of database per session.
  */
 export const MAX_RECORDED_CHAT_CHARS = 4_000_000;
-/** Told to the model when the reply will be spoken: the avatar should talk, not write. */
-export const SPOKEN_REPLY_GUIDANCE =
-  'Your replies are spoken aloud by an animated avatar in a live conversation: answer in one to three short sentences of plain speech, without lists, markdown, code or emoji.';
-
-/** Usage delivered to the client: seconds of speech played, frames sent, the model's tokens. */
-export interface UsageDelta {
-  audioSecondsOut?: number;
-  framesOut?: number;
-  inputTokens?: number;
-  outputTokens?: number;
-}
-
-/** What the engine records outside itself (chat history, usage), through the store. */
-export interface SessionRecorder {
-  appendTurn(role: 'user' | 'assistant', content: string): Promise<void>;
-  setCurrentTranscript(text: string): Promise<void>;
-  /**
-   * Counts usage as it is delivered, right after the event that carries it is sent (audio as it
-   * plays, each frame, tokens once the model reports them); the connection commits it to the store.
-   */
-  addUsage(delta: UsageDelta): void;
-}
-
-/** Asset checks for session.update (standard id or an upload the user owns). */
-export interface AssetChecker {
-  require(kind: 'face' | 'voice' | 'driving', id: string, userId: string, param: string): Promise<void>;
-}
-
-/**
- * The transport a session's client is on. 'webrtc': audio goes as RTP (no output_audio.delta;
- * output_audio_buffer.* events instead), the microphone comes through pushMicrophone(), and
- * input_audio_buffer events are refused.
- */
-export type EngineTransport = 'websocket' | 'webrtc';
-
-export interface EngineOptions {
-  sessionId: string;
-  userId: string;
-  dialect: Dialect;
-  /** Default 'websocket'. */
-  transport?: EngineTransport;
-  /**
-   * Whether frames may go out as image events when the client asks for images (default true).
-   * False for a call with a video track: its frames travel as RTP.
-   */
-  imageEvents?: boolean;
-  defaultModel: string;
-  /** Unix seconds at which the session ends (its maximum duration). */
-  expiresAt: number;
-  /** The session's tts_source (REST sessions), 'auto' otherwise. */
-  ttsSource: string;
-  /** Older-form connections: `video=true` asks for frames (response.video.delta). */
-  legacyVideo: boolean;
-  /** Initial config (an ephemeral key's session, or fields of the REST session). */
-  initial: Json;
-}
-
-export interface EngineDeps {
-  send(event: ServerEventDraft): void;
-  avatar: AvatarOutput;
-  llm: LanguageModels;
-  tts: SpeechService;
-  asr: SpeechRecognizers;
-  createVad(): Promise<VoiceActivityDetector>;
-  /** semantic_vad's end-of-turn model (shared by the process), or null when none is installed. */
-  endOfTurnModel(): Promise<EndOfTurnModel | null>;
-  assets: AssetChecker;
-  /** Checks input_image parts (src/media/input-images.ts). */
-  images: InputImages;
-  recorder: SessionRecorder;
-  log: Logger;
-}
-
 export class RealtimeSessionEngine {
   private settings: SessionSettings;
   private readonly conversation = new Conversation(newConversationId());
@@ -848,32 +770,4 @@ export class RealtimeSessionEngine {
       this.deps.log.error('recording chat or usage failed (later failures in a row are not logged)', { sessionId: this.options.sessionId, err });
     }
   }
-}
-
-/**
- * What the model is asked for a reply: the instructions, with the spoken-reply guidance when the
- * reply will be spoken, then the context; the output limit ('inf': the provider's own); the tools
- * it may call ('none' or no tools: none are offered).
- */
-export function replyRequest(
-  instructions: string,
-  modalities: readonly string[],
-  context: ChatMessage[],
-  maxTokens: number | 'inf',
-  tools: { tools: ToolDefinition[]; toolChoice: ToolChoice; parallelToolCalls: boolean } = { tools: [], toolChoice: 'auto', parallelToolCalls: true },
-): ModelRequest {
-  const system = modalities.includes('audio') ? `${instructions}\n\n${SPOKEN_REPLY_GUIDANCE}` : instructions;
-  const offered = tools.toolChoice === 'none' ? [] : tools.tools;
-  return {
-    messages: [{ role: 'system', content: system }, ...context],
-    maxOutputTokens: maxTokens === 'inf' ? null : maxTokens,
-    tools: offered,
-    toolChoice: offered.length === 0 ? 'auto' : tools.toolChoice,
-    parallelToolCalls: tools.parallelToolCalls,
-  };
-}
-
-/** Told to the model when the user has been silent for idle_timeout_ms. */
-export function idleNudge(seconds: number): string {
-  return `The user has said nothing for ${seconds} seconds since your last reply. Check in with them in one short, friendly sentence (for example, ask whether they are still there).`;
 }

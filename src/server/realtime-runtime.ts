@@ -17,7 +17,7 @@ import { SileroVad } from '../providers/vad/silero.js';
 import { SmartTurn } from '../providers/turn/smart-turn.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
 import type { RealtimeRuntime } from '../signaling/realtime-connection.js';
-import { replyRequest } from '../realtime/session-engine.js';
+import { replyRequest } from '../realtime/reply-request.js';
 import { DEFAULT_INSTRUCTIONS } from '../sessions/session-config.js';
 
 const STANDARD_VOICES = ['default', 'alice', 'anthony'];

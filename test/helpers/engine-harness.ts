@@ -12,7 +12,8 @@ import { FakeVad } from '../../src/providers/vad/fake-vad.js';
 import { FakeSpeechRecognizers } from '../../src/providers/asr/fake-asr.js';
 import { type AvatarOutput, type AvatarOutputEvents, type SpeechPlacement } from '../../src/realtime/avatar-output.js';
 import type { Json } from '../../src/realtime/protocol.js';
-import { RealtimeSessionEngine, type EngineDeps, type EngineOptions } from '../../src/realtime/session-engine.js';
+import type { EngineDeps, EngineOptions } from '../../src/realtime/engine-ports.js';
+import { RealtimeSessionEngine } from '../../src/realtime/session-engine.js';
 import { PCM_RATE_HZ } from '../../src/audio/pcm.js';
 import { InputImageChecker } from '../../src/media/input-images.js';
 

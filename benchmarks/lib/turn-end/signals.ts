@@ -33,7 +33,7 @@ import { DEFAULT_LLM_MODEL_NAME } from '../../../src/providers/llm/index.js';
 import { modelPath, REPO_MODELS_DIR, weightsDir } from '../../../src/models/manifest.js';
 import { SpeechSegmenter, type TurnEndJudge } from '../../../src/realtime/speech-segmenter.js';
 import { spokenWords } from '../../../src/realtime/turn-judge.js';
-import { replyRequest } from '../../../src/realtime/session-engine.js';
+import { replyRequest } from '../../../src/realtime/reply-request.js';
 import { DEFAULT_INSTRUCTIONS } from '../../../src/sessions/session-config.js';
 import { Logger } from '../../../src/core/log.js';
 import { toPcm16 } from '../../../test/helpers/speech.js';

@@ -19,7 +19,7 @@ import { DEFAULT_LLM_MODEL_NAME } from '../../../src/providers/llm/index.js';
 import { CALL_GATE, LlamaCppModel, functionsFor, toGrammarSchema, toHistory } from '../../../src/providers/llm/llama-cpp.js';
 import { copiedExamples, heardWords, namesIn, outputNote, said, standaloneQuestion } from '../../../src/providers/llm/llama-cpp-tools.js';
 import { DEMO_TOOLS } from '../../../playground/src/demo-tool-definitions.js';
-import { replyRequest } from '../../../src/realtime/session-engine.js';
+import { replyRequest } from '../../../src/realtime/reply-request.js';
 import { DEFAULT_INSTRUCTIONS } from '../../../src/sessions/session-config.js';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
