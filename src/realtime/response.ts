@@ -174,9 +174,14 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     return this.message?.playedMs ?? 0;
   }
 
-  /** Announces the response and starts generating; a failure on the way fails the run (never throws). */
+  /**
+   * Announces the response and starts generating; a failure on the way fails the run (never
+   * throws). From here until it finishes the run hears the avatar's audio and frames itself.
+   */
   start(): void {
     this.startedAt = performance.now();
+    this.deps.avatar.on('audio', this.onAudio);
+    this.deps.avatar.on('frame', this.onFrame);
     this.guarded(() => {
       this.deps.emit({ type: 'response.created', response: this.responseObject('in_progress', null) });
       void this.generate();
@@ -206,15 +211,15 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     return this.message?.transcriptAt(audioEndMs) ?? '';
   }
 
-  /** Audio the avatar played in one tick. */
-  onAudio(chunk: AvatarAudioChunk): void {
+  /** Audio the avatar played in one tick (a listener while the run runs: start(), finish()). */
+  private readonly onAudio = (chunk: AvatarAudioChunk): void => {
     if (this.state === 'running' && this.message) this.guarded(() => this.message?.onAudio(chunk));
-  }
+  };
 
-  /** A frame the avatar rendered. */
-  onFrame(frame: AvatarFrame): void {
+  /** A frame the avatar rendered (a listener while the run runs). */
+  private readonly onFrame = (frame: AvatarFrame): void => {
     if (this.state === 'running' && this.message) this.guarded(() => this.message?.onFrame(frame));
-  }
+  };
 
   /** Marks the first time a step of the critical path happened. */
   mark(step: keyof ResponseTiming): void {
@@ -373,6 +378,8 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   private finish(status: ResponseStatus, statusDetails: unknown): void {
     if (this.state !== 'running') return;
     this.state = 'finished';
+    this.deps.avatar.off('audio', this.onAudio);
+    this.deps.avatar.off('frame', this.onFrame);
     this.deps.log.info('response timing', { responseId: this.id, status, ...this.timing });
     try {
       this.sendClosingEvents(status, statusDetails);

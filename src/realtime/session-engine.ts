@@ -68,6 +68,7 @@ import { applySessionUpdate, type SessionSettings } from './session-update.js';
  * at most a few MB of database per session.
  */
 export const MAX_RECORDED_CHAT_CHARS = 4_000_000;
+
 export class RealtimeSessionEngine {
   private settings: SessionSettings;
   private readonly conversation = new Conversation(newConversationId());
@@ -121,9 +122,7 @@ export class RealtimeSessionEngine {
     this.input.on('pause_transcript', (e) => this.preemptive.onPauseTranscript(e));
     this.input.on('speech_resumed', (e) => this.preemptive.onResumed(e.pause));
     this.input.on('turn_ended', (e) => this.onTurnEnded(e));
-    // Runs guard their own callbacks (a failure fails the run); nothing here can throw into the avatar.
-    deps.avatar.on('audio', (chunk) => this.active?.onAudio(chunk));
-    deps.avatar.on('frame', (frame) => this.active?.onFrame(frame));
+    // A run hears the avatar's audio and frames itself while it runs (response.ts).
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
       this.active?.cancel('client_cancelled');
