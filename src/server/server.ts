@@ -45,7 +45,8 @@ import type { Services } from './services.js';
 import { createRealtimeRuntime } from './realtime-runtime.js';
 import { RealtimeGateway } from '../signaling/realtime-ws.js';
 import { CallGateway } from '../signaling/realtime-calls.js';
-import { ConnectionRegistry, type ConnectionDeps, type RealtimeRuntime } from '../signaling/realtime-connection.js';
+import { ConnectionRegistry } from '../signaling/connection-registry.js';
+import type { ConnectionDeps, RealtimeRuntime } from '../signaling/realtime-connection.js';
 
 /** Ephemeral keys past their expiry are deleted this often. */
 const EPHEMERAL_SWEEP_INTERVAL_MS = 60_000;

@@ -48,7 +48,9 @@ import { MEDIA_FIELDS, parseMediaOptions, resolveMedia } from '../core/media-opt
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
-import { type ConnectionDeps, type ConnectionRegistry, type Listener, type ListenerSink, PendingEvents, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
+import type { ConnectionRegistry } from './connection-registry.js';
+import { PendingEvents } from './pending-events.js';
+import { type ConnectionDeps, type Listener, type ListenerSink, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
 import { type FleetRouting, type ForwardedCall, type RemoteWorker, INTERNAL_CALLS_PATH, postToWorker } from './worker-relay.js';
 
 /**

@@ -6,7 +6,7 @@
  * for calls, media) and say how an end reaches their client (close codes, hangups).
  *
  * Lifecycle of one connection:
- *   registry.track(...)                        once the caller is authenticated
+ *   registry.track(...)                        once the caller is authenticated (connection-registry.ts)
  *   connection.run(session, options)           avatar start -> engine start (session.created)
  *   connection.receive(text) / pushMicrophone  client events, microphone audio (calls)
  *   connection.close()                         engine -> avatar -> the session ends if the
@@ -40,8 +40,9 @@ import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { MEDIA_UNSET, resolveMedia } from '../core/media-options.js';
 import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
-import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, eventIdOf, newServerEventId, renameForDialect } from '../realtime/protocol.js';
+import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { EventAttribution } from './event-attribution.js';
+import { PendingEvents } from './pending-events.js';
 import type { AssetChecker, EngineTransport, SessionRecorder } from '../realtime/engine-ports.js';
 import { RealtimeSessionEngine } from '../realtime/session-engine.js';
 import type { LanguageModels } from '../providers/llm/base.js';
@@ -61,45 +62,10 @@ import { PCM_RATE_HZ } from '../audio/pcm.js';
 
 /** Microphone audio kept while a call's session starts: 10 s at 24 kHz. */
 const EARLY_MICROPHONE_SAMPLES = PCM_RATE_HZ * 10;
-/** Client events that may wait for a session to start, and their total size. */
-const MAX_PENDING_MESSAGES = 256;
-const MAX_PENDING_BYTES = 32 * 1024 * 1024;
-/** An event id is looked for in this much of a refused event's text. */
-const EVENT_ID_SCAN_CHARS = 4096;
 /** Events that tell the client a response or a segment is over: the usage delivered so far is committed before each goes out. */
 const SETTLING_EVENTS: ReadonlySet<string> = new Set(['response.done', 'output_audio_buffer.stopped', 'output_audio_buffer.cleared']);
 /** Events wait behind a usage commit at most this long (a store outage must not stall the session). */
 const USAGE_COMMIT_WAIT_MS = 2_000;
-
-/**
- * Client events that arrive before a connection's engine runs (authentication, session start),
- * kept in order and bounded: MAX_PENDING_MESSAGES events, MAX_PENDING_BYTES in all. An event
- * that does not fit is refused with a `session_not_ready` error naming it, never dropped unsaid.
- */
-export class PendingEvents {
-  private readonly texts: string[] = [];
-  private bytes = 0;
-
-  /** Keeps `text`; when full, returns the error event to send instead. */
-  push(text: string): ServerEventDraft | null {
-    if (this.texts.length >= MAX_PENDING_MESSAGES || this.bytes + text.length > MAX_PENDING_BYTES) {
-      const error = new RealtimeError(
-        'session_not_ready',
-        `The session is still starting and holds at most ${MAX_PENDING_MESSAGES} events meanwhile; send this event again after session.created.`,
-      );
-      return errorEvent(error, eventIdOf(text.slice(0, EVENT_ID_SCAN_CHARS)));
-    }
-    this.texts.push(text);
-    this.bytes += text.length;
-    return null;
-  }
-
-  /** Every kept event, oldest first; the queue is empty afterwards. */
-  drain(): string[] {
-    this.bytes = 0;
-    return this.texts.splice(0);
-  }
-}
 
 /** What connections use besides the REST services: providers and the avatar. */
 export interface RealtimeRuntime {
@@ -222,89 +188,6 @@ export interface RunOptions {
   jpeg: boolean;
   /** Frames as image events when asked for (false: they travel as RTP video). */
   imageEvents: boolean;
-}
-
-/**
- * Live connections of both transports: ends them when their session ends, when their key is
- * revoked, and at shutdown; knows which session already has a connection.
- */
-export class ConnectionRegistry {
-  private readonly connections = new Set<RealtimeConnection>();
-  private shuttingDown = false;
-
-  constructor(sessions: SessionService) {
-    sessions.useRunner({
-      settle: async (sessionId) => {
-        await Promise.all([...this.connections].filter((c) => c.sessionId === sessionId).map((c) => c.settle()));
-      },
-      running: () => this.sessionIds(),
-      abandon: (sessionId) => {
-        for (const conn of this.connections) {
-          if (conn.sessionId === sessionId) conn.end('session_ended', new RealtimeError('session_ended', 'The session could not be ended cleanly; reconnect to a new session.'));
-        }
-      },
-    });
-    sessions.on('ended', (session) => {
-      for (const conn of this.connections) {
-        if (conn.sessionId !== session.id) continue;
-        if (conn.revoked) conn.end('key_revoked');
-        else if (this.shuttingDown) conn.end('shutdown');
-        else conn.end('session_ended', new RealtimeError('session_ended', `The session ended (${session.endReason ?? session.status}).`));
-      }
-    });
-  }
-
-  /** A new connection of an authenticated caller; it leaves the registry when closed. */
-  track(deps: ConnectionDeps, transport: ConnectionTransport, caller: { userId: string; apiKeyId: string | null }, dialect: Dialect): RealtimeConnection {
-    const conn = new RealtimeConnection(deps, transport, caller, dialect, () => this.connections.delete(conn));
-    this.connections.add(conn);
-    return conn;
-  }
-
-  /** The sessions this process's connections run (fleet mode: what this worker reconciles with the store). */
-  sessionIds(): string[] {
-    return [...this.connections].flatMap((c) => (c.sessionId ? [c.sessionId] : []));
-  }
-
-  hasSession(sessionId: string): boolean {
-    return [...this.connections].some((c) => c.sessionId === sessionId);
-  }
-
-  /** From now on, connections whose sessions end are ended as `shutdown`. */
-  beginShutdown(): void {
-    this.shuttingDown = true;
-  }
-
-  /** Ends every connection (shutdown) and waits for their teardowns. */
-  async closeAll(): Promise<void> {
-    this.beginShutdown();
-    const all = [...this.connections];
-    for (const conn of all) conn.end('shutdown');
-    await Promise.allSettled(all.map((conn) => conn.close()));
-  }
-
-  /**
-   * The API keys `keyIds` were revoked: their connections are marked now (so the end of their
-   * sessions ends them as key_revoked, not session_ended) and ended by endRevokedKeys().
-   */
-  markRevokedKeys(keyIds: readonly string[]): void {
-    for (const conn of this.connections) {
-      if (conn.apiKeyId !== null && keyIds.includes(conn.apiKeyId)) conn.revoked = true;
-      conn.markRevokedListeners(keyIds);
-    }
-  }
-
-  /** Ends the marked connections still open (those attached to sessions that outlive the key), and the marked listeners of the others. */
-  endRevokedKeys(): void {
-    for (const conn of this.connections) {
-      if (conn.revoked) conn.end('key_revoked');
-      else conn.endRevokedListeners();
-    }
-  }
-
-  get size(): number {
-    return this.connections.size;
-  }
 }
 
 export class RealtimeConnection {

@@ -24,7 +24,8 @@ import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { type Dialect, type ServerEventDraft, errorEvent } from '../realtime/protocol.js';
 import type { Caller, CallGateway } from './realtime-calls.js';
-import type { Listener, ListenerSink, PendingEvents } from './realtime-connection.js';
+import type { PendingEvents } from './pending-events.js';
+import type { Listener, ListenerSink } from './realtime-connection.js';
 import { CLOSE, END_CODES, closeSocket, sendEvent } from './realtime-socket.js';
 import { type FleetRouting, type RelayedRun, relaySocket } from './worker-relay.js';
 

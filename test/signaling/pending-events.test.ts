@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PendingEvents } from '../../src/signaling/realtime-connection.js';
+import { PendingEvents } from '../../src/signaling/pending-events.js';
 
 test('events wait in order and are handed over once', () => {
   const pending = new PendingEvents();
