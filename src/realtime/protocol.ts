@@ -113,6 +113,11 @@ export class RealtimeError extends AppError {
   }
 }
 
+/** The error for a binary message where only JSON text events are read (a WebSocket, a call's data channel). */
+export function binaryMessageRefused(): ServerEventDraft {
+  return errorEvent(new RealtimeError('invalid_event', 'Binary messages are not supported; send JSON text events.'), null);
+}
+
 /** The `error` event for `err`, naming the client event that caused it. */
 export function errorEvent(err: unknown, clientEventId: string | null): ServerEventDraft {
   const e =

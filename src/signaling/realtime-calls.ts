@@ -43,7 +43,7 @@ import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { apiKeyIdOf, type Principal } from '../auth/keys.js';
 import { MicrophoneDecoder } from '../media/opus-decoder.js';
-import { type Json, RealtimeError, isObject } from '../realtime/protocol.js';
+import { type Json, RealtimeError, binaryMessageRefused, isObject } from '../realtime/protocol.js';
 import { MEDIA_FIELDS, parseMediaOptions, resolveMedia } from '../core/media-options.js';
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
@@ -313,7 +313,7 @@ export class CallGateway {
       if (refused) connection.send(refused);
     });
     peer.on('channel_binary', () => {
-      connection.send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_event', message: 'Binary messages are not supported; send JSON text events.', param: null, event_id: null } });
+      connection.send(binaryMessageRefused());
     });
     const mic = negotiated.audio ? new MicrophoneDecoder((pcm) => connection.pushMicrophone(pcm), log) : null;
     peer.on('audio_rtp', (packet) => mic?.push(packet));

@@ -42,7 +42,7 @@ import type { AuthThrottle } from '../auth/throttle.js';
 import { AppError, isDependencyOutage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
+import { type Dialect, type Json, type ServerEventDraft, binaryMessageRefused, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
 import type { CallGateway } from './realtime-calls.js';
 import type { ConnectionRegistry } from './connection-registry.js';
@@ -174,7 +174,7 @@ export class RealtimeGateway {
     const send = (draft: ServerEventDraft) => sendEvent(ws, dialect, draft);
     ws.on('message', (data, isBinary) => {
       if (isBinary) {
-        send(errorEvent(new RealtimeError('invalid_event', 'Binary messages are not supported; send JSON text events.'), null));
+        send(binaryMessageRefused());
         return;
       }
       const text = data.toString();

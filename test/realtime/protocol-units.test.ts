@@ -9,7 +9,7 @@ import { SentenceSplitter } from '../../src/realtime/sentences.js';
 import { applySessionUpdate } from '../../src/realtime/session-update.js';
 import { Conversation } from '../../src/realtime/conversation.js';
 import { parseItem as parseMessageItem } from '../../src/realtime/items.js';
-import { RealtimeError, type ServerEventDraft, decodePcm16, eventIdOf, parseClientEvent, renameForDialect } from '../../src/realtime/protocol.js';
+import { RealtimeError, type ServerEventDraft, binaryMessageRefused, decodePcm16, eventIdOf, parseClientEvent, renameForDialect } from '../../src/realtime/protocol.js';
 
 /** The RealtimeError `fn` throws (fails the test when it throws nothing or something else). */
 function thrown(fn: () => unknown): RealtimeError {
@@ -32,6 +32,13 @@ function split(chunks: string[]): string[] {
   const rest = s.flush();
   return rest ? [...out, rest] : out;
 }
+
+test('a binary message is refused with the one invalid_event error both gateways send (a WebSocket, a call\'s data channel)', () => {
+  assert.equal(binaryMessageRefused(), {
+    type: 'error',
+    error: { type: 'invalid_request_error', code: 'invalid_event', message: 'Binary messages are not supported; send JSON text events.', param: null, event_id: null },
+  });
+});
 
 test('SentenceSplitter cuts sentences from token-sized chunks', () => {
   const text = 'Hello there. How are you today? I am fine! Thanks.';
