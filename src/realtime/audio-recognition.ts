@@ -21,7 +21,8 @@
  * its item id is chosen here and used again by its end and its commit), `pause_transcript` (the
  * turn so far has a transcript in a pause, so a reply may start on it), `speech_resumed` (speech
  * broke that pause: whatever started on it is stale), `turn_ended` (the turn's audio, and the
- * pause transcription it ended in, if any).
+ * pause transcription it ended in, if any), `idle` (turn_detection.idle_timeout_ms passed in
+ * silence after armIdle(): the user's turn timed out).
  *
  * Rules: times come from sample counts (the segmenter's), never from the wall clock; a turn's
  * audio is kept by the segmenter at 24 kHz and at the VAD's 16 kHz once, and every consumer (the
@@ -85,6 +86,8 @@ export interface RecognitionEvents {
   /** Speech broke pause `pause`: work started on it is stale. */
   speech_resumed: [{ pause: number }];
   turn_ended: [UserTurn];
+  /** idle_timeout_ms passed with the user silent since armIdle(), `startMs` on the input clock then. */
+  idle: [{ startMs: number; idleMs: number }];
 }
 
 export interface RecognitionDeps {
@@ -120,6 +123,8 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
   /** The current turn heard by a streaming recogniser, from its start (see the header). */
   private turnStream: { stream: TranscriptionStream; transcriber: Transcriber } | null = null;
   private readonly transcriptions = new Set<Promise<void>>();
+  /** The idle timeout running (armIdle()), or null. */
+  private idleTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: RecognitionDeps) {
     super();
@@ -145,8 +150,30 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
     if (this.transcriptions.size > 0) await Promise.allSettled([...this.transcriptions]);
   }
 
+  /**
+   * Starts turn_detection.idle_timeout_ms (none set: nothing): if the user says nothing for it,
+   * `idle` is emitted. Speech, disarmIdle() (a new response), settings without it or close() stop it.
+   */
+  armIdle(): void {
+    this.disarmIdle();
+    const ms = this.deps.settings().turnDetection?.idleTimeoutMs;
+    if (!ms || this.closed) return;
+    const startMs = this.heardMs;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      this.emit('idle', { startMs, idleMs: ms });
+    }, ms);
+    this.idleTimer.unref?.();
+  }
+
+  disarmIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+  }
+
   /** Creates, reconfigures or removes turn detection (null: the client commits turns itself). */
   async configure(turnDetection: TurnDetection | null): Promise<void> {
+    if (!turnDetection?.idleTimeoutMs) this.disarmIdle();
     if (turnDetection === null) {
       await this.segmenter?.close();
       this.segmenter = null;
@@ -162,6 +189,7 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
     );
     const segmenter = new SpeechSegmenter(this.vad, turnDetection.segmenter, judge);
     segmenter.on('speech_started', (e) => {
+      this.disarmIdle();
       this.speechItemId = newItemId();
       this.openTurnStream(segmenter);
       this.emit('speech_started', { audioStartMs: e.audioStartMs, itemId: this.speechItemId });
@@ -299,6 +327,7 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
   /** Stops hearing, aborts what is speculative and waits for transcriptions in progress. */
   async close(): Promise<void> {
     this.closed = true;
+    this.disarmIdle();
     this.dropPauseTranscription();
     this.closeTurnStream();
     await this.segmenter?.close().catch(() => undefined);

@@ -122,6 +122,7 @@ export class RealtimeSessionEngine {
     this.input.on('pause_transcript', (e) => this.preemptive.onPauseTranscript(e));
     this.input.on('speech_resumed', (e) => this.preemptive.onResumed(e.pause));
     this.input.on('turn_ended', (e) => this.onTurnEnded(e));
+    this.input.on('idle', (e) => (this.chain = this.chain.then(() => this.onIdleTimeout(e.startMs, e.idleMs))));
     // A run hears the avatar's audio and frames itself while it runs (response.ts).
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
@@ -198,7 +199,6 @@ export class RealtimeSessionEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.disarmIdleTimeout();
     this.active?.cancel('client_cancelled');
     this.preemptive.close();
     await this.input.close();
@@ -308,37 +308,12 @@ export class RealtimeSessionEngine {
     return modalities.includes('image');
   }
 
-  /** Creates, reconfigures or removes the VAD to match the settings. */
+  /** Creates, reconfigures or removes the VAD (and the idle timeout) to match the settings. */
   private async applyTurnDetection(): Promise<void> {
     await this.input.configure(this.settings.turnDetection);
-    if (!this.settings.turnDetection?.idleTimeoutMs) this.disarmIdleTimeout();
   }
 
-  // ---- idle timeout (turn_detection.idle_timeout_ms) ----
-
-  private idleTimer: NodeJS.Timeout | null = null;
-
-  /**
-   * Starts the idle timeout once a response has played out: if the user says nothing for
-   * idle_timeout_ms, the turn times out (onIdleTimeout). Speech, a new response, or any change of
-   * the turn detection settings stops it.
-   */
-  private armIdleTimeout(): void {
-    this.disarmIdleTimeout();
-    const ms = this.settings.turnDetection?.idleTimeoutMs;
-    if (!ms || this.closed) return;
-    const startMs = this.input.heardMs;
-    this.idleTimer = setTimeout(() => {
-      this.idleTimer = null;
-      this.chain = this.chain.then(() => this.onIdleTimeout(startMs, ms));
-    }, ms);
-    this.idleTimer.unref?.();
-  }
-
-  private disarmIdleTimeout(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
-  }
+  // ---- idle timeout (turn_detection.idle_timeout_ms: AudioRecognition's timer) ----
 
   /**
    * input_audio_buffer.timeout_triggered, as OpenAI's: the buffer is committed as the user's
@@ -531,7 +506,6 @@ export class RealtimeSessionEngine {
 
   private onSpeechStarted(e: { audioStartMs: number; itemId: string }): void {
     if (this.closed) return;
-    this.disarmIdleTimeout();
     this.emit({ type: 'input_audio_buffer.speech_started', audio_start_ms: e.audioStartMs, item_id: e.itemId });
     this.deps.avatar.listen(true);
     this.preemptive.dropEarlyReply(); // a turn's reply not started by now is not wanted any more
@@ -688,7 +662,7 @@ export class RealtimeSessionEngine {
       },
     );
     this.current = run;
-    this.disarmIdleTimeout();
+    this.input.disarmIdle();
     run.once('done', (outcome) => this.onResponseDone(run, outcome));
     // start() never throws: a failure on the way finishes the run as failed (response.done), and
     // `active` follows the run's own state, so the session cannot be left with a dead response.
@@ -712,7 +686,7 @@ export class RealtimeSessionEngine {
 
   private onResponseDone(run: ResponseRun, outcome: ResponseOutcome): void {
     if (this.current === run) this.current = null;
-    if (outcome.status === 'completed' && run.inConversation) this.armIdleTimeout();
+    if (outcome.status === 'completed' && run.inConversation) this.input.armIdle();
     const messageId = run.messageItemId;
     if (run.inConversation && messageId !== null && this.conversation.get(messageId)) {
       this.truncatable.set(messageId, run);

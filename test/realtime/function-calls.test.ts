@@ -329,6 +329,24 @@ Formats('idle_timeout_ms: silence after a reply triggers timeout_triggered, a co
   }
 });
 
+Formats('idle_timeout_ms: a session.update that turns it off stops the timeout a reply armed', async () => {
+  const llm = new FakeLanguageModels({ reply: 'Hello there.' });
+  const h = await engineHarness({ deps: { llm } });
+  try {
+    h.send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['text'], audio: { input: { turn_detection: { type: 'server_vad', idle_timeout_ms: 500 } } } } });
+    await h.waitFor((e) => e.type === 'session.updated');
+    await respond(h, { type: 'response.create' }, 'Hello');
+    const mark = h.events.length;
+    h.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', idle_timeout_ms: null } } } } });
+    const updated = await h.waitFor((e) => e.type === 'session.updated', { from: mark });
+    assert.is((updated.session as { audio: { input: { turn_detection: { idle_timeout_ms: unknown } } } }).audio.input.turn_detection.idle_timeout_ms, null);
+    await new Promise((r) => setTimeout(r, 900)); // past the 500 ms it was armed with
+    assert.not.ok(h.events.some((e) => e.type === 'input_audio_buffer.timeout_triggered'), 'turned off after it was armed');
+  } finally {
+    await h.close();
+  }
+});
+
 Calls.run();
 Images.run();
 Formats.run();
