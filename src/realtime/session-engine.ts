@@ -60,6 +60,7 @@ import {
   requireString,
 } from './protocol.js';
 import { ResponseRun, type ResponseOutcome } from './response.js';
+import { legacySessionObject } from './session-object.js';
 import { applySessionUpdate, type SessionSettings } from './session-update.js';
 
 /**
@@ -166,33 +167,12 @@ export class RealtimeSessionEngine {
     return this.chain;
   }
 
-  /** The effective session object, for session.created/updated. */
+  /** The effective session object, for session.created/updated (session-object.ts). */
   sessionObject(): Json {
+    const { sessionId: id, expiresAt } = this.options;
     const s = this.settings.session;
-    if (this.options.dialect === 'legacy') {
-      return {
-        id: this.options.sessionId,
-        object: 'realtime.session',
-        model: s.model,
-        modalities: s.output_modalities,
-        instructions: s.instructions,
-        voice: s.voice,
-        face: s.face,
-        driving: s.driving,
-        video: this.imagesWanted(),
-        input_audio_format: 'pcm16',
-        output_audio_format: 'pcm16',
-        input_audio_transcription: s.audio.input.transcription,
-        turn_detection: s.audio.input.turn_detection,
-        tools: s.tools,
-        tool_choice: s.tool_choice,
-        temperature: 0.8,
-        max_response_output_tokens: s.max_output_tokens,
-        speed: s.audio.output.speed,
-        expires_at: this.options.expiresAt,
-      };
-    }
-    return { ...s, id: this.options.sessionId, expires_at: this.options.expiresAt };
+    if (this.options.dialect === 'legacy') return legacySessionObject(s, { id, expiresAt, video: this.imagesWanted() });
+    return { ...s, id, expires_at: expiresAt };
   }
 
   /** Stops everything; no events are sent afterwards. */

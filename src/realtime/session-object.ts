@@ -136,3 +136,31 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
     include: input.include ?? null,
   };
 }
+
+/**
+ * The session object in the older (beta) dialect's shape, for its session.created / updated: flat
+ * `modalities`, audio formats and turn detection, `video` for frames as response.video.delta.
+ */
+export function legacySessionObject(s: RealtimeSessionObject, o: { id: string; expiresAt: number; video: boolean }): Record<string, unknown> {
+  return {
+    id: o.id,
+    object: 'realtime.session',
+    model: s.model,
+    modalities: s.output_modalities,
+    instructions: s.instructions,
+    voice: s.voice,
+    face: s.face,
+    driving: s.driving,
+    video: o.video,
+    input_audio_format: 'pcm16',
+    output_audio_format: 'pcm16',
+    input_audio_transcription: s.audio.input.transcription,
+    turn_detection: s.audio.input.turn_detection,
+    tools: s.tools,
+    tool_choice: s.tool_choice,
+    temperature: 0.8,
+    max_response_output_tokens: s.max_output_tokens,
+    speed: s.audio.output.speed,
+    expires_at: o.expiresAt,
+  };
+}

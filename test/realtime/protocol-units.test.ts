@@ -6,6 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SentenceSplitter } from '../../src/realtime/sentences.js';
+import { effectiveRealtimeSession, legacySessionObject } from '../../src/realtime/session-object.js';
 import { applySessionUpdate } from '../../src/realtime/session-update.js';
 import { Conversation } from '../../src/realtime/conversation.js';
 import { parseItem as parseMessageItem } from '../../src/realtime/items.js';
@@ -38,6 +39,17 @@ test('a binary message is refused with the one invalid_event error both gateways
     type: 'error',
     error: { type: 'invalid_request_error', code: 'invalid_event', message: 'Binary messages are not supported; send JSON text events.', param: null, event_id: null },
   });
+});
+
+test('the older dialect\'s session object: flat modalities, formats, turn detection and limits, from the same effective session', () => {
+  const session = effectiveRealtimeSession({ instructions: 'Be brief.', output_modalities: ['audio'], max_output_tokens: 200, voice: 'alloy' }, 'gpt-realtime');
+  const legacy = legacySessionObject(session, { id: 'sess_1', expiresAt: 1_800_000_000, video: true });
+  assert.equal(
+    [legacy.id, legacy.object, legacy.model, legacy.modalities, legacy.instructions, legacy.voice, legacy.video, legacy.input_audio_format, legacy.max_response_output_tokens, legacy.expires_at],
+    ['sess_1', 'realtime.session', 'gpt-realtime', ['audio'], 'Be brief.', 'alloy', true, 'pcm16', 200, 1_800_000_000],
+  );
+  assert.equal(legacy.turn_detection, session.audio.input.turn_detection);
+  assert.not.ok('output_modalities' in legacy || 'audio' in legacy, 'no GA fields');
 });
 
 test('SentenceSplitter cuts sentences from token-sized chunks', () => {
