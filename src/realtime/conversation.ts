@@ -71,18 +71,32 @@ export class Conversation {
   }
 
   /**
+   * Refuses what insert() would refuse of `item` after `previousItemId` but for its id: a
+   * `previous_item_id` not in the conversation, a function_call_output whose call is not. The
+   * engine asks before decoding an item's audio or images.
+   */
+  checkPlace(item: Item, previousItemId: string | null): void {
+    if (previousItemId !== null && previousItemId !== 'root') this.require(previousItemId, 'previous_item_id', 'create');
+    if (item.type === 'function_call_output' && !this.hasCall(item.call_id)) {
+      throw new RealtimeError(
+        'invalid_call_id',
+        `No function_call item with call_id '${item.call_id}' is in the conversation; a function_call_output answers a call the model made (or one you added first).`,
+        'item.call_id',
+      );
+    }
+  }
+
+  /**
    * Inserts `item` after `previousItemId` (null = at the end, "root" = at the start) and returns
-   * the id of the item before it (null when first).
+   * the id of the item before it (null when first). Refuses an id already there and what
+   * checkPlace() refuses.
    */
   insert(item: Item, previousItemId: string | null = null): string | null {
     if (this.get(item.id)) throw new RealtimeError('item_already_exists', `An item with id '${item.id}' already exists.`, 'item.id');
+    this.checkPlace(item, previousItemId);
     let index = this.items.length;
     if (previousItemId === 'root') index = 0;
-    else if (previousItemId !== null) {
-      const at = this.items.findIndex((i) => i.id === previousItemId);
-      if (at < 0) throw missingItem(previousItemId, 'previous_item_id', 'create');
-      index = at + 1;
-    }
+    else if (previousItemId !== null) index = this.items.findIndex((i) => i.id === previousItemId) + 1;
     this.items.splice(index, 0, item);
     return index === 0 ? null : (this.items[index - 1]?.id ?? null);
   }

@@ -327,15 +327,8 @@ export class RealtimeSessionEngine {
     const previous = event.previous_item_id;
     const parsed = parseItem(event.item, 'item');
     const { item } = parsed;
-    // Checked before the images are (insert() would refuse it too, after their decoding).
-    if (previous !== null && previous !== 'root') this.conversation.require(previous, 'previous_item_id', 'create');
-    if (item.type === 'function_call_output' && !this.conversation.hasCall(item.call_id)) {
-      throw new RealtimeError(
-        'invalid_call_id',
-        `No function_call item with call_id '${item.call_id}' is in the conversation; a function_call_output answers a call the model made (or one you added first).`,
-        'item.call_id',
-      );
-    }
+    // Checked before the audio and images are decoded (insert() checks again after).
+    this.conversation.checkPlace(item, previous);
     const pcm = parsed.audio !== null ? await this.decodeInput(parsed.audio, 'item.content.audio', new InputAudioDecoder(this.settings.inputFormat)) : null;
     await this.checkImages(parsed);
     if (this.closed) return;

@@ -175,6 +175,18 @@ test('Conversation inserts after previous_item_id or at root and lists messages 
   assert.throws(() => c.delete('nope'), (e: RealtimeError) => e.code === 'item_delete_invalid_item_id');
 });
 
+test('Conversation refuses a function_call_output whose call it does not hold and a previous_item_id it lacks, before and at insert', () => {
+  const c = new Conversation('conv_1');
+  const output = parseMessageItem({ type: 'function_call_output', call_id: 'call_1', output: '{}' }, 'item').item;
+  const call = parseMessageItem({ type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{}' }, 'item').item;
+  assert.throws(() => c.checkPlace(output, null), (e: RealtimeError) => e.code === 'invalid_call_id' && e.param === 'item.call_id');
+  assert.throws(() => c.insert(output), (e: RealtimeError) => e.code === 'invalid_call_id');
+  assert.throws(() => c.checkPlace(call, 'nope'), (e: RealtimeError) => e.param === 'previous_item_id');
+  c.insert(call);
+  c.checkPlace(output, call.id);
+  assert.is(c.insert(output, call.id), call.id);
+});
+
 test('parseItem refuses MCP items, a function call without its call_id, and wrong content for the role', () => {
   assert.throws(() => parseMessageItem({ type: 'mcp_call', name: 'x' }, 'item'), (e: RealtimeError) => e.code === 'unsupported_item_type');
   assert.throws(() => parseMessageItem({ type: 'function_call', name: 'x' }, 'item'), (e: RealtimeError) => e.code === 'missing_required_parameter' && e.param === 'item.call_id');
