@@ -353,7 +353,8 @@ export class LlamaCppModel implements LanguageModel {
       let refusal = new AbortController();
       /** The arguments copied from their examples on a first try: a second must give them from the conversation. */
       let copiedBefore: CopiedExample[] = [];
-      const heard = heardWords(request.messages);
+      // The conversation's words, read once a call arrives (a long conversation is many words).
+      let heard: Set<string> | null = null;
       const options: LLamaChatGenerateResponseOptions<ChatModelFunctions> = {
         maxTokens: limit,
         signal: AbortSignal.any([stop.signal, refusal.signal]),
@@ -385,8 +386,10 @@ export class LlamaCppModel implements LanguageModel {
           };
           if (!calling.force && answered.has(callKey(call.functionName, args))) return refuse({ kind: 'repeat' });
           if (!calling.force && calls === 0) {
-            const copied = copiedExamples(call.params, request.tools?.find((t) => t.name === call.functionName)?.parameters, heard);
-            const unsaid = copiedBefore.filter((c) => !said(String(argumentAt(call.params, c.path) ?? ''), heard));
+            heard ??= heardWords(request.messages);
+            const words = heard;
+            const copied = copiedExamples(call.params, request.tools?.find((t) => t.name === call.functionName)?.parameters, words);
+            const unsaid = copiedBefore.filter((c) => !said(String(argumentAt(call.params, c.path) ?? ''), words));
             if (copied.length > 0 || unsaid.length > 0) return refuse({ kind: 'copied', copied });
           }
           const index = calls++;
