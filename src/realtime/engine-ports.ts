@@ -68,18 +68,22 @@ export interface EngineOptions {
   initial: Json;
 }
 
-export interface EngineDeps {
-  send(event: ServerEventDraft): void;
-  avatar: AvatarOutput;
+/** The process's models and checks a session's engine uses (the server's realtime runtime holds them). */
+export interface EngineProviders {
   llm: LanguageModels;
   tts: SpeechService;
   asr: SpeechRecognizers;
   createVad(): Promise<VoiceActivityDetector>;
-  /** semantic_vad's end-of-turn model (shared by the process), or null when none is installed. */
+  /** semantic_vad's end-of-turn model, loaded once per process; null when none is installed. */
   endOfTurnModel(): Promise<EndOfTurnModel | null>;
-  assets: AssetChecker;
-  /** Checks input_image parts (src/media/input-images.ts). */
+  /** Checks input_image parts before the engine keeps them (src/media/input-images.ts). */
   images: InputImages;
+}
+
+export interface EngineDeps extends EngineProviders {
+  send(event: ServerEventDraft): void;
+  avatar: AvatarOutput;
+  assets: AssetChecker;
   recorder: SessionRecorder;
   log: Logger;
 }

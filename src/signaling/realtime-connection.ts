@@ -43,14 +43,8 @@ import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { EventAttribution } from './event-attribution.js';
 import { PendingEvents } from './pending-events.js';
-import type { AssetChecker, EngineTransport, SessionRecorder } from '../realtime/engine-ports.js';
+import type { AssetChecker, EngineProviders, EngineTransport, SessionRecorder } from '../realtime/engine-ports.js';
 import { RealtimeSessionEngine } from '../realtime/session-engine.js';
-import type { LanguageModels } from '../providers/llm/base.js';
-import type { SpeechService } from '../providers/tts/base.js';
-import type { SpeechRecognizers } from '../providers/asr/base.js';
-import type { VoiceActivityDetector } from '../providers/vad/base.js';
-import type { EndOfTurnModel } from '../providers/turn/base.js';
-import type { InputImages } from '../realtime/input-images.js';
 import type { SessionService } from '../sessions/session-service.js';
 import { UsageMeter } from '../sessions/usage-meter.js';
 import { DEFAULT_VOICE, type SessionConfig } from '../sessions/session-config.js';
@@ -67,16 +61,8 @@ const SETTLING_EVENTS: ReadonlySet<string> = new Set(['response.done', 'output_a
 /** Events wait behind a usage commit at most this long (a store outage must not stall the session). */
 const USAGE_COMMIT_WAIT_MS = 2_000;
 
-/** What connections use besides the REST services: providers and the avatar. */
-export interface RealtimeRuntime {
-  llm: LanguageModels;
-  /** Checks input_image parts before the engine keeps them. */
-  images: InputImages;
-  tts: SpeechService;
-  asr: SpeechRecognizers;
-  createVad(): Promise<VoiceActivityDetector>;
-  /** semantic_vad's end-of-turn model, loaded once per process; null when it is not installed. */
-  endOfTurnModel(): Promise<EndOfTurnModel | null>;
+/** What connections use besides the REST services: the engine's providers and the avatar. */
+export interface RealtimeRuntime extends EngineProviders {
   startAvatar(options: AvatarStartOptions): Promise<CallAvatar>;
 }
 

@@ -394,7 +394,12 @@ export function copiedExamples(args: unknown, schema: unknown, heard: ReadonlySe
 
 /** Whether some word of `value` is one the conversation says (or one a said word starts, or starts: "euro"/"euros"). */
 export function said(value: string, heard: ReadonlySet<string>): boolean {
-  return wordsOf(value).some((w) => heard.has(w) || [...heard].some((h) => (h.startsWith(w) || w.startsWith(h)) && Math.min(h.length, w.length) >= 4));
+  const shares = (w: string, h: string) => Math.min(h.length, w.length) >= 4 && (h.startsWith(w) || w.startsWith(h));
+  return wordsOf(value).some((w) => {
+    if (heard.has(w)) return true;
+    for (const h of heard) if (shares(w, h)) return true;
+    return false;
+  });
 }
 
 /** The words of a conversation (every message's text and the arguments of its calls), lower case: what the user and the model have said. */

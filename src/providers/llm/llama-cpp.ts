@@ -242,8 +242,9 @@ const CALL_START = /^\s*(?:<tool_call>|\{|```)/;
  * The note's own words (outputNote()) that a reply after outputs never needs: this model read the
  * note back, "The set_timer function returned the above." (the timer's follow-up, every run);
  * without them it answers "The set timer returned the time 10:15." (follow-ups 10 → 11 of 11).
+ * Banned by their first tokens, after a space or not (startTokens()).
  */
-const NOTE_ECHOES = [' above', 'above'];
+const NOTE_ECHOES = ['above'];
 
 /** A reply's first token that reads back the note on outputs (outputNote() is in parentheses): banned from a reply in words. */
 const ECHO_START = /^\s*\(/;
@@ -368,7 +369,7 @@ export class LlamaCppModel implements LanguageModel {
       // an output back ("The function `set_timer` returned {...}.") rather than answer from it.
       if (words && followsOutputs(history)) {
         options.grammar = loaded.wordsGrammar;
-        for (const text of NOTE_ECHOES) words.set(text, 'never');
+        for (const token of startTokens(loaded, NOTE_ECHOES)) words.set(token, 'never');
         options.tokenBias = words;
       } else if (words) options.tokenBias = words;
       else if (calling.functions) {
@@ -386,8 +387,7 @@ export class LlamaCppModel implements LanguageModel {
           };
           if (!calling.force && answered.has(callKey(call.functionName, args))) return refuse({ kind: 'repeat' });
           if (!calling.force && calls === 0) {
-            heard ??= heardWords(request.messages);
-            const words = heard;
+            const words = (heard ??= heardWords(request.messages));
             const copied = copiedExamples(call.params, request.tools?.find((t) => t.name === call.functionName)?.parameters, words);
             const unsaid = copiedBefore.filter((c) => !said(String(argumentAt(call.params, c.path) ?? ''), words));
             if (copied.length > 0 || unsaid.length > 0) return refuse({ kind: 'copied', copied });
