@@ -1,6 +1,9 @@
 /**
- * A client's events held while its session starts, in order and bounded: the WebSocket gateway,
- * the call gateway and the connection's listeners (sideband) each keep their early events in one.
+ * A client's events held until where they go is ready, in order and bounded. Every holder of early
+ * events is an EventGate: a WebSocket client while it authenticates and its session is placed
+ * (client-connection.ts), a relay until the worker's side opens (worker-relay.ts), and a
+ * connection's transport and listeners until its engine runs (realtime-connection.ts). Handing the
+ * held events on is written here, once: `open(deliver)`.
  */
 import { type ServerEventDraft, RealtimeError, errorEvent, eventIdOf } from '../realtime/protocol.js';
 
@@ -37,5 +40,44 @@ export class PendingEvents {
   drain(): string[] {
     this.bytes = 0;
     return this.texts.splice(0);
+  }
+}
+
+/**
+ * A way in that holds a client's events (PendingEvents) until `open(deliver)`, then passes each
+ * straight on. An event refused while held is answered through `refuse` (an error naming it).
+ * `shut()` drops what is held and everything after: the receiver has gone.
+ */
+export class EventGate {
+  private readonly pending = new PendingEvents();
+  private deliver: ((text: string) => void) | null = null;
+  private shutDown = false;
+
+  constructor(private readonly refuse: (error: ServerEventDraft) => void) {}
+
+  get isOpen(): boolean {
+    return this.deliver !== null;
+  }
+
+  receive(text: string): void {
+    if (this.shutDown) return;
+    if (this.deliver) return this.deliver(text);
+    const refused = this.pending.push(text);
+    if (refused) this.refuse(refused);
+  }
+
+  /** From now on events go to `deliver`; the held ones go first, oldest first (also any that arrive while they are handed on). */
+  open(deliver: (text: string) => void): void {
+    if (this.shutDown || this.deliver) return;
+    for (let held = this.pending.drain(); held.length > 0; held = this.pending.drain()) {
+      for (const text of held) deliver(text);
+    }
+    if (!this.shutDown) this.deliver = deliver;
+  }
+
+  shut(): void {
+    this.shutDown = true;
+    this.deliver = null;
+    this.pending.drain();
   }
 }

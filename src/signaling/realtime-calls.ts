@@ -49,7 +49,7 @@ import type { SessionRecord } from '../store/store.js';
 import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
 import type { ConnectionRegistry } from './connection-registry.js';
-import { PendingEvents } from './pending-events.js';
+import { runHereOrRelay } from './placement.js';
 import { type ConnectionDeps, type Listener, type ListenerSink, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
 import { type FleetRouting, type ForwardedCall, type RemoteWorker, INTERNAL_CALLS_PATH, postToWorker } from './worker-relay.js';
 
@@ -152,8 +152,14 @@ export class CallGateway {
     // 4. The peer, and the connection that will run the session.
     const caller: Caller = { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) };
     const routing = this.deps.routing;
-    const remote = routing ? await routing.remoteWorkerOf(session.id) : null;
     let answer: CallAnswer;
+    let remote: RemoteWorker | null;
+    try {
+      remote = await runHereOrRelay(routing, session.id, this.log);
+    } catch (err) {
+      await sessions.end(session.id, 'cancelled', 'offer_failed').catch(() => undefined);
+      throw err;
+    }
     if (remote) {
       // Placed on another worker: it builds the peer, so media flows between client and worker.
       const forwarded: ForwardedCall = { sessionId: session.id, caller, sdp: request.sdp, initial, videoCodec };
@@ -210,7 +216,7 @@ export class CallGateway {
       if (!sessionId) throw notFound();
       const session = await this.deps.connection.store.getSession(sessionId);
       if (!session || session.userId !== userId) throw notFound();
-      const remote = await routing.remoteWorkerOf(sessionId);
+      const remote = await runHereOrRelay(routing, sessionId, this.log);
       if (remote) await postToWorker(remote, routing.token, `${INTERNAL_CALLS_PATH}/${encodeURIComponent(callId)}/hangup`, { userId });
       else await this.deps.connection.sessions.end(sessionId, null, 'client_disconnected');
       return { sessionId };
@@ -253,7 +259,7 @@ export class CallGateway {
     const session = await this.deps.connection.store.getSession(sessionId);
     if (!session || session.userId !== userId) throw callNotFound(callId);
     if (session.status !== 'pending' && session.status !== 'active') throw callEnded(callId);
-    const worker = await routing.remoteWorkerOf(sessionId);
+    const worker = await runHereOrRelay(routing, sessionId, this.log);
     // Its lease is on this node, yet the call is not here: it is ending.
     if (!worker) throw callEnded(callId);
     return { sessionId, worker };
@@ -302,22 +308,18 @@ export class CallGateway {
     const call: Call = { id, userId: caller.userId, peer, connection };
     this.calls.set(id, call);
 
-    const pendingEvents = new PendingEvents();
     peer.on('channel_open', (label) => {
       log.info('data channel open', { label });
       for (const text of queued.splice(0)) peer.sendText(text);
     });
-    peer.on('channel_message', (text) => {
-      if (connection.ready) return connection.receive(text);
-      const refused = pendingEvents.push(text);
-      if (refused) connection.send(refused);
-    });
+    // Held by the connection until its engine runs.
+    peer.on('channel_message', (text) => connection.receive(text));
     peer.on('channel_binary', () => {
       connection.send(binaryMessageRefused());
     });
     const mic = negotiated.audio ? new MicrophoneDecoder((pcm) => connection.pushMicrophone(pcm), log) : null;
     peer.on('audio_rtp', (packet) => mic?.push(packet));
-    peer.once('connected', () => void this.start(call, session, initial, negotiated, pendingEvents, log));
+    peer.once('connected', () => void this.start(call, session, initial, negotiated, log));
     peer.once('closed', (reason) => {
       log.info('call ended', { reason, peer: peer.stats(), microphone: mic?.stats, droppedImages });
       this.calls.delete(id);
@@ -329,7 +331,7 @@ export class CallGateway {
   }
 
   /** The peer connected: the session starts and runs, its media wired to the peer. */
-  private async start(call: Call, pending: SessionRecord, initial: Json, negotiated: Negotiated, pendingEvents: PendingEvents, log: Logger): Promise<void> {
+  private async start(call: Call, pending: SessionRecord, initial: Json, negotiated: Negotiated, log: Logger): Promise<void> {
     const { connection, peer } = call;
     let session: SessionRecord;
     try {
@@ -359,7 +361,6 @@ export class CallGateway {
     peer.on('keyframe_request', () => avatar.requestKeyframe());
     peer.on('video_bitrate', (kbps) => avatar.setVideoBitrate(kbps));
     avatar.requestKeyframe(); // the video track may have opened before the avatar existed
-    for (const text of pendingEvents.drain()) connection.receive(text);
   }
 }
 

@@ -42,7 +42,7 @@ import { MEDIA_UNSET, resolveMedia } from '../core/media-options.js';
 import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { EventAttribution } from './event-attribution.js';
-import { PendingEvents } from './pending-events.js';
+import { EventGate } from './pending-events.js';
 import type { AssetChecker, EngineProviders, EngineTransport, SessionRecorder } from '../realtime/engine-ports.js';
 import { RealtimeSessionEngine } from '../realtime/session-engine.js';
 import type { SessionService } from '../sessions/session-service.js';
@@ -157,8 +157,8 @@ interface AttachedListener {
   /** Its number in the event ids of its events (EventAttribution). */
   no: number;
   sink: ListenerSink;
-  /** Its events that arrived before the engine ran. */
-  pending: PendingEvents;
+  /** Its events, held until the engine runs. */
+  gate: EventGate;
   revoked: boolean;
 }
 
@@ -187,6 +187,8 @@ export class RealtimeConnection {
   /** The engine once created; `engine` once it has started (client events go to it from then). */
   private created: ConnectionEngine | null = null;
   private engine: ConnectionEngine | null = null;
+  /** The transport's client events, held until the engine runs. */
+  private readonly gate = new EventGate((refused) => this.send(refused));
   private readonly earlyMicrophone: Int16Array[] = [];
   private earlyMicrophoneSamples = 0;
   private starting: Promise<boolean> | null = null;
@@ -224,11 +226,6 @@ export class RealtimeConnection {
 
   get sessionId(): string | null {
     return this.session?.id ?? null;
-  }
-
-  /** Whether run() has finished and client events go straight to the engine. */
-  get ready(): boolean {
-    return this.engine !== null;
   }
 
   /**
@@ -294,7 +291,8 @@ export class RealtimeConnection {
     this.engine = engine;
     for (const pcm of this.earlyMicrophone.splice(0)) engine.pushMicrophone(pcm);
     this.earlyMicrophoneSamples = 0;
-    for (const listener of this.listeners.values()) for (const text of listener.pending.drain()) this.receiveFrom(listener, text);
+    this.gate.open((text) => engine.receive(text));
+    for (const listener of this.listeners.values()) listener.gate.open((text) => this.deliverFrom(listener, text));
     return true;
   }
 
@@ -432,9 +430,9 @@ export class RealtimeConnection {
     return this.engine ? this.avatar : null;
   }
 
-  /** One client event (JSON text); ignored before run() has succeeded (the transport holds them). */
+  /** One client event (JSON text) of the transport; held (bounded, in order) until the engine runs. */
   receive(text: string): void {
-    this.engine?.receive(text);
+    this.gate.receive(text);
   }
 
   /**
@@ -472,26 +470,24 @@ export class RealtimeConnection {
    */
   attach(sink: ListenerSink): Listener {
     if (!this.live) throw new Error('attach() on a connection that has ended');
-    const listener: AttachedListener = { no: ++this.listenersAttached, sink, pending: new PendingEvents(), revoked: false };
+    const no = ++this.listenersAttached;
+    const listener: AttachedListener = { no, sink, gate: new EventGate((refused) => this.sendTo(listener, refused)), revoked: false };
     this.listeners.set(listener.no, listener);
     this.attribution ??= new EventAttribution();
     if (this.greeted && this.created) this.sendTo(listener, { type: 'session.created', session: this.created.sessionObject() });
+    if (this.engine) listener.gate.open((text) => this.deliverFrom(listener, text));
     return {
-      receive: (text) => this.receiveFrom(listener, text),
+      receive: (text) => listener.gate.receive(text),
       detach: () => {
         this.listeners.delete(listener.no);
-        listener.pending.drain();
+        listener.gate.shut();
       },
     };
   }
 
-  private receiveFrom(listener: AttachedListener, text: string): void {
-    if (!this.listeners.has(listener.no)) return;
-    if (!this.engine) {
-      const refused = listener.pending.push(text);
-      if (refused) this.sendTo(listener, refused);
-      return;
-    }
+  /** A listener's event into the engine, tagged so an error it causes goes back to it alone. */
+  private deliverFrom(listener: AttachedListener, text: string): void {
+    if (!this.listeners.has(listener.no) || !this.engine) return;
     const tagged = this.attribution!.tag(listener.no, text);
     this.receivingFrom = listener;
     try {

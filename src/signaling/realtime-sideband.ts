@@ -22,12 +22,11 @@
 import type { WebSocket } from 'ws';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { type Dialect, type ServerEventDraft, errorEvent } from '../realtime/protocol.js';
+import type { ClientConnection } from './client-connection.js';
 import type { Caller, CallGateway } from './realtime-calls.js';
-import type { PendingEvents } from './pending-events.js';
-import type { Listener, ListenerSink } from './realtime-connection.js';
-import { CLOSE, END_CODES, closeSocket, sendEvent } from './realtime-socket.js';
-import { type FleetRouting, type RelayedRun, relaySocket } from './worker-relay.js';
+import type { ListenerSink } from './realtime-connection.js';
+import { CLOSE, END_CODES, closeSocket } from './realtime-socket.js';
+import type { RelayedRun } from './worker-relay.js';
 
 /**
  * A sideband socket skips image deltas while this much is queued for it (a backend reading slower
@@ -35,89 +34,46 @@ import { type FleetRouting, type RelayedRun, relaySocket } from './worker-relay.
  */
 const MAX_SIDEBAND_BACKLOG_BYTES = 1024 * 1024;
 
-/** A sideband socket's way into its call: attached to it here, or relayed to its worker. */
-export interface SidebandLink {
-  receive(text: string): void;
-  /** The socket closed: detach (the call goes on). */
-  close(): void;
-}
-
 export class SidebandGateway {
-  constructor(private readonly deps: { calls: CallGateway; routing: FleetRouting | null; log: Logger }) {}
+  constructor(private readonly deps: { calls: CallGateway; log: Logger }) {}
 
   /**
-   * The sideband of `callId` on `ws` (authenticated as `caller`): attached to the call when it
+   * The sideband of `callId` on `client` (authenticated as `caller`): attached to the call when it
    * runs here, relayed to its worker in fleet mode, refused otherwise (an error, then the close
-   * code). Events that arrived meanwhile (`pending`) follow in order. Null when refused, or when
-   * the socket closed meanwhile.
+   * code). What the client sent meanwhile follows in order (the client holds it).
    */
-  async attach(ws: WebSocket, caller: Caller, callId: string, dialect: Dialect, pending: PendingEvents, isClosed: () => boolean): Promise<SidebandLink | null> {
-    const { calls, routing } = this.deps;
-    const send = (draft: ServerEventDraft) => sendEvent(ws, dialect, draft);
+  async attach(client: ClientConnection, caller: Caller, callId: string): Promise<void> {
+    const { calls } = this.deps;
     try {
-      const listener = calls.attachSideband(caller, callId, this.sink(ws, caller.apiKeyId, callId));
-      if (listener) {
-        for (const text of pending.drain()) listener.receive(text);
-        return { receive: (text) => listener.receive(text), close: () => listener.detach() };
-      }
+      const listener = calls.attachSideband(caller, callId, this.sink(client.socket, caller.apiKeyId, callId));
+      if (listener) return client.attachTo(listener);
       const route = await calls.sidebandRoute(caller.userId, callId);
-      if (isClosed()) return null;
-      const run: RelayedRun = { sessionId: route.sessionId, callId, caller, initial: {}, ownsSession: false, dialect: 'ga', legacyVideo: false };
-      const relay = relaySocket(
-        ws,
-        route.worker,
-        routing!.token,
-        run,
-        {
-          onOpen: () => {
-            for (const text of pending.drain()) relay.send(text);
-          },
-          onClose: (code, reason) => closeSocket(ws, code, reason),
-          onFailure: () => {
-            send(errorEvent(new AppError('worker_unavailable', "The call's worker could not be reached. Retry.", { status: 503 }), null));
-            closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'worker unavailable');
-          },
-        },
-        this.deps.log,
-      );
-      return {
-        receive: (text) => {
-          if (relay.opened) return relay.send(text);
-          const refused = pending.push(text);
-          if (refused) send(refused);
-        },
-        close: () => relay.close(),
-      };
+      client.relayTo(route.worker, { sessionId: route.sessionId, callId, caller, initial: {}, ownsSession: false, dialect: 'ga', legacyVideo: false });
     } catch (err) {
-      this.refuse(ws, dialect, callId, err);
-      return null;
+      this.refuse(client, callId, err);
     }
   }
 
   /**
    * Fleet mode, on the worker: a sideband relayed by the API node that authenticated it and found
-   * the call here; attached as if it had connected here. The caller keeps `ws` in its socket set.
+   * the call here; attached as if it had connected here.
    */
-  attachRelayed(ws: WebSocket, run: RelayedRun, callId: string): void {
-    let listener: Listener | null = null;
-    ws.on('message', (data) => listener?.receive(data.toString()));
-    ws.on('close', () => listener?.detach());
-    ws.on('error', (err) => this.deps.log.warn('relayed sideband socket error', { err, callId }));
+  attachRelayed(client: ClientConnection, run: RelayedRun, callId: string): void {
     try {
-      listener = this.deps.calls.attachSideband(run.caller, callId, this.sink(ws, run.caller.apiKeyId, callId));
+      const listener = this.deps.calls.attachSideband(run.caller, callId, this.sink(client.socket, run.caller.apiKeyId, callId));
       if (!listener) throw new AppError('call_ended', `Call ${callId} is not running here; it has ended.`, { status: 409, param: 'call_id' });
+      client.attachTo(listener);
     } catch (err) {
-      this.refuse(ws, run.dialect, callId, err);
+      this.refuse(client, callId, err);
     }
   }
 
   /** An error event, then the close code of its status: 4004 not found, 4009 not usable, 1013 retry, 1011 a bug. */
-  private refuse(ws: WebSocket, dialect: Dialect, callId: string, err: unknown): void {
+  private refuse(client: ClientConnection, callId: string, err: unknown): void {
     if (!(err instanceof AppError)) this.deps.log.error('attaching a sideband failed', { err, callId });
-    sendEvent(ws, dialect, errorEvent(err, null));
     const status = err instanceof AppError ? err.status : 500;
     const code = status === 404 ? CLOSE.NOT_FOUND : status === 409 ? CLOSE.SESSION_UNUSABLE : status === 503 ? CLOSE.TRY_AGAIN_LATER : CLOSE.INTERNAL;
-    closeSocket(ws, code, 'call unavailable');
+    client.refuse(err, code, 'call unavailable');
   }
 
   /** The socket as a listener of the call's connection: events as text (image deltas skipped when backed up); the call's end closes it. */

@@ -24,7 +24,11 @@
  *
  * Limits: failed authentications per remote address (auth/throttle.ts) and connections per API key
  * (the key's request bucket) are throttled: an `error` event, then close 4029. Messages that arrive
- * before the engine is ready wait, bounded (PendingEvents in realtime-connection.ts).
+ * before the engine is ready wait, bounded (the client's EventGate, client-connection.ts).
+ *
+ * Each socket is a ClientConnection (client-connection.ts) with its state (authenticating, placing,
+ * running, relayed, sideband); this gateway authenticates it, finds or makes its session, asks
+ * where it runs (runHereOrRelay, placement.ts) and hands it on.
  *
  * Close codes (also in docs/realtime.md, Close codes):
  *   1000 normal · 1001 server shutting down · 1011 internal error · 1013 no worker free (try again
@@ -39,18 +43,19 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { apiKeyIdOf, bearerToken, type KeyService, type Principal } from '../auth/keys.js';
 import type { AuthThrottle } from '../auth/throttle.js';
-import { AppError, isDependencyOutage } from '../core/errors.js';
+import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import { type Dialect, type Json, type ServerEventDraft, binaryMessageRefused, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
+import { type Dialect, type Json, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
 import type { CallGateway } from './realtime-calls.js';
 import type { ConnectionRegistry } from './connection-registry.js';
-import { PendingEvents } from './pending-events.js';
-import { type ConnectionDeps, type RealtimeConnection, sessionConfigFrom } from './realtime-connection.js';
-import { type SidebandLink, SidebandGateway } from './realtime-sideband.js';
-import { CLOSE, END_CODES, closeSocket, sendEvent } from './realtime-socket.js';
-import { type FleetRouting, type RelayedRun, type RemoteWorker, type SocketRelay, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, keepRelayAlive, readRelayedRun, relaySocket } from './worker-relay.js';
+import { ClientConnection, MAX_AUTH_MESSAGE_CHARS } from './client-connection.js';
+import { runHereOrRelay } from './placement.js';
+import { type ConnectionDeps, type RunOptions, sessionConfigFrom } from './realtime-connection.js';
+import { SidebandGateway } from './realtime-sideband.js';
+import { CLOSE, closeSocket } from './realtime-socket.js';
+import { type FleetRouting, type RelayedRun, type RemoteWorker, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, keepRelayAlive, readRelayedRun } from './worker-relay.js';
 
 export const REALTIME_PATH = '/v1/realtime';
 /** A connection without credentials must authenticate within this time. */
@@ -58,12 +63,8 @@ export const AUTH_TIMEOUT_MS = 10_000;
 /** Hard frame limit of the socket (the engine answers larger events than MAX_CLIENT_EVENT_BYTES with an error). */
 const MAX_FRAME_BYTES = 4 * MAX_CLIENT_EVENT_BYTES;
 const INSECURE_KEY_PROTOCOL = 'openai-insecure-api-key.';
-/**
- * Before authentication, a message longer than this is not parsed (an `auth` event is a few hundred
- * bytes). JSON.parse of a large array of objects costs seconds and gigabytes: anyone can open a
- * socket, so only known clients get to make the server parse large messages (issue 8).
- */
-const MAX_AUTH_MESSAGE_CHARS = 4096;
+/** A WebSocket session's media: JPEG frames as image events when asked for, no RTP. */
+const WEBSOCKET_MEDIA: Pick<RunOptions, 'jpeg' | 'rtp' | 'imageEvents'> = { jpeg: true, rtp: null, imageEvents: true };
 
 export { CLOSE } from './realtime-socket.js';
 
@@ -97,7 +98,7 @@ export class RealtimeGateway {
   ) {
     this.authTimeoutMs = options.authTimeoutMs ?? AUTH_TIMEOUT_MS;
     this.log = deps.log.child({ module: 'realtime-ws' });
-    this.sidebands = new SidebandGateway({ calls: deps.calls, routing: deps.routing, log: this.log });
+    this.sidebands = new SidebandGateway({ calls: deps.calls, log: this.log });
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: MAX_FRAME_BYTES,
@@ -152,145 +153,58 @@ export class RealtimeGateway {
     return this.sockets.size;
   }
 
+  /** A client of /v1/realtime: authenticated, then placed (its session here or relayed, or a call's sideband). */
   private async onConnection(ws: WebSocket, req: http.IncomingMessage, url: URL): Promise<void> {
     const query = url.searchParams;
     const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
     const beta = req.headers['openai-beta'] !== undefined || offered.includes('openai-beta.realtime-v1');
     const legacyQuery = ['voice', 'video', 'face_id', 'voice_id'].some((k) => query.has(k));
-    let dialect: Dialect = beta || legacyQuery ? 'legacy' : 'ga';
-    this.sockets.add(ws);
-
-    // Until the connection runs, messages wait here (auth first, then everything else in order).
-    const pending = new PendingEvents();
-    let conn: RealtimeConnection | null = null;
-    /** Fleet mode: the session runs on another worker, and messages go there. */
-    let relay: SocketRelay | null = null;
-    let relayedSession: { id: string; owns: boolean } | null = null;
-    /** A sideband (`?call_id=`): the call's way in. */
-    let sideband: SidebandLink | null = null;
-    let closed = false;
-    let authWaiter: ((msg: string) => void) | null = null;
-    let authenticated = false;
-    const send = (draft: ServerEventDraft) => sendEvent(ws, dialect, draft);
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) {
-        send(binaryMessageRefused());
-        return;
-      }
-      const text = data.toString();
-      if (authenticated && isAuthMessage(text)) return; // already authenticated (header or subprotocol)
-      if (sideband) sideband.receive(text);
-      else if (relay?.opened) relay.send(text);
-      else if (conn?.ready) conn.receive(text);
-      else if (authWaiter) authWaiter(text);
-      else {
-        const refused = pending.push(text);
-        if (refused) send(refused);
-      }
-    });
-    ws.on('close', () => {
-      closed = true;
-      this.sockets.delete(ws);
-      sideband?.close();
-      if (relay) {
-        // Gone before the worker's side opened: the worker may never run the session it owns.
-        if (!relay.opened && relayedSession?.owns) void this.deps.connection.sessions.endEventually(relayedSession.id, null, 'client_disconnected');
-        relay.close();
-      }
-      if (conn) this.tearDown(conn);
-    });
-    ws.on('error', (err) => this.log.warn('socket error', { err }));
+    const client = this.client(ws, beta || legacyQuery ? 'legacy' : 'ga', 'authenticating');
 
     // 1. Authenticate.
     let principal: Principal;
     try {
-      principal = await this.authenticate(ws, req, offered, dialect, (fn) => (authWaiter = fn));
-      authWaiter = null;
-      authenticated = true;
+      principal = await this.authenticate(client, req, offered);
+      client.authenticated();
     } catch (err) {
-      authWaiter = null;
       if (err === SOCKET_CLOSED) return;
-      send(errorEvent(err, null));
       const throttled = err instanceof AppError && err.status === 429;
       // The key could not be checked (the store is down): try again later, not a failed authentication.
       const outage = err instanceof AppError && err.status === 503;
-      if (outage) closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'try again later');
-      else closeSocket(ws, throttled ? CLOSE.TOO_MANY_REQUESTS : CLOSE.AUTH_FAILED, throttled ? 'too many requests' : 'authentication failed');
+      if (outage) client.refuse(err, CLOSE.TRY_AGAIN_LATER, 'try again later');
+      else client.refuse(err, throttled ? CLOSE.TOO_MANY_REQUESTS : CLOSE.AUTH_FAILED, throttled ? 'too many requests' : 'authentication failed');
       return;
     }
-    if (closed) return;
+    if (client.closed) return;
+    const caller = { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) };
     const callId = query.get('call_id');
-    if (callId !== null) {
-      // A sideband: it attaches to the call (here or on its worker) and never makes a session.
-      sideband = await this.sidebands.attach(ws, { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, callId, dialect, pending, () => closed);
-      return;
-    }
-    const connection = this.track(ws, { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, dialect);
-    conn = connection;
+    // A sideband: it attaches to the call (here or on its worker) and never makes a session.
+    if (callId !== null) return this.sidebands.attach(client, caller, callId);
 
     // 2. Create or attach the session.
-    let session: SessionRecord;
-    let owns: boolean;
-    let initial: Json;
+    let placed: Awaited<ReturnType<RealtimeGateway['sessionFor']>>;
     try {
-      ({ session, owns, initial, dialect } = await this.sessionFor(principal, query, legacyQuery, dialect));
+      placed = await this.sessionFor(principal, query, legacyQuery, client.dialect);
     } catch (err) {
-      send(errorEvent(err, null));
       const status = err instanceof AppError ? err.status : 500;
-      closeSocket(ws, status === 503 ? CLOSE.TRY_AGAIN_LATER : status === 404 ? CLOSE.NOT_FOUND : status === 409 || status === 400 ? CLOSE.SESSION_UNUSABLE : CLOSE.INTERNAL, 'session unavailable');
+      client.refuse(err, status === 503 ? CLOSE.TRY_AGAIN_LATER : status === 404 ? CLOSE.NOT_FOUND : status === 409 || status === 400 ? CLOSE.SESSION_UNUSABLE : CLOSE.INTERNAL, 'session unavailable');
       return;
     }
-    connection.setDialect(dialect);
-    if (closed) {
-      // The socket went away while the session was being made: the connection never ran it.
-      if (owns) await this.deps.connection.sessions.endEventually(session.id, null, 'client_disconnected');
-      return;
-    }
+    const { session, owns, initial, dialect } = placed;
+    client.dialect = dialect;
+    if (owns) client.own(session.id);
 
-    // 3. The avatar and the engine (here, or on the worker the session was placed on); then the
-    //    messages that waited.
+    // 3. Run it here, or relay the socket to the worker it was placed on.
     const legacyVideo = dialect === 'legacy' && (session.video || query.get('video') === 'true');
-    let remote: RemoteWorker | null = null;
+    let worker: RemoteWorker | null;
     try {
-      remote = this.deps.routing ? await this.deps.routing.remoteWorkerOf(session.id) : null;
+      worker = await runHereOrRelay(this.deps.routing, session.id, this.log);
     } catch (err) {
-      // Redis down is answered as itself (503 redis_unavailable, logged once by the node's DependencyHealth).
-      const outage = isDependencyOutage(err, 'redis');
-      if (!outage) this.log.error('finding the session\'s worker failed', { err, sessionId: session.id });
-      send(errorEvent(outage ? err : new AppError('worker_unavailable', "The session's worker could not be found. Retry.", { status: 503 }), null));
-      closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'worker unavailable');
-      await connection.close();
-      if (owns) await this.deps.connection.sessions.endEventually(session.id, 'failed', 'worker_unreachable');
+      client.refuse(err, CLOSE.TRY_AGAIN_LATER, 'worker unavailable', 'worker_unreachable');
       return;
     }
-    if (remote) {
-      await connection.close(); // never ran: it only leaves the registry
-      if (closed) {
-        if (owns) await this.deps.connection.sessions.endEventually(session.id, null, 'client_disconnected');
-        return;
-      }
-      const run: RelayedRun = { sessionId: session.id, caller: { userId: principal.userId, apiKeyId: apiKeyIdOf(principal) }, initial, ownsSession: owns, dialect, legacyVideo };
-      relayedSession = { id: session.id, owns };
-      const opened = relaySocket(ws, remote, this.deps.routing!.token, run, {
-        onOpen: () => {
-          for (const text of pending.drain()) opened.send(text);
-        },
-        onClose: (code, reason) => closeSocket(ws, code, reason),
-        onFailure: () => {
-          send(errorEvent(new AppError('worker_unavailable', "The session's worker could not be reached. Retry.", { status: 503 }), null));
-          closeSocket(ws, CLOSE.TRY_AGAIN_LATER, 'worker unavailable');
-          if (owns) void this.deps.connection.sessions.endEventually(session.id, 'failed', 'worker_unreachable');
-        },
-      }, this.log);
-      relay = opened;
-      return;
-    }
-    const running = await connection.run(session, { initial, ownsSession: owns, legacyVideo, jpeg: true, rtp: null, imageEvents: true });
-    if (!running) {
-      if (!closed) closeSocket(ws, CLOSE.INTERNAL, 'session could not start');
-      return;
-    }
-    for (const text of pending.drain()) connection.receive(text);
+    if (worker) client.relayTo(worker, { sessionId: session.id, caller, initial, ownsSession: owns, dialect, legacyVideo });
+    else await client.runHere(session, caller, { initial, ownsSession: owns, legacyVideo, ...WEBSOCKET_MEDIA });
   }
 
   /**
@@ -300,33 +214,10 @@ export class RealtimeGateway {
   private async onRelayed(ws: WebSocket, run: RelayedRun): Promise<void> {
     // An API node that freezes or vanishes without closing the socket is noticed, not waited for.
     keepRelayAlive(ws, this.log, { sessionId: run.sessionId });
-    if (run.callId !== undefined) {
-      // A call's sideband: attached to the call running here, not a session run.
-      this.sockets.add(ws);
-      ws.on('close', () => this.sockets.delete(ws));
-      return this.sidebands.attachRelayed(ws, run, run.callId);
-    }
-    this.sockets.add(ws);
-    const pending = new PendingEvents();
-    let conn: RealtimeConnection | null = null;
-    let closed = false;
-    ws.on('message', (data) => {
-      const text = data.toString();
-      if (conn?.ready) conn.receive(text);
-      else {
-        const refused = pending.push(text);
-        if (refused) sendEvent(ws, run.dialect, refused);
-      }
-    });
-    ws.on('close', () => {
-      closed = true;
-      this.sockets.delete(ws);
-      if (conn) this.tearDown(conn);
-    });
-    ws.on('error', (err) => this.log.warn('relayed socket error', { err }));
-    const { sessions } = this.deps.connection;
-    const connection = this.track(ws, run.caller, run.dialect);
-    conn = connection;
+    const client = this.client(ws, run.dialect, 'placing');
+    // A call's sideband: attached to the call running here, not a session run.
+    if (run.callId !== undefined) return this.sidebands.attachRelayed(client, run, run.callId);
+    if (run.ownsSession) client.own(run.sessionId);
     let session: SessionRecord | null;
     try {
       session = await this.deps.connection.store.getSession(run.sessionId);
@@ -335,61 +226,36 @@ export class RealtimeGateway {
       session = null;
     }
     if (!session || session.status !== 'active' || this.deps.registry.hasSession(session.id)) {
-      sendEvent(ws, run.dialect, errorEvent(new AppError('session_not_active', `Session ${run.sessionId} is not active here.`, { status: 409 }), null));
-      closeSocket(ws, CLOSE.SESSION_UNUSABLE, 'session unavailable');
+      client.refuse(new AppError('session_not_active', `Session ${run.sessionId} is not active here.`, { status: 409 }), CLOSE.SESSION_UNUSABLE, 'session unavailable');
       return;
     }
-    if (closed) {
-      if (run.ownsSession) await sessions.endEventually(session.id, null, 'client_disconnected');
-      return;
-    }
-    const running = await connection.run(session, { initial: run.initial, ownsSession: run.ownsSession, legacyVideo: run.legacyVideo, jpeg: true, rtp: null, imageEvents: true });
-    if (!running) {
-      if (!closed) closeSocket(ws, CLOSE.INTERNAL, 'session could not start');
-      return;
-    }
-    for (const text of pending.drain()) connection.receive(text);
+    await client.runHere(session, run.caller, { initial: run.initial, ownsSession: run.ownsSession, legacyVideo: run.legacyVideo, ...WEBSOCKET_MEDIA });
   }
 
-  /** A connection of an authenticated caller on this socket: its events go out as text, its end closes the socket. */
-  private track(ws: WebSocket, caller: { userId: string; apiKeyId: string | null }, dialect: Dialect): RealtimeConnection {
-    return this.deps.registry.track(
-      this.deps.connection,
-      {
-        kind: 'websocket',
-        sendText: (text) => {
-          if (ws.readyState === ws.OPEN) ws.send(text);
-        },
-        sendBinary: (data) => {
-          if (ws.readyState === ws.OPEN) ws.send(data, { binary: true });
-        },
-        backlogBytes: () => ws.bufferedAmount,
-        isOpen: () => ws.readyState === ws.OPEN,
-        end: (reason, errorText) => {
-          if (errorText && ws.readyState === ws.OPEN) ws.send(errorText);
-          closeSocket(ws, ...END_CODES[reason]);
-        },
+  /** A client on `ws`, in the gateway's socket set until it closes; close() waits for its teardown. */
+  private client(ws: WebSocket, dialect: Dialect, state: 'authenticating' | 'placing'): ClientConnection {
+    this.sockets.add(ws);
+    return new ClientConnection(ws, dialect, {
+      connection: this.deps.connection,
+      registry: this.deps.registry,
+      fleetToken: this.deps.routing?.token ?? null,
+      log: this.log,
+      onClosed: (teardown) => {
+        this.sockets.delete(ws);
+        this.teardowns.add(teardown);
+        void teardown.finally(() => this.teardowns.delete(teardown));
       },
-      caller,
-      dialect,
-    );
-  }
-
-  /** The socket closed: the connection tears down, and close() waits for that. */
-  private tearDown(conn: RealtimeConnection): void {
-    const done = conn.close();
-    this.teardowns.add(done);
-    void done.finally(() => this.teardowns.delete(done));
+    }, state);
   }
 
   /** Credentials (header, subprotocol, or the first message), throttled; rejects with an AppError or SOCKET_CLOSED. */
-  private async authenticate(ws: WebSocket, req: http.IncomingMessage, offered: string[], dialect: Dialect, setWaiter: (fn: (msg: string) => void) => void): Promise<Principal> {
+  private async authenticate(client: ClientConnection, req: http.IncomingMessage, offered: string[]): Promise<Principal> {
     const { authThrottle, keys, rateLimiter } = this.deps;
     const headerToken = bearerToken(req.headers.authorization);
     const protocolToken = offered.find((p) => p.startsWith(INSECURE_KEY_PROTOCOL))?.slice(INSECURE_KEY_PROTOCOL.length);
     const address = req.socket.remoteAddress ?? 'unknown';
     authThrottle.check(address); // a throttled address is refused before it sends anything
-    const token = headerToken ?? protocolToken ?? (await this.awaitAuthMessage(ws, dialect, setWaiter));
+    const token = headerToken ?? protocolToken ?? (await this.awaitAuthMessage(client));
     if (token === null) throw SOCKET_CLOSED;
     const principal = await authThrottle.guard(address, () => keys.authenticate(token));
     // Connections count against the key's request bucket, like REST requests.
@@ -450,10 +316,11 @@ export class RealtimeGateway {
    * Waits for `{"type":"auth","api_key":...}`. Other events before it get an error and are not
    * processed; no message in time → an error and close 4008. Resolves null if the socket closed.
    */
-  private awaitAuthMessage(ws: WebSocket, dialect: Dialect, setWaiter: (fn: (msg: string) => void) => void): Promise<string | null> {
+  private awaitAuthMessage(client: ClientConnection): Promise<string | null> {
+    const ws = client.socket;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        sendEvent(ws, dialect, errorEvent(new AppError('authentication_timeout', `No credentials within ${this.authTimeoutMs / 1000} s: send Authorization: Bearer <key>, the subprotocol openai-insecure-api-key.<key>, or a first message {"type":"auth","api_key":"<key>"}.`, { status: 401 }), null));
+        client.send(errorEvent(new AppError('authentication_timeout', `No credentials within ${this.authTimeoutMs / 1000} s: send Authorization: Bearer <key>, the subprotocol openai-insecure-api-key.<key>, or a first message {"type":"auth","api_key":"<key>"}.`, { status: 401 }), null));
         ws.close(CLOSE.AUTH_TIMEOUT, 'authentication timeout');
         resolve(null);
       }, this.authTimeoutMs);
@@ -461,7 +328,7 @@ export class RealtimeGateway {
         clearTimeout(timer);
         resolve(null);
       });
-      setWaiter((text) => {
+      client.awaitAuth((text) => {
         let msg: unknown = null;
         // An auth event is small; a large message from a client not yet known is not parsed at all
         // (16 MiB of JSON objects takes JSON.parse seconds and gigabytes: issue 8).
@@ -474,10 +341,11 @@ export class RealtimeGateway {
         }
         const eventId = isObject(msg) && typeof msg.event_id === 'string' ? msg.event_id : null;
         if (!isObject(msg) || msg.type !== 'auth') {
-          sendEvent(ws, dialect, errorEvent(new AppError('not_authenticated', 'Authenticate first: send {"type":"auth","api_key":"<key>"} before any other event.', { status: 401, param: 'type' }), eventId));
+          client.send(errorEvent(new AppError('not_authenticated', 'Authenticate first: send {"type":"auth","api_key":"<key>"} before any other event.', { status: 401, param: 'type' }), eventId));
           return;
         }
         clearTimeout(timer);
+        client.awaitAuth(null); // what follows waits for the key's check
         const key = msg.api_key ?? msg.token;
         if (typeof key !== 'string' || key === '') {
           reject(new AppError('missing_api_key', "The auth event needs 'api_key'.", { status: 401, param: 'api_key' }));
@@ -491,16 +359,6 @@ export class RealtimeGateway {
 
 /** Thrown by authenticate() when the socket closed while waiting for credentials. */
 const SOCKET_CLOSED = Symbol('socket closed');
-
-function isAuthMessage(text: string): boolean {
-  if (text.length > MAX_AUTH_MESSAGE_CHARS) return false;
-  try {
-    const msg: unknown = JSON.parse(text);
-    return isObject(msg) && msg.type === 'auth';
-  } catch {
-    return false;
-  }
-}
 
 /**
  * An avatar-only session asked for in the URL (`?intent=avatar`, `&video_format=`), as the fields

@@ -29,6 +29,8 @@ import { WebSocket } from 'ws';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Dialect, Json } from '../realtime/protocol.js';
+import { EventGate } from './pending-events.js';
+import { sendEvent } from './realtime-socket.js';
 
 export const INTERNAL_REALTIME_PATH = '/internal/realtime';
 export const INTERNAL_CALLS_PATH = '/internal/calls';
@@ -99,18 +101,19 @@ export function readRelayedRun(header: string | string[] | undefined): RelayedRu
 }
 
 export interface SocketRelay {
-  /** True once the worker's side is open: send() goes through from then on. */
+  /** True once the worker's side is open. */
   readonly opened: boolean;
-  /** A client message for the worker; only once opened (the caller holds earlier ones). */
-  send(text: string): void;
+  /** A client message for the worker; held (bounded, in order) until the worker's side opens. */
+  receive(text: string): void;
   /** The client went away: close the worker's side. */
   close(): void;
 }
 
 /**
- * Relays `client` to the session's worker. `onOpen` is called once the worker's side is open (the
- * caller then sends what it held); `onClose(code, reason)` once when the worker's side ends (the
- * caller closes the client with that code); `onFailure` when the worker could not be reached at all.
+ * Relays `client` to the session's worker. `onOpen` is called once the worker's side is open
+ * (what the client sent meanwhile has gone on by then); `onClose(code, reason)` once when the
+ * worker's side ends (the caller closes the client with that code); `onFailure` when the worker
+ * could not be reached at all.
  */
 export function relaySocket(
   client: WebSocket,
@@ -128,9 +131,13 @@ export function relaySocket(
   });
   let opened = false;
   let finished = false;
+  const gate = new EventGate((refused) => sendEvent(client, run.dialect, refused));
   upstream.on('open', () => {
     opened = true;
     keepRelayAlive(upstream, log, { workerId: worker.workerId, sessionId: run.sessionId });
+    gate.open((text) => {
+      if (upstream.readyState === upstream.OPEN) upstream.send(text);
+    });
     handlers.onOpen();
   });
   upstream.on('message', (data, isBinary) => {
@@ -147,6 +154,7 @@ export function relaySocket(
     log.warn('relay to the worker failed', { workerId: worker.workerId, err });
     if (!opened && !finished) {
       finished = true;
+      gate.shut();
       handlers.onFailure(err);
     }
   });
@@ -154,11 +162,12 @@ export function relaySocket(
     get opened() {
       return opened;
     },
-    send(text) {
-      if (upstream.readyState === upstream.OPEN) upstream.send(text);
+    receive(text) {
+      gate.receive(text);
     },
     close() {
       finished = true;
+      gate.shut();
       if (upstream.readyState === upstream.OPEN) upstream.close(1000, 'client closed');
       else upstream.terminate();
     },
