@@ -40,7 +40,8 @@ import { SpeechSegmenter } from './speech-segmenter.js';
 import { TurnEndDetector, type PauseWords } from './turn-judge.js';
 import type { MessageItem } from './items.js';
 import type { TranscriptionSettings, TurnDetection } from './session-update.js';
-import { RealtimeError, newItemId, type ServerEventDraft } from './protocol.js';
+import { RealtimeError, decodeBase64, decodePcm16, newItemId, type ServerEventDraft } from './protocol.js';
+import { InputAudioDecoder, type WireAudioFormat } from '../audio/wire-format.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 
 /** OpenAI refuses to commit less than this much audio. */
@@ -101,7 +102,7 @@ export interface RecognitionDeps {
    * semantic_vad only, once per pause transcript; the signal fires when the pause is stale.
    */
   readWords(pause: { itemId: string; pause: number; text: string; signal: AbortSignal }): Promise<number | null>;
-  settings(): { turnDetection: TurnDetection | null; transcription: TranscriptionSettings };
+  settings(): { turnDetection: TurnDetection | null; transcription: TranscriptionSettings; inputFormat: WireAudioFormat };
   /** Sends a transcription event of a user item. */
   emit(event: ServerEventDraft): void;
   log: Logger;
@@ -113,6 +114,8 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
   private chunks: Int16Array[] = [];
   /** Set by close(): an append still being heard stops feeding the VAD. */
   private closed = false;
+  /** The decoder of appended audio, for the input format it was made for. */
+  private decoder: InputAudioDecoder | null = null;
   private samples = 0;
   /** Samples heard since the session started (appended or from the microphone): the input clock. */
   private heardSamples = 0;
@@ -212,6 +215,28 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
     });
     segmenter.on('error', (err) => this.deps.log.warn('turn detection failed on a frame (the turn goes on)', { err }));
     this.segmenter = segmenter;
+  }
+
+  /**
+   * input_audio_buffer.append's base64 audio in the session's input format: decoded (one decoder
+   * per input format, kept across appends: no clicks at their seams), then appended.
+   */
+  async appendEncoded(audio: string): Promise<void> {
+    const format = this.deps.settings().inputFormat;
+    const decoder = this.decoder?.format === format ? this.decoder : (this.decoder = new InputAudioDecoder(format));
+    const pcm = await decodeInput(audio, 'audio', decoder);
+    if (!this.closed) await this.append(pcm);
+  }
+
+  /** An item's base64 audio in the session's input format, as PCM16 24 kHz (its own decoder). */
+  decodeItemAudio(audio: string, param: string): Promise<Int16Array> {
+    return decodeInput(audio, param, new InputAudioDecoder(this.deps.settings().inputFormat));
+  }
+
+  /** input_audio_buffer.clear: clear(), and the appends' decoder starts afresh. */
+  clearAppended(): void {
+    this.clear();
+    this.decoder?.reset();
   }
 
   /**
@@ -432,4 +457,14 @@ function transcriptionUsage(seconds: number, transcript: string) {
     input_token_details: { text_tokens: 0, audio_tokens: audioTokens },
     output_tokens: outputTokens,
   };
+}
+
+/**
+ * Base64 audio as PCM16 24 kHz: PCM checked as always, G.711 decoded and resampled by `decoder`
+ * (whose state carries across the appends of one stream), yielding to the event loop between
+ * seconds of audio (a large G.711 append is seconds of work).
+ */
+async function decodeInput(audio: string, param: string, decoder: InputAudioDecoder): Promise<Int16Array> {
+  if (decoder.format.type === 'audio/pcm') return decodePcm16(audio, param);
+  return decoder.decodeYielding(decodeBase64(audio, param));
 }

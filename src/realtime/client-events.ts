@@ -28,6 +28,7 @@ import type {
   ResponseCreateEvent,
   SessionUpdateEvent,
 } from 'openai/resources/realtime/realtime';
+import type { EngineTransport } from './engine-ports.js';
 import {
   type AvatarClientEventType,
   type ClientEvent,
@@ -161,5 +162,23 @@ export function typedAvatarClientEvent(e: ClientEvent<string>): TypedAvatarClien
       return { type: e.type, event_id, listening: body.listening };
     default:
       return null;
+  }
+}
+
+/**
+ * Events of one transport only (spec 4.5 rule 4): a call's microphone travels as RTP on its audio
+ * track and server VAD commits its turns, so input_audio_buffer events are WebSocket-only;
+ * output_audio_buffer.clear cuts a call's RTP audio and is WebRTC-only. Throws naming `type`.
+ */
+export function checkTransport(type: ClientEventType, transport: EngineTransport): void {
+  if (transport === 'webrtc' && type.startsWith('input_audio_buffer.')) {
+    throw new RealtimeError(
+      'unsupported_on_webrtc',
+      `'${type}' is not available on a WebRTC call: the microphone travels as RTP on the audio track, and server VAD commits turns. Send audio over /v1/realtime (WebSocket) to use the input audio buffer.`,
+      'type',
+    );
+  }
+  if (transport !== 'webrtc' && type === 'output_audio_buffer.clear') {
+    throw new RealtimeError('unsupported_on_websocket', "'output_audio_buffer.clear' is for WebRTC calls; on WebSocket send response.cancel, or conversation.item.truncate.", 'type');
   }
 }

@@ -24,6 +24,7 @@
  */
 import type { ChatImage, ChatMessage, ToolCall } from '../providers/llm/base.js';
 import { IMAGE_NOTE } from '../providers/llm/base.js';
+import type { InputImages } from './input-images.js';
 import { type Json, RealtimeError, checkMaxLength, describeValue, isObject, newItemId } from './protocol.js';
 
 /**
@@ -200,6 +201,17 @@ export function toMessages(items: readonly Item[]): ChatMessage[] {
  * response.create's `input`) and builds the item to store. `param` prefixes parameter names in
  * errors ("item" or "response.input[2]"). Images are returned for checking, not checked here.
  */
+/** Checks a parsed item's images (off the event loop) and keeps each as the model will get it. */
+export async function checkItemImages(parsed: ParsedItem, images: InputImages): Promise<void> {
+  const checked = await Promise.all(parsed.images.map(({ part, param }) => images.check(part.image_url, param, part.detail)));
+  parsed.images.forEach(({ part }, i) => (part.image_url = checked[i]!.url));
+}
+
+/** A user's audio message as a turn commits it (transcript null while it is transcribed). */
+export function userAudioItem(id: string, transcript: string | null): MessageItem {
+  return { id, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript }] };
+}
+
 export function parseItem(raw: unknown, param: string): ParsedItem {
   if (!isObject(raw)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object.`, param);
   const type = raw.type ?? 'message';

@@ -27,9 +27,11 @@ import type { Logger } from '../core/log.js';
 import type { ChatMessage, LanguageModel, LanguageModels } from '../providers/llm/base.js';
 import { EarlyReply } from './early-reply.js';
 import { type MessageItem, toMessages } from './items.js';
+import { readingRequest, sessionReplyRequest } from './reply-request.js';
 import type { ModelRequest } from './response.js';
 import type { SessionSettings } from './session-update.js';
 import { spokenWords } from './turn-judge.js';
+import type { UserTurn } from './audio-recognition.js';
 
 /** How long a reading of the words may take before the judge goes on without it. */
 export const WORDS_READING_DEADLINE_MS = 400;
@@ -47,10 +49,6 @@ export interface PreemptiveHost {
   transcribing(): boolean;
   /** The conversation as the model sees it now. */
   messages(): ChatMessage[];
-  /** The request a reply to `context` would make (instructions, tools, limits of the session). */
-  replyRequest(context: ChatMessage[]): ModelRequest;
-  /** The request of the words' reading when the session's model is not the one reading (the default instructions). */
-  readingRequest(words: string): ModelRequest;
 }
 
 /** What one pause started: the reading of its words, and the reply begun on its transcript. */
@@ -71,7 +69,24 @@ export class PreemptiveGeneration {
   /** The reading of the words of the turn that ended, by the session's own model, while it runs. */
   private reading: Promise<unknown> | null = null;
 
+  /** What the model was last asked to prepare (prepareSession). */
+  private prepared = '';
+
   constructor(private readonly host: PreemptiveHost) {}
+
+  /** Lets the model evaluate the session's prompt ahead of the first reply (see the header). In the background: a failure costs only that head start. */
+  prepareSession(): void {
+    const { session } = this.host.settings();
+    const model = this.host.llm.forModel(session.model);
+    if (!model.prepare) return;
+    const { messages, tools, toolChoice } = sessionReplyRequest(this.host.settings(), []);
+    const prepared = JSON.stringify([session.model, messages, tools, toolChoice]);
+    if (prepared === this.prepared) return;
+    this.prepared = prepared;
+    model.prepare({ messages, tools, toolChoice }).catch((err: unknown) => {
+      this.host.log.debug('preparing the model for the session failed', { sessionId: this.host.sessionId, err });
+    });
+  }
 
   /** The judge's reading of a pause's words (see the header): the model's probability, or null. */
   readWords(p: { itemId: string; pause: number; text: string; signal: AbortSignal }): Promise<number | null> {
@@ -97,36 +112,43 @@ export class PreemptiveGeneration {
   }
 
   /**
-   * The turn `itemId` ended in pause `pause` (null: in none): that pause's reply waits for the
-   * turn's response; anything else is dropped. Returns the reading of its words, for the log.
+   * A turn ended, in the pause its transcription is of (or in none): that pause's reply waits for
+   * the turn's response; anything else is dropped. Logs the turn with the reading of its words.
    */
-  onTurnEnded(itemId: string, pause: number | null): { endProbability: number | null; ms: number } | null {
+  onTurnEnded(turn: UserTurn): void {
+    const { itemId } = turn;
+    const pause = turn.transcription?.pause ?? null;
     const work = this.pending;
     this.pending = null;
     this.dropEarlyReply();
-    if (!work || pause === null || work.pause !== pause || work.itemId !== itemId) {
-      work?.reply?.discard();
-      return null;
+    const matches = work !== null && pause !== null && work.pause === pause && work.itemId === itemId;
+    if (!matches) work?.reply?.discard();
+    else {
+      this.earlyReply = work.reply;
+      if (work.reading && !work.read && this.replyModel().local) {
+        const reading = work.reading.catch(() => null);
+        this.reading = reading;
+        void reading.then(() => {
+          if (this.reading === reading) this.reading = null;
+        });
+      }
     }
-    this.earlyReply = work.reply;
-    if (work.reading && !work.read && this.replyModel().local) {
-      const reading = work.reading.catch(() => null);
-      this.reading = reading;
-      void reading.then(() => {
-        if (this.reading === reading) this.reading = null;
-      });
-    }
-    return work.read;
+    const read = matches ? work.read : null;
+    this.host.log.info('turn ended', {
+      sessionId: this.host.sessionId,
+      itemId,
+      endedBy: turn.endedBy,
+      endOfTurnProbability: turn.endOfTurnProbability,
+      speculativeTranscript: turn.transcription !== null,
+      wordsEndProbability: read?.endProbability ?? null,
+      wordsReadMs: read?.ms ?? null,
+      earlyReply: this.earlyReply !== null,
+    });
   }
 
   /** Resolves once the session's model has finished reading the words of the turn that ended (see the header). */
   async settled(): Promise<void> {
     await this.reading;
-  }
-
-  /** Whether the turn that ended last left an early reply for its response. */
-  get hasEarlyReply(): boolean {
-    return this.earlyReply !== null;
   }
 
   /** Drops the work of the pause in progress (a clear, a commit, a timeout). */
@@ -184,7 +206,7 @@ export class PreemptiveGeneration {
     const own = this.replyModel();
     const reader = own.local && own.endOfTurnProbability ? own : this.host.llm.wordsReader();
     if (!reader?.endOfTurnProbability) return null;
-    const request = reader === own ? this.host.replyRequest(this.turn(work, words)) : this.host.readingRequest(words);
+    const request = reader === own ? sessionReplyRequest(this.host.settings(), this.turn(work, words)) : readingRequest(words);
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(WORDS_READING_DEADLINE_MS)]);
     const started = performance.now();
     try {
@@ -201,6 +223,6 @@ export class PreemptiveGeneration {
     const host = this.host;
     if (this.pending !== work || work.reply || host.closed() || host.responding() || host.transcribing()) return;
     if (!host.settings().turnDetection?.createResponse || !model.speculative) return;
-    work.reply = new EarlyReply(model, host.replyRequest(this.turn(work, text)));
+    work.reply = new EarlyReply(model, sessionReplyRequest(host.settings(), this.turn(work, text)));
   }
 }

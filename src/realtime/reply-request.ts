@@ -5,7 +5,9 @@
  * told to the model when the user has been silent.
  */
 import type { ChatMessage, ToolChoice, ToolDefinition } from '../providers/llm/base.js';
+import { DEFAULT_INSTRUCTIONS } from '../sessions/session-config.js';
 import type { ModelRequest } from './response.js';
+import type { SessionSettings } from './session-update.js';
 
 /** Told to the model when the reply will be spoken: the avatar should talk, not write. */
 export const SPOKEN_REPLY_GUIDANCE =
@@ -32,6 +34,17 @@ export function replyRequest(
     toolChoice: offered.length === 0 ? 'auto' : tools.toolChoice,
     parallelToolCalls: tools.parallelToolCalls,
   };
+}
+
+/** A reply to `context` as the session asks for one: its instructions, modalities, output limit and tools. */
+export function sessionReplyRequest(settings: SessionSettings, context: ChatMessage[]): ModelRequest {
+  const { session } = settings;
+  return replyRequest(session.instructions, session.output_modalities, context, session.max_output_tokens, settings);
+}
+
+/** The words' reading by a model that is not the session's: the default instructions and the words, which every session's reading shares. */
+export function readingRequest(words: string): ModelRequest {
+  return replyRequest(DEFAULT_INSTRUCTIONS, ['audio'], [{ role: 'user', content: words }], 'inf');
 }
 
 /** Told to the model when the user has been silent for idle_timeout_ms. */

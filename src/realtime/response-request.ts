@@ -5,15 +5,24 @@
  * RealtimeError naming it (`response.tools[0].name`), and nothing starts.
  *
  * Fields: output_modalities, instructions, audio.output.voice, max_output_tokens, metadata,
- * conversation ("auto" | "none"), input (items for an out-of-band context, parsed by the engine
- * since they may reference conversation items and hold images), tools, tool_choice,
+ * conversation ("auto" | "none"), input (items for an out-of-band context: references to
+ * conversation items, or items given whole, their images checked), tools, tool_choice,
  * parallel_tool_calls. `prompt` and `reasoning` (OpenAI-hosted features) are accepted and not
  * used (docs/realtime.md#accepted-and-not-used).
+ *
+ * Two steps, so the engine starts a finished run: checkResponse() (the fields, a voice of its own,
+ * the input items) before it waits for transcriptions in progress, and responseSpec() after, with
+ * the conversation as it then is: the run's whole spec and the model's request (reply-request.ts).
  */
 import type { ToolChoice, ToolDefinition } from '../providers/llm/base.js';
 import { MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
-import { MAX_CONVERSATION_ITEMS } from './conversation.js';
-import { type Json, RealtimeError, checkMaxLength, isObject, optionalMetadata, optionalString, requireString } from './protocol.js';
+import { type Conversation, MAX_CONVERSATION_ITEMS } from './conversation.js';
+import type { AssetChecker } from './engine-ports.js';
+import type { InputImages } from './input-images.js';
+import { type Item, checkItemImages, parseItem, toMessages } from './items.js';
+import { type Json, RealtimeError, checkMaxLength, isObject, newResponseId, optionalMetadata, optionalString, requireString } from './protocol.js';
+import { replyRequest } from './reply-request.js';
+import type { ResponseSpec } from './response.js';
 import type { SessionSettings } from './session-update.js';
 import { parseToolChoice, parseTools } from './tools.js';
 
@@ -101,5 +110,80 @@ export function parseResponseRequest(body: unknown, settings: SessionSettings): 
     tools,
     toolChoice,
     parallelToolCalls: parallel,
+  };
+}
+
+/** What checking and finishing a response request reads of the session. */
+export interface ResponseContext {
+  settings: SessionSettings;
+  conversation: Conversation;
+  userId: string;
+  assets: AssetChecker;
+  images: InputImages;
+}
+
+/** A response request whose fields, voice and input items have been checked. */
+export interface CheckedResponse {
+  request: ResponseRequest;
+  /** The out-of-band context (null: the conversation). */
+  input: Item[] | null;
+}
+
+/**
+ * Checks response.create's `response` (null: an automatic response): its fields, a voice for
+ * this response only (checked as session.update checks one: refused now, naming the event, not a
+ * response that fails later with no event to name), and its input items.
+ */
+export async function checkResponse(body: unknown, ctx: ResponseContext): Promise<CheckedResponse> {
+  const request = parseResponseRequest(body, ctx.settings);
+  const { voice } = request;
+  if (voice !== null && voice.id !== ctx.settings.session.audio.output.voice) await ctx.assets.require('voice', voice.id, ctx.userId, voice.param);
+  return { request, input: request.input === null ? null : await inputItems(request.input, ctx) };
+}
+
+/** response.input: items by reference or given whole (images checked). */
+async function inputItems(input: unknown[], ctx: ResponseContext): Promise<Item[]> {
+  const items: Item[] = [];
+  for (const [i, raw] of input.entries()) {
+    if (isObject(raw) && raw.type === 'item_reference') {
+      items.push(ctx.conversation.require(requireString(raw, 'id', `response.input[${i}].id`), `response.input[${i}].id`, 'retrieve'));
+      continue;
+    }
+    const parsed = parseItem(raw, `response.input[${i}]`);
+    await checkItemImages(parsed, ctx.images);
+    items.push(parsed.item);
+  }
+  return items;
+}
+
+/** How the session delivers a response (fixed by its transport and settings). */
+export interface ResponseDelivery {
+  /** Whether the session sends image events at all (its transport and modalities). */
+  imagesWanted: boolean;
+  /** Older-form `video=true`: frames whatever the response's modalities. */
+  legacyVideo: boolean;
+  audioDelivery: ResponseSpec['audioDelivery'];
+}
+
+/** The run's whole spec for a checked request, over the conversation as it is now; `clientEventId` names the response.create (null: automatic). */
+export function responseSpec(checked: CheckedResponse, ctx: ResponseContext, delivery: ResponseDelivery, clientEventId: string | null): ResponseSpec {
+  const { request: r, input } = checked;
+  const { settings, conversation } = ctx;
+  const s = settings.session;
+  const context = input === null ? conversation.messages() : toMessages(input);
+  return {
+    id: newResponseId(),
+    conversation: r.inConversation ? { id: conversation.id, insert: (item) => conversation.insert(item, null) } : null,
+    outputModalities: r.outputModalities,
+    request: replyRequest(r.instructions, r.outputModalities, context, r.maxOutputTokens, r),
+    maxOutputTokens: r.maxOutputTokens,
+    metadata: r.metadata,
+    clientEventId,
+    // audio.output.voice holds an OpenAI voice name (the speech service maps it) or our voice id.
+    voiceName: r.voice?.id ?? s.audio.output.voice,
+    speed: s.audio.output.speed,
+    images: delivery.imagesWanted && (!r.modalitiesGiven || r.outputModalities.includes('image') || delivery.legacyVideo),
+    audioDelivery: delivery.audioDelivery,
+    outputFormat: settings.outputFormat,
   };
 }

@@ -1,74 +1,45 @@
 /**
- * The realtime engine of one session: takes client events in order and produces server events,
- * over the conversation, the input audio buffer (with server VAD), responses (response.ts) and
- * the avatar. Transport-free: the WebSocket layer (src/signaling/realtime-ws.ts) hands it text
- * messages and sends what it emits; the same engine can serve a WebRTC data channel.
+ * The realtime engine of one session: it takes client events in order, dispatches them, and owns
+ * the conversation, the response in progress and the session's settings. Transport-free: the
+ * connection (signaling/realtime-connection.ts, the only importer of this file) hands it text and
+ * sends what it emits; its options, dependencies and ports are in engine-ports.ts.
  *
  * Rules kept here:
  *  - events are handled strictly in arrival order (one chain), so a session.update that switches
  *    faces completes before the response.create after it;
- *  - every bad event gets an `error` event naming its event_id, and the session goes on; a failure
- *    that is not the client's (a bug) is logged with the event's id and type, answered with a
- *    server_error naming the event, and the session goes on too: nothing a handler, a response or
- *    a server event throws escapes the engine or leaves it wedged (a response is active exactly
- *    while its run has not finished, whatever failed on the way);
- *  - one response at a time; user speech (server VAD with interrupt_response) cancels it
- *    (barge-in), and so does response.cancel;
+ *  - every bad event gets an `error` event naming its event_id and the session goes on; a failure
+ *    that is not the client's (a bug) is logged and answered with a server_error naming the event:
+ *    nothing a handler, a response or a server event throws escapes the engine or wedges it (a
+ *    response is active exactly while its run has not finished, whatever failed on the way);
+ *  - one response at a time; user speech (server VAD with interrupt_response) and response.cancel
+ *    cancel it;
  *  - a voice turn: speech_started → speech_stopped → input_audio_buffer.committed →
  *    conversation.item.added → transcription (.delta*, .completed | .failed) →
  *    conversation.item.done → response (when create_response);
- *  - the voice input (the input buffer, turn detection and its judge, the pauses' and the turns'
- *    transcription) is one stage, audio-recognition.ts, and the reply begun while a turn is being
- *    decided (the words' reading, the early reply) is preemptive-generation.ts; the engine turns
- *    the stage's events into protocol events and answers the turn once its transcript is in;
- *  - client events are checked and typed at the edge (client-events.ts, on the openai package's GA
- *    client-event types) before a handler sees them;
- *  - items are parsed by items.ts, response.create by response-request.ts, the model's request is
- *    built by reply-request.ts, and a response runs in response.ts; the engine's options,
- *    dependencies and the ports it reports through are in engine-ports.ts (only the connection
- *    imports this file); what remains here is the protocol: dispatch, session.update, the item
- *    events, the input buffer, turns and responses in order;
  *  - memory is bounded: the conversation keeps at most MAX_CONVERSATION_ITEMS items and
  *    MAX_CONVERSATION_TEXT_CHARS characters (conversation.ts), dropping the oldest (each announced
- *    with conversation.item.deleted, never the response in progress), and at most
- *    MAX_RECORDED_CHAT_CHARS of chat history is written to the store per session.
+ *    with conversation.item.deleted, never the response in progress).
+ * Where the rest is: client events typed at the edge (client-events.ts); items (items.ts); the
+ * voice input, its turns and the idle timer (audio-recognition.ts); the reply begun before a turn
+ * is decided (preemptive-generation.ts); response.create checked and finished into a run's spec
+ * (response-request.ts, reply-request.ts) and run (response.ts); finished responses' audio for
+ * truncation (played-responses.ts); the chat history written to the store (chat-record.ts).
  */
 import { AppError } from '../core/errors.js';
-import type { EngineDeps, EngineOptions } from './engine-ports.js';
-import { idleNudge, replyRequest } from './reply-request.js';
 import { AudioRecognition, type PauseTranscription, type UserTurn } from './audio-recognition.js';
-import { PreemptiveGeneration } from './preemptive-generation.js';
-import { DEFAULT_INSTRUCTIONS } from '../sessions/session-config.js';
+import { ChatRecord } from './chat-record.js';
+import { type ClientEventOf, checkTransport, typedClientEvent } from './client-events.js';
 import { Conversation } from './conversation.js';
-import { type Item, type MessageItem, type ParsedItem, itemText, parseItem, toMessages } from './items.js';
-import { parseResponseRequest } from './response-request.js';
-import { type ClientEventOf, typedClientEvent } from './client-events.js';
-import { InputAudioDecoder } from '../audio/wire-format.js';
-import {
-  type ClientEvent,
-  type Json,
-  type ServerEventDraft,
-  RealtimeError,
-  decodeBase64,
-  decodePcm16,
-  errorEvent,
-  isObject,
-  newConversationId,
-  newItemId,
-  newResponseId,
-  readClientEvent,
-  requireString,
-} from './protocol.js';
+import type { EngineDeps, EngineOptions } from './engine-ports.js';
+import { type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
+import { PlayedResponses } from './played-responses.js';
+import { PreemptiveGeneration } from './preemptive-generation.js';
+import { type ClientEvent, type Json, type ServerEventDraft, RealtimeError, errorEvent, newConversationId, newItemId, readClientEvent } from './protocol.js';
+import { idleNudge } from './reply-request.js';
+import { type ResponseContext, checkResponse, responseSpec } from './response-request.js';
 import { ResponseRun, type ResponseOutcome } from './response.js';
 import { legacySessionObject } from './session-object.js';
-import { applySessionUpdate, type SessionSettings } from './session-update.js';
-
-/**
- * Chat history (user and assistant turns) one session writes to the store, in characters. Turns
- * beyond it are not recorded (a warning says so, once): 4M characters is hours of conversation, and
- * at most a few MB of database per session.
- */
-export const MAX_RECORDED_CHAT_CHARS = 4_000_000;
+import { applySessionUpdate, changedAssets, type SessionSettings } from './session-update.js';
 
 export class RealtimeSessionEngine {
   private settings: SessionSettings;
@@ -78,16 +49,15 @@ export class RealtimeSessionEngine {
 
   /** The latest response run; it is the active one until it has finished (see `active`). */
   private current: ResponseRun | null = null;
-  private recordedChatChars = 0;
-  /** The last store write failed: further failures are not logged until one succeeds. */
-  private recordFailing = false;
-  private chatLimitWarned = false;
+  /** Finished responses whose audio can still be truncated. */
+  private readonly played = new PlayedResponses();
+  /** A voice turn was not answered because the user kept talking: the next turn answers it. */
+  private owedResponse = false;
   /** The voice input: the input audio buffer, a call's microphone, turns and their transcripts. */
   private readonly input: AudioRecognition;
-  /** The words' reading and the early reply of a turn being decided (preemptive-generation.ts). */
+  /** The words' reading, the early reply of a turn being decided, the session's prompt prepared. */
   private readonly preemptive: PreemptiveGeneration;
-  /** What the model was last asked to prepare (prepareModel). */
-  private prepared = '';
+  private readonly chat: ChatRecord;
 
   constructor(
     private readonly options: EngineOptions,
@@ -95,6 +65,7 @@ export class RealtimeSessionEngine {
   ) {
     this.settings = applySessionUpdate(null, options.initial, options.defaultModel);
     const log = deps.log.child({ sessionId: options.sessionId });
+    this.chat = new ChatRecord(deps.recorder, log);
     this.preemptive = new PreemptiveGeneration({
       sessionId: options.sessionId,
       settings: () => this.settings,
@@ -104,11 +75,6 @@ export class RealtimeSessionEngine {
       responding: () => this.active !== null,
       transcribing: () => this.input.transcribing,
       messages: () => this.conversation.messages(),
-      replyRequest: (context) => {
-        const { session } = this.settings;
-        return replyRequest(session.instructions, session.output_modalities, context, session.max_output_tokens, this.settings);
-      },
-      readingRequest: (words) => replyRequest(DEFAULT_INSTRUCTIONS, ['audio'], [{ role: 'user', content: words }], 'inf'),
     });
     this.input = new AudioRecognition({
       createVad: deps.createVad,
@@ -139,9 +105,9 @@ export class RealtimeSessionEngine {
 
   /** Sends session.created and starts turn detection; call once, before the first message. */
   async start(): Promise<void> {
-    await this.applyTurnDetection();
+    await this.input.configure(this.settings.turnDetection); // the VAD and the idle timeout, as the settings say
     this.emit({ type: 'session.created', session: this.sessionObject() });
-    this.prepareModel();
+    this.preemptive.prepareSession();
   }
 
   /** One text message from the client; handled after every earlier one. Never throws. */
@@ -205,6 +171,7 @@ export class RealtimeSessionEngine {
     if (this.closed) return;
     try {
       const event = typedClientEvent(read);
+      checkTransport(event.type, this.options.transport ?? 'websocket');
       switch (event.type) {
         case 'session.update':
           return await this.onSessionUpdate(event);
@@ -219,11 +186,11 @@ export class RealtimeSessionEngine {
         case 'input_audio_buffer.append':
           return await this.onAppend(event);
         case 'input_audio_buffer.commit':
-          return this.onCommit(event);
+          return this.onCommit();
         case 'input_audio_buffer.clear':
-          return this.onClear(event);
+          return this.onClear();
         case 'output_audio_buffer.clear':
-          return this.onOutputAudioClear(event);
+          return this.onOutputAudioClear();
         case 'response.create':
           return await this.onResponseCreate(event);
         case 'response.cancel':
@@ -244,41 +211,14 @@ export class RealtimeSessionEngine {
     const next = applySessionUpdate(this.settings.raw, update, this.options.defaultModel);
     const before = this.settings.session;
     const after = next.session;
-    const { userId } = this.options;
-    const checks: Promise<void>[] = [];
-    const check = (kind: 'face' | 'voice' | 'driving', id: string | null, param: string) => {
-      if (id !== null) checks.push(this.deps.assets.require(kind, id, userId, param));
-    };
-    if (after.voice !== before.voice) check('voice', after.voice, update.voice !== undefined ? 'session.voice' : 'session.audio.output.voice');
-    if (after.face !== before.face) check('face', after.face, 'session.face');
-    if (after.driving !== before.driving) check('driving', after.driving, 'session.driving');
-    await Promise.all(checks);
+    await Promise.all(changedAssets(before, after, update).map((a) => this.deps.assets.require(a.kind, a.id, this.options.userId, a.param)));
     // Switch the avatar before committing the settings: a face that fails to load leaves the old one.
     if (after.face !== before.face) await this.deps.avatar.setFace(after.face ?? 'default');
     if (after.driving !== before.driving) await this.deps.avatar.setDriving(after.driving ?? 'default');
     this.settings = next;
-    await this.applyTurnDetection();
+    await this.input.configure(this.settings.turnDetection); // the VAD and the idle timeout, as the settings say
     this.emit({ type: 'session.updated', session: this.sessionObject() });
-    this.prepareModel();
-  }
-
-  /**
-   * Lets the model evaluate this session's instructions and tools while the user is still
-   * speaking or typing (LanguageModel.prepare), not in the first reply. In the background: a
-   * failure costs only that head start.
-   */
-  private prepareModel(): void {
-    const { session } = this.settings;
-    const model = this.deps.llm.forModel(session.model);
-    if (!model.prepare) return;
-    const { messages, tools, toolChoice } = replyRequest(session.instructions, session.output_modalities, [], session.max_output_tokens, this.settings);
-    // Once per change of what the prompt starts with, not on every session.update.
-    const prepared = JSON.stringify([session.model, messages, tools, toolChoice]);
-    if (prepared === this.prepared) return;
-    this.prepared = prepared;
-    model.prepare({ messages, tools, toolChoice }).catch((err: unknown) => {
-      this.deps.log.debug('preparing the model for the session failed', { sessionId: this.options.sessionId, err });
-    });
+    this.preemptive.prepareSession();
   }
 
   private imagesWanted(): boolean {
@@ -286,11 +226,6 @@ export class RealtimeSessionEngine {
     const modalities = this.settings.session.output_modalities;
     if (this.options.dialect === 'legacy') return this.options.legacyVideo || modalities.includes('image') || modalities.includes('video');
     return modalities.includes('image');
-  }
-
-  /** Creates, reconfigures or removes the VAD (and the idle timeout) to match the settings. */
-  private async applyTurnDetection(): Promise<void> {
-    await this.input.configure(this.settings.turnDetection);
   }
 
   // ---- idle timeout (turn_detection.idle_timeout_ms: AudioRecognition's timer) ----
@@ -306,7 +241,7 @@ export class RealtimeSessionEngine {
       this.emit({ type: 'input_audio_buffer.timeout_triggered', audio_start_ms: startMs, audio_end_ms: this.input.heardMs, item_id: itemId });
       this.input.clear();
       this.preemptive.dropPending();
-      const item: MessageItem = { id: itemId, object: 'realtime.item', type: 'message', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: '' }] };
+      const item = userAudioItem(itemId, '');
       const previousItemId = this.conversation.insert(item, null);
       this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
       this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
@@ -329,8 +264,8 @@ export class RealtimeSessionEngine {
     const { item } = parsed;
     // Checked before the audio and images are decoded (insert() checks again after).
     this.conversation.checkPlace(item, previous);
-    const pcm = parsed.audio !== null ? await this.decodeInput(parsed.audio, 'item.content.audio', new InputAudioDecoder(this.settings.inputFormat)) : null;
-    await this.checkImages(parsed);
+    const pcm = parsed.audio !== null ? await this.input.decodeItemAudio(parsed.audio, 'item.content.audio') : null;
+    await checkItemImages(parsed, this.deps.images);
     if (this.closed) return;
     const previousItemId = this.conversation.insert(item, previous);
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
@@ -341,63 +276,19 @@ export class RealtimeSessionEngine {
     }
     this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
     this.enforceConversationBound();
-    if (item.type === 'message' && item.role !== 'system') this.recordTurn(item.role, itemText(item));
+    if (item.type === 'message' && item.role !== 'system') this.chat.turn(item.role, itemText(item));
   }
 
-  /**
-   * Base64 audio in the session's input format as PCM16 24 kHz: PCM checked as always, G.711
-   * decoded and resampled by `decoder` (whose state carries across the appends of one stream),
-   * yielding to the event loop between seconds of audio (a large G.711 append is seconds of work).
-   */
-  private async decodeInput(audio: string, param: string, decoder: InputAudioDecoder): Promise<Int16Array> {
-    if (decoder.format.type === 'audio/pcm') return decodePcm16(audio, param);
-    return decoder.decodeYielding(decodeBase64(audio, param));
-  }
-
-  /** Checks an item's images (off the event loop) and keeps each as the model will get it. */
-  private async checkImages(parsed: ParsedItem): Promise<void> {
-    const checked = await Promise.all(parsed.images.map(({ part, param }) => this.deps.images.check(part.image_url, param, part.detail)));
-    parsed.images.forEach(({ part }, i) => (part.image_url = (checked[i] as { url: string }).url));
-  }
-
-  /**
-   * conversation.item.truncate. For an item whose response has finished: the transcript is cut at
-   * `audio_end_ms` (at most what was played). For the item of the response still playing (how the
-   * openai-agents SDK interrupts): its audio stops now, the transcript heard up to `audio_end_ms`
-   * is kept (clamped to what was played: a client's playback clock can run a little ahead of the
-   * server's count), and the response ends cancelled before conversation.item.truncated.
-   */
+  /** conversation.item.truncate (played-responses.ts): the response playing stops, a finished one's transcript is cut. */
   private onItemTruncate(event: ClientEventOf<'conversation.item.truncate'>): void {
-    const { item_id: itemId, content_index: contentIndex, audio_end_ms: audioEndMs } = event;
+    const { item_id: itemId, content_index: contentIndex } = event;
     const item = this.conversation.require(itemId, 'item_id', 'truncate');
-    const running = this.active?.messageItemId === itemId ? this.active : null;
-    if (running) {
-      if (contentIndex !== 0) throw new RealtimeError('invalid_value', `Item '${itemId}' has its audio at content_index 0.`, 'content_index');
-      const cutMs = running.truncate(audioEndMs);
-      this.emit({ type: 'conversation.item.truncated', item_id: itemId, content_index: 0, audio_end_ms: cutMs });
-      return;
-    }
-    const part = item.type === 'message' ? item.content[contentIndex] : undefined;
-    if (item.type !== 'message' || item.role !== 'assistant' || !part || part.type !== 'output_audio') {
-      throw new RealtimeError('invalid_value', `Item '${itemId}' has no assistant audio at content_index ${contentIndex}.`, 'content_index');
-    }
-    const run = this.truncatable.get(itemId);
-    if (!run) throw new RealtimeError('invalid_value', `Item '${itemId}' has no audio that can be truncated.`, 'item_id');
-    if (audioEndMs > run.playedMs) {
-      throw new RealtimeError('invalid_value', `audio_end_ms ${audioEndMs} is past the end of the item's audio (${run.playedMs} ms).`, 'audio_end_ms');
-    }
-    const transcript = run.transcriptAt(audioEndMs);
-    item.content[contentIndex] = { type: 'output_audio', transcript };
-    item.status = 'incomplete';
-    this.emit({ type: 'conversation.item.truncated', item_id: itemId, content_index: contentIndex, audio_end_ms: audioEndMs });
+    const cutMs = this.played.truncate(item, contentIndex, event.audio_end_ms, this.active);
+    this.emit({ type: 'conversation.item.truncated', item_id: itemId, content_index: contentIndex, audio_end_ms: cutMs });
   }
 
-  /** output_audio_buffer.clear (WebRTC): the avatar stops speaking now and the response ends cancelled. */
-  private onOutputAudioClear(event: ClientEventOf<'output_audio_buffer.clear'>): void {
-    if (this.options.transport !== 'webrtc') {
-      throw new RealtimeError('unsupported_on_websocket', "'output_audio_buffer.clear' is for WebRTC calls; on WebSocket send response.cancel, or conversation.item.truncate.", 'type');
-    }
-    // Nothing playing: nothing to clear (the event names the response whose audio it cut).
+  /** output_audio_buffer.clear (WebRTC): the avatar stops speaking now and the response ends cancelled (nothing playing: nothing to clear). */
+  private onOutputAudioClear(): void {
     this.active?.cancel('client_cancelled');
   }
 
@@ -407,7 +298,7 @@ export class RealtimeSessionEngine {
       throw new RealtimeError('item_in_use', `Item '${itemId}' belongs to the response in progress; cancel it first.`, 'item_id');
     }
     this.conversation.delete(itemId);
-    this.truncatable.delete(itemId);
+    this.played.forget(itemId);
     this.emit({ type: 'conversation.item.deleted', item_id: itemId });
   }
 
@@ -420,7 +311,7 @@ export class RealtimeSessionEngine {
     const dropped = this.conversation.overflow((id) => active?.hasItem(id) ?? false);
     for (const id of dropped) {
       this.conversation.delete(id);
-      this.truncatable.delete(id);
+      this.played.forget(id);
       this.emit({ type: 'conversation.item.deleted', item_id: id });
     }
     if (dropped.length > 0) this.deps.log.debug('oldest conversation items dropped', { sessionId: this.options.sessionId, dropped: dropped.length });
@@ -434,42 +325,21 @@ export class RealtimeSessionEngine {
   // ---- input audio ----
 
   private async onAppend(event: ClientEventOf<'input_audio_buffer.append'>): Promise<void> {
-    this.refuseOnWebRtc(event);
-    // One decoder per input format, kept across appends (no clicks at their seams).
-    if (this.inputDecoder?.format !== this.settings.inputFormat) this.inputDecoder = new InputAudioDecoder(this.settings.inputFormat);
-    const pcm = await this.decodeInput(event.audio, 'audio', this.inputDecoder);
-    if (this.closed) return;
-    await this.input.append(pcm);
+    await this.input.appendEncoded(event.audio);
   }
 
-  /** The decoder of appended audio, for the input format it was made for. */
-  private inputDecoder: InputAudioDecoder | null = null;
-
-  private onCommit(event: ClientEventOf<'input_audio_buffer.commit'>): void {
-    this.refuseOnWebRtc(event);
+  private onCommit(): void {
     const { itemId, pcm } = this.input.commit();
     this.deps.avatar.listen(false);
     this.preemptive.dropPending();
     this.commitAudio(itemId, pcm, false);
   }
 
-  private onClear(event: ClientEventOf<'input_audio_buffer.clear'>): void {
-    this.refuseOnWebRtc(event);
-    this.input.clear();
-    this.inputDecoder?.reset();
+  private onClear(): void {
+    this.input.clearAppended();
     this.deps.avatar.listen(false);
     this.preemptive.dropPending();
     this.emit({ type: 'input_audio_buffer.cleared' });
-  }
-
-  /** Spec 4.5 rule 4: a call's microphone travels as RTP; input_audio_buffer events are WebSocket-only. */
-  private refuseOnWebRtc(event: { type: string }): void {
-    if (this.options.transport !== 'webrtc') return;
-    throw new RealtimeError(
-      'unsupported_on_webrtc',
-      `'${event.type}' is not available on a WebRTC call: the microphone travels as RTP on the audio track, and server VAD commits turns. Send audio over /v1/realtime (WebSocket) to use the input audio buffer.`,
-      'type',
-    );
   }
 
   /** Decoded microphone audio of a call (PCM16 mono 24 kHz): heard by the VAD like appended audio. */
@@ -490,30 +360,13 @@ export class RealtimeSessionEngine {
     if (this.closed) return;
     this.emit({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: e.audioEndMs, item_id: e.itemId });
     this.deps.avatar.listen(false);
-    const wordsRead = this.preemptive.onTurnEnded(e.itemId, e.transcription?.pause ?? null);
-    this.deps.log.info('turn ended', {
-      sessionId: this.options.sessionId,
-      itemId: e.itemId,
-      endedBy: e.endedBy,
-      endOfTurnProbability: e.endOfTurnProbability,
-      speculativeTranscript: e.transcription !== null,
-      wordsEndProbability: wordsRead?.endProbability ?? null,
-      wordsReadMs: wordsRead?.ms ?? null,
-      earlyReply: this.preemptive.hasEarlyReply,
-    });
+    this.preemptive.onTurnEnded(e);
     this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, e.transcription, e.audio16k);
   }
 
   /** input_audio_buffer.committed, the user item, its transcription, and (VAD) the response. */
   private commitAudio(itemId: string, pcm: Int16Array, respond: boolean, fromPause: PauseTranscription | null = null, pcm16k: Float32Array | null = null): void {
-    const item: MessageItem = {
-      id: itemId,
-      object: 'realtime.item',
-      type: 'message',
-      status: 'completed',
-      role: 'user',
-      content: [{ type: 'input_audio', transcript: null }],
-    };
+    const item = userAudioItem(itemId, null);
     const previousItemId = this.conversation.insert(item, null);
     this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
@@ -526,7 +379,7 @@ export class RealtimeSessionEngine {
    * a VAD turn (`respond`) is answered.
    */
   private onTranscribed(item: MessageItem, previousItemId: string | null, transcript: string | null, respond: boolean): void {
-    if (transcript !== null) this.recordTurn('user', transcript);
+    if (transcript !== null) this.chat.turn('user', transcript);
     if (this.conversation.get(item.id)) {
       this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
       this.enforceConversationBound();
@@ -539,12 +392,6 @@ export class RealtimeSessionEngine {
   }
 
   // ---- responses ----
-
-  /** A voice turn was not answered because the user kept talking: the next turn answers it. */
-  private owedResponse = false;
-
-  /** Runs whose audio can still be truncated, by item id (the latest few). */
-  private readonly truncatable = new Map<string, ResponseRun>();
 
   private async onResponseCreate(event: ClientEventOf<'response.create'>): Promise<void> {
     await this.startResponse(event.response, event.event_id);
@@ -577,63 +424,34 @@ export class RealtimeSessionEngine {
     }
   }
 
-  /** Validates a response request and starts its run; `clientEventId` is the response.create's (null: automatic). */
+  /** Checks a response request, finishes it into a run's spec and starts the run; `clientEventId` is the response.create's (null: automatic). */
   private async startResponse(body: unknown, clientEventId: string | null): Promise<void> {
-    if (this.active) {
-      throw new RealtimeError(
-        'conversation_already_has_active_response',
-        `Conversation already has an active response in progress: ${this.active.id}. Wait until the response is finished before creating a new one.`,
-      );
-    }
-    const r = parseResponseRequest(body, this.settings);
-    // A voice for this response only is checked as session.update checks one: refused now, naming
-    // the event, not a response that fails later with no event to name.
-    if (r.voice !== null && r.voice.id !== this.settings.session.audio.output.voice) await this.deps.assets.require('voice', r.voice.id, this.options.userId, r.voice.param);
-    const s = this.settings.session;
-    const input = r.input === null ? null : await this.inputItems(r.input);
+    this.refuseWhileResponding();
+    const ctx: ResponseContext = { settings: this.settings, conversation: this.conversation, userId: this.options.userId, assets: this.deps.assets, images: this.deps.images };
+    const checked = await checkResponse(body, ctx);
     // Wait for transcriptions in progress so the model hears what was said, and for the model's
     // reading of the turn's words, which holds the sequence the reply continues.
     await this.input.settled();
     await this.preemptive.settled();
     if (this.closed) return;
-    if (this.active) throw new RealtimeError('conversation_already_has_active_response', 'Conversation already has an active response in progress.');
-
-    const context = input === null ? this.conversation.messages() : toMessages(input);
-    const request = replyRequest(r.instructions, r.outputModalities, context, r.maxOutputTokens, r);
-    const responseId = newResponseId();
-    const model = this.deps.llm.forModel(s.model);
-    // audio.output.voice holds an OpenAI voice name (the speech service maps it) or our voice id.
-    const voiceId = r.voice?.id ?? s.audio.output.voice;
-    const conversation = this.conversation;
-    const run = new ResponseRun(
-      {
-        id: responseId,
-        conversation: r.inConversation ? { id: conversation.id, insert: (item) => conversation.insert(item, null) } : null,
-        outputModalities: r.outputModalities,
-        request,
-        maxOutputTokens: r.maxOutputTokens,
-        metadata: r.metadata,
-        clientEventId,
-        voiceName: voiceId,
-        speed: s.audio.output.speed,
-        images: this.imagesWanted() && (!r.modalitiesGiven || r.outputModalities.includes('image') || this.options.legacyVideo),
-        audioDelivery: this.options.transport === 'webrtc' ? 'rtp' : 'deltas',
-        outputFormat: this.settings.outputFormat,
+    this.refuseWhileResponding();
+    const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: this.options.transport === 'webrtc' ? 'rtp' : 'deltas' } as const;
+    const spec = responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId);
+    const model = this.deps.llm.forModel(this.settings.session.model);
+    const { userId, ttsSource } = this.options;
+    const run = new ResponseRun(spec, {
+      emit: (e) => {
+        this.emit(e);
+        // A response's items join the conversation as they open: keep it within its bounds.
+        if (e.type === 'conversation.item.added') this.enforceConversationBound();
       },
-      {
-        emit: (e) => {
-          this.emit(e);
-          // A response's items join the conversation as they open: keep it within its bounds.
-          if (e.type === 'conversation.item.added') this.enforceConversationBound();
-        },
-        avatar: this.deps.avatar,
-        llm: this.preemptive.takeEarlyReply(model, request, responseId) ?? model,
-        voice: () => this.deps.tts.voice({ voiceId, userId: this.options.userId, source: this.options.ttsSource }),
-        log: this.deps.log,
-        onProgress: (text) => void this.record(() => this.deps.recorder.setCurrentTranscript(text)),
-        addUsage: (delta) => this.deps.recorder.addUsage(delta),
-      },
-    );
+      avatar: this.deps.avatar,
+      llm: this.preemptive.takeEarlyReply(model, spec.request, spec.id) ?? model,
+      voice: () => this.deps.tts.voice({ voiceId: spec.voiceName, userId, source: ttsSource }),
+      log: this.deps.log,
+      onProgress: (text) => this.chat.progress(text),
+      addUsage: (delta) => this.deps.recorder.addUsage(delta),
+    });
     this.current = run;
     this.input.disarmIdle();
     run.once('done', (outcome) => this.onResponseDone(run, outcome));
@@ -642,35 +460,25 @@ export class RealtimeSessionEngine {
     run.start();
   }
 
-  /** response.create's `input`: items by reference or given whole (images checked), for an out-of-band context. */
-  private async inputItems(input: unknown[]): Promise<Item[]> {
-    const items: Item[] = [];
-    for (const [i, raw] of input.entries()) {
-      if (isObject(raw) && raw.type === 'item_reference') {
-        items.push(this.conversation.require(requireString(raw, 'id', `response.input[${i}].id`), `response.input[${i}].id`, 'retrieve'));
-        continue;
-      }
-      const parsed = parseItem(raw, `response.input[${i}]`);
-      await this.checkImages(parsed);
-      items.push(parsed.item);
-    }
-    return items;
+  private refuseWhileResponding(): void {
+    if (!this.active) return;
+    throw new RealtimeError(
+      'conversation_already_has_active_response',
+      `Conversation already has an active response in progress: ${this.active.id}. Wait until the response is finished before creating a new one.`,
+    );
   }
 
   private onResponseDone(run: ResponseRun, outcome: ResponseOutcome): void {
     if (this.current === run) this.current = null;
     if (outcome.status === 'completed' && run.inConversation) this.input.armIdle();
     const messageId = run.messageItemId;
-    if (run.inConversation && messageId !== null && this.conversation.get(messageId)) {
-      this.truncatable.set(messageId, run);
-      while (this.truncatable.size > 8) this.truncatable.delete(this.truncatable.keys().next().value as string);
-    }
+    if (run.inConversation && messageId !== null && this.conversation.get(messageId)) this.played.remember(run);
     if (run.inConversation) {
-      for (const item of outcome.items) if (item.type === 'message') this.recordTurn('assistant', itemText(item));
+      for (const item of outcome.items) if (item.type === 'message') this.chat.turn('assistant', itemText(item));
       this.enforceConversationBound();
     }
     // Its usage was counted as it was delivered (ResponseDeps.addUsage), committed before response.done went out.
-    void this.record(() => this.deps.recorder.setCurrentTranscript(''));
+    this.chat.progress('');
   }
 
   private onResponseCancel(event: ClientEventOf<'response.cancel'>): void {
@@ -683,37 +491,5 @@ export class RealtimeSessionEngine {
       );
     }
     this.active.cancel('client_cancelled');
-  }
-
-  /** Records a chat turn in the store, within the session's MAX_RECORDED_CHAT_CHARS. */
-  private recordTurn(role: 'user' | 'assistant', text: string): void {
-    if (text.trim() === '') return;
-    if (this.recordedChatChars + text.length > MAX_RECORDED_CHAT_CHARS) {
-      if (!this.chatLimitWarned) {
-        this.chatLimitWarned = true;
-        this.deps.log.warn('chat history limit reached: later turns of this session are not recorded', {
-          sessionId: this.options.sessionId,
-          limitChars: MAX_RECORDED_CHAT_CHARS,
-        });
-      }
-      return;
-    }
-    this.recordedChatChars += text.length;
-    void this.record(() => this.deps.recorder.appendTurn(role, text));
-  }
-
-  /**
-   * Store writes never break the conversation: a failure is logged, once per run of failures (a
-   * store outage would otherwise log every turn; the store logs the outage itself).
-   */
-  private async record(write: () => Promise<void>): Promise<void> {
-    try {
-      await write();
-      this.recordFailing = false;
-    } catch (err) {
-      if (this.recordFailing) return;
-      this.recordFailing = true;
-      this.deps.log.error('recording chat or usage failed (later failures in a row are not logged)', { sessionId: this.options.sessionId, err });
-    }
   }
 }

@@ -91,6 +91,15 @@ export interface SessionSettings {
 }
 
 /** Applies `update` (the `session` of a session.update) to `previous` (null = initial config). */
+/** The assets a session.update changes to (each to be checked before it applies), with the field that named it. */
+export function changedAssets(before: RealtimeSessionObject, after: RealtimeSessionObject, update: Json): Array<{ kind: 'face' | 'voice' | 'driving'; id: string; param: string }> {
+  const changed: Array<{ kind: 'face' | 'voice' | 'driving'; id: string | null; param: string }> = [];
+  if (after.voice !== before.voice) changed.push({ kind: 'voice', id: after.voice, param: update.voice !== undefined ? 'session.voice' : 'session.audio.output.voice' });
+  if (after.face !== before.face) changed.push({ kind: 'face', id: after.face, param: 'session.face' });
+  if (after.driving !== before.driving) changed.push({ kind: 'driving', id: after.driving, param: 'session.driving' });
+  return changed.filter((c): c is { kind: 'face' | 'voice' | 'driving'; id: string; param: string } => c.id !== null);
+}
+
 export function applySessionUpdate(previous: Json | null, update: Json, defaultModel: string): SessionSettings {
   for (const key of Object.keys(update)) {
     if (!KNOWN_FIELDS.has(key)) throw new RealtimeError('unknown_parameter', `Unknown parameter: 'session.${quoted(key)}'.`, `session.${quoted(key)}`);
