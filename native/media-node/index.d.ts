@@ -189,6 +189,11 @@ export interface MediaSessionConfig {
    * 1/factor of the output size and scaled up, cheaper and softer.
    */
   upsampleFactor?: number
+  /**
+   * The renderer, by name (`renderers()`; default "cpu"): the face is prepared for it, and a
+   * `PreparedFace` given to `setFace` must come from `prepareFace(face, <the same name>)`.
+   */
+  renderer?: string
   outputs: OutputsConfig
   /** JPEG quality 1..100 (default 80). */
   jpegQuality?: number
@@ -276,10 +281,11 @@ export interface PhonemeTiming {
 export declare function phonemizeIpa(text: string, voice: string, signal?: AbortSignal | undefined | null): Promise<string[]>
 
 /**
- * Prepares a face on the libuv thread pool, for `MediaSession.setFace`. Rejects with
- * `INVALID_ARGUMENT` or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
+ * Prepares a face on the libuv thread pool for the renderer named `renderer` (default "cpu"),
+ * for `MediaSession.setFace` of a session of that renderer. Rejects with `INVALID_ARGUMENT`
+ * (an unknown renderer too) or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
  */
-export declare function prepareFace(face: FaceInput, signal?: AbortSignal | undefined | null): Promise<PreparedFace>
+export declare function prepareFace(face: FaceInput, renderer?: string | undefined | null, signal?: AbortSignal | undefined | null): Promise<PreparedFace>
 
 export interface PushAudioOptions {
   /** Where the chunk starts on the session clock; default: right after the queued audio. */
@@ -292,6 +298,12 @@ export interface PushAudioResult {
   startPtsNs: number
   endPtsNs: number
 }
+
+/**
+ * The names of the process's renderers (media-core's `frames::renderers`), sorted: what
+ * `MediaSessionConfig.renderer` and `prepareFace(face, renderer)` take.
+ */
+export declare function renderers(): Array<string>
 
 /**
  * `new MediaSession(config, onEvent)` without blocking the event loop: the face is prepared and

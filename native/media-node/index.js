@@ -703,6 +703,7 @@ module.exports.gstreamerVersion = nativeBinding.gstreamerVersion
 module.exports.loadWhisperModel = nativeBinding.loadWhisperModel
 module.exports.phonemizeIpa = nativeBinding.phonemizeIpa
 module.exports.prepareFace = nativeBinding.prepareFace
+module.exports.renderers = nativeBinding.renderers
 module.exports.startMediaSession = nativeBinding.startMediaSession
 module.exports.synthesizeEspeak = nativeBinding.synthesizeEspeak
 module.exports.synthesizeFlite = nativeBinding.synthesizeFlite

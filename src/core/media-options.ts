@@ -27,6 +27,13 @@ import { DEFAULT_OUTPUT_SIZE, OUTPUT_SIZES } from './video-size.js';
 export const TTS_SOURCES = ['auto', 'offline', 'piper', 'flite', 'espeak-ng', 'openai'] as const;
 export type TtsSource = (typeof TTS_SOURCES)[number];
 export const VIDEO_CODECS = ['h264', 'vp8'] as const;
+/**
+ * The renderers a session may name (`renderer`): the native media engine's, by name
+ * (native/media-core/src/frames/renderers.rs; test/media/media-engine.test.ts holds the two lists
+ * equal). "cpu": the mesh-warp renderer, the one every machine has.
+ */
+export const RENDERERS = ['cpu'] as const;
+export type RendererName = (typeof RENDERERS)[number];
 export type VideoCodec = (typeof VIDEO_CODECS)[number];
 export const TARGET_FPS_RANGE = { min: 1, max: 60 } as const;
 export const UPSAMPLE_FACTOR_RANGE = { min: 1, max: 4 } as const;
@@ -41,6 +48,7 @@ export const MediaFields = Type.Object({
   ),
   tts_source: Type.Optional(anyCaseEnum(TTS_SOURCES, { description: 'Speech provider; default auto' })),
   video_codec: Type.Optional(anyCaseEnum(VIDEO_CODECS, { description: 'WebRTC video codec; default h264' })),
+  renderer: Type.Optional(anyCaseEnum(RENDERERS, { description: "What draws the face: 'cpu', the mesh-warp renderer; default cpu" })),
   output_size: Type.Optional(
     anyCaseEnum(OUTPUT_SIZES, { description: "The avatar's video size (1280x720: landscape, the face centred); default the server's AVATAR_OUTPUT_SIZE, 512x512" }),
   ),
@@ -60,6 +68,7 @@ export const MEDIA_DEFAULTS: Readonly<ResolvedMedia> = {
   upsampleFactor: 1,
   ttsSource: 'auto',
   videoCodec: 'h264',
+  renderer: 'cpu',
   outputSize: DEFAULT_OUTPUT_SIZE,
 };
 

@@ -47,10 +47,10 @@ export interface CallAvatar extends AvatarOutput {
 
 export const DEFAULT_AVATAR_FPS = MEDIA_DEFAULTS.targetFps;
 
-/** What a session's media options set in the native session: size, frame rate, the renderer's options. */
-export function nativeMediaConfig(media: ResolvedMedia): Pick<MediaSessionConfig, 'width' | 'height' | 'fps' | 'upsampleFactor'> {
+/** What a session's media options set in the native session: size, frame rate, the renderer and its options. */
+export function nativeMediaConfig(media: ResolvedMedia): Pick<MediaSessionConfig, 'width' | 'height' | 'fps' | 'upsampleFactor'> & { renderer: string } {
   const { width, height } = outputDimensions(media.outputSize);
-  return { width, height, fps: media.targetFps, upsampleFactor: media.upsampleFactor };
+  return { width, height, fps: media.targetFps, upsampleFactor: media.upsampleFactor, renderer: media.renderer };
 }
 
 export interface MediaAvatarOptions extends AvatarStartOptions {
@@ -66,15 +66,18 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
   readonly fps: number;
   /** Output size in pixels: every face is framed for it. */
   readonly size: { width: number; height: number };
+  /** The renderer drawing this avatar (media option `renderer`): a new face is prepared by it. */
+  readonly renderer: string;
 
   private constructor(
     private readonly media: MediaSession,
     private readonly options: MediaAvatarOptions,
-    native: { width: number; height: number; fps: number },
+    native: { width: number; height: number; fps: number; renderer: string },
   ) {
     super();
     this.size = { width: native.width, height: native.height };
     this.fps = native.fps;
+    this.renderer = native.renderer;
     media.on('pcm', (e) => this.emit('audio', { pcm: e.data, ptsNs: e.ptsNs }));
     media.on('jpeg', (e) => this.emit('frame', { jpeg: e.data, ptsNs: e.ptsNs }));
     media.on('i420', (e) => this.emit('raw', { i420: e.data, ptsNs: e.ptsNs, frameIndex: e.frameIndex, width: e.width, height: e.height }));
@@ -132,7 +135,7 @@ export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implemen
 
   async setFace(faceId: string): Promise<void> {
     const face = await this.options.assets.face(faceId, this.options.userId, this.size.width, this.size.height);
-    const prepared = await prepareFace(face);
+    const prepared = await prepareFace(face, this.renderer);
     if (!this.media.closed) this.media.setFace(prepared);
   }
 

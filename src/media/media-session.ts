@@ -269,12 +269,19 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
 }
 
 /**
- * Prepares a face for the renderer on the libuv thread pool, for `setFace` without blocking the
- * event loop; one prepared face can serve several sessions.
+ * Prepares a face for the renderer named `renderer` on the libuv thread pool, for `setFace`
+ * without blocking the event loop; one prepared face can serve every session of that renderer
+ * (another renderer's session refuses it: INVALID_ARGUMENT).
  */
-export function prepareFace(face: FaceInput, signal?: AbortSignal): Promise<PreparedFace> {
+export function prepareFace(face: FaceInput, renderer = 'cpu', signal?: AbortSignal): Promise<PreparedFace> {
   const binding = loadBinding();
-  return awaitNative(callNative(() => binding.prepareFace(face, signal)));
+  return awaitNative(callNative(() => binding.prepareFace(face, renderer, signal)));
+}
+
+/** The names of the native media engine's renderers (what MediaSessionConfig.renderer takes). */
+export function nativeRenderers(): string[] {
+  const binding = loadBinding();
+  return callNative(() => binding.renderers());
 }
 
 /** The encoders this machine's GStreamer offers (H.264 element name, VP8, Opus, JPEG). */

@@ -11,7 +11,7 @@ import { MEDIA_UNSET } from '../core/media-options.js';
 import type { AssetService } from '../assets/asset-service.js';
 import { AvatarAssets, DEFAULT_DRIVING_ID, DEFAULT_FACE_ID } from '../media/avatar-assets.js';
 import { InputImageChecker } from '../media/input-images.js';
-import { MediaAvatarOutput } from '../media/avatar-output.js';
+import { MediaEngine } from '../media/media-engine.js';
 import type { FaceRegistry } from '../media/face-registration.js';
 import { SileroVad } from '../providers/vad/silero.js';
 import { SmartTurn } from '../providers/turn/smart-turn.js';
@@ -43,8 +43,8 @@ export interface RuntimeControl {
 export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partial<RealtimeRuntime> = {}): Promise<RealtimeRuntime & RuntimeControl> {
   const { config, log } = deps;
   const avatarAssets = new AvatarAssets(deps.assets, deps.faces, config.dataDir);
-  // A session that chose no output_size gets the server's.
-  const mediaDefaults = { outputSize: config.avatarOutputSize };
+  // A session that chose no output_size gets the server's; its renderer is the one it names.
+  const media = new MediaEngine({ assets: avatarAssets, pipelinesDir: PIPELINES_DIR, mediaDefaults: { outputSize: config.avatarOutputSize }, log: log.child({ module: 'avatar' }) });
   const llm =
     overrides.llm ?? (await import('../providers/llm/index.js')).createLanguageModels(config.llm, config.modelsDir, log.child({ module: 'llm' }));
   const tts =
@@ -68,9 +68,7 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
     images: new InputImageChecker(),
     createVad: overrides.createVad ?? (() => SileroVad.create()),
     endOfTurnModel,
-    startAvatar:
-      overrides.startAvatar ??
-      ((o) => MediaAvatarOutput.start({ ...o, mediaDefaults, assets: avatarAssets, pipelinesDir: PIPELINES_DIR, log: log.child({ module: 'avatar' }) })),
+    startAvatar: overrides.startAvatar ?? ((o) => media.startAvatar(o)),
     async warmUp() {
       const started = performance.now();
       const tasks: Array<[string, () => Promise<unknown>]> = [
@@ -104,14 +102,11 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
         // 2-core machine): without this the first call after start waits that long for its
         // first frame (npm run bench -- webrtc).
         ['media plane', async () => {
-          const avatar = await MediaAvatarOutput.start({
-            assets: avatarAssets,
-            pipelinesDir: PIPELINES_DIR,
+          const avatar = await media.startAvatar({
             userId: config.bootstrapUserId,
             faceId: DEFAULT_FACE_ID,
             drivingId: DEFAULT_DRIVING_ID,
             media: MEDIA_UNSET,
-            mediaDefaults,
             jpeg: true,
             rtp: { video: 'h264', audio: true },
           });
@@ -126,7 +121,7 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
           log.warn(`warm-up: ${what} is not available`, { err: (err as Error).message });
         }
       }
-      log.info('models warmed up', { ms: Math.round(performance.now() - started) });
+      log.info('models warmed up', { ms: Math.round(performance.now() - started), renderers: media.renderers() });
     },
     async close() {
       await Promise.allSettled([llm.close(), tts.close(), asr.close(), turnModel?.then((m) => m?.close())]);

@@ -33,6 +33,9 @@ test('parseMediaOptions: the wire fields by the request rules, other fields igno
   const body = { target_fps: '30', upsample_factor: 1.5, tts_source: 'Flite', video_codec: ' VP8', output_size: '1280X720', voice: 'alice' };
   assert.equal(parseMediaOptions(body), CHOSEN);
   assert.equal(parseMediaOptions({ target_fps: null }), MEDIA_UNSET);
+  assert.is(parseMediaOptions({ renderer: 'CPU' }).renderer, 'cpu');
+  assert.is(resolveMedia(MEDIA_UNSET).renderer, 'cpu');
+  assert.throws(() => parseMediaOptions({ renderer: 'gpu' }), (err: unknown) => err instanceof AppError && err.param === 'renderer');
   try {
     parseMediaOptions({ upsample_factor: 8 });
     assert.unreachable('upsample_factor 8 was accepted');

@@ -22,7 +22,8 @@ import * as assert from 'uvu/assert';
 import { NativeError } from '../../src/core/errors.js';
 import { faceInputFromImage } from '../../src/media/face-input.js';
 import type { FaceLandmarks } from '../../src/media/face-registration.js';
-import { MediaSession, detectEncoders, gstreamerVersion, prepareFace, type MediaSessionConfig } from '../../src/media/media-session.js';
+import { RENDERERS } from '../../src/core/media-options.js';
+import { MediaSession, detectEncoders, gstreamerVersion, nativeRenderers, prepareFace, type MediaSessionConfig } from '../../src/media/media-session.js';
 import { loadBinding } from '../../src/media/native.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -150,6 +151,19 @@ Binding('landmarks that are not a face rig are refused with RIG_ERROR', async ()
   await rejectsCode(prepareFace({ ...base.face, rgb: Buffer.alloc(3) }), 'invalid_argument');
   await rejectsCode(MediaSession.start({ ...base, face: { ...base.face, landmarks: new Float32Array(3 * 10) } }), 'rig_error');
   await rejectsCode(MediaSession.start({ ...base, fps: 0 }), 'invalid_argument');
+});
+
+Binding("renderers by name: the process's are the media option's, an unknown one is refused, a face is prepared by the session's", async () => {
+  assert.equal(nativeRenderers(), [...RENDERERS].sort(), 'the renderer media option offers exactly the native engine\'s renderers');
+  const base = await config();
+  throwsCode(() => new MediaSession({ ...base, renderer: 'nope' }), 'invalid_argument');
+  await rejectsCode(MediaSession.start({ ...base, renderer: 'nope' }), 'invalid_argument');
+  await rejectsCode(prepareFace(base.face, 'nope'), 'invalid_argument');
+  const session = new MediaSession({ ...base, renderer: 'cpu' });
+  session.setFace(await prepareFace(base.face, 'cpu'));
+  session.advance(2);
+  await session.close();
+  assert.is(session.stats().framesRendered, 2);
 });
 
 Binding('a missing pipelines folder is refused with the core code, and calls after close() throw SESSION_CLOSED', async () => {

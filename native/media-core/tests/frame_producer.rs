@@ -31,6 +31,8 @@ struct Tint {
 /// What the producer saw, in order.
 #[derive(Debug, Clone, PartialEq)]
 enum Seen {
+    /// The factory built the producer, for a spec with this upsample factor.
+    Created { upsample_factor: f32 },
     Listening(bool),
     Face(Tint),
     Motion,
@@ -141,6 +143,8 @@ impl ProducerFactory for LevelFactory {
         face: PreparedFace,
         _motion: DrivingMotion,
     ) -> Result<Box<dyn FrameProducer>, ProducerError> {
+        let upsample_factor = spec.upsample_factor;
+        self.log.lock().unwrap().push(Seen::Created { upsample_factor });
         Ok(Box::new(Level {
             spec,
             tint: tint_of(face)?,
@@ -406,4 +410,48 @@ fn a_face_prepared_for_another_renderer_is_refused() {
     assert!(events
         .iter()
         .any(|e| matches!(e, MediaEvent::Error { code, .. } if code == "RENDERER_FAILED")));
+}
+
+#[test]
+fn a_session_names_its_renderer_from_the_process_registry() {
+    use media_core::frames::renderers;
+    // "cpu" is always there; a renderer registered at start-up is found by name, and a session
+    // naming it is drawn by it (the frames are Level's), with its upsample factor in the spec.
+    assert!(renderers::names().contains(&"cpu".to_string()));
+    let log = Log::default();
+    renderers::register("level", Arc::new(LevelFactory { log: log.clone() }));
+    assert!(renderers::names().contains(&"level".to_string()));
+    let factory = renderers::renderer("level").unwrap();
+    let face = factory.prepare_face(photo([200, 30, 30])).unwrap();
+    let tint = *face.clone().downcast::<Tint>().unwrap();
+    let (events, sink) = collector();
+    let config = SessionConfig {
+        renderer: "level".into(),
+        upsample_factor: 2.0,
+        ..config(Outputs {
+            i420: true,
+            ..Outputs::default()
+        })
+    };
+    let session = MediaSession::start(config.clone(), face, DrivingMotion::rest(), sink).unwrap();
+    assert_eq!(session.renderer(), "level");
+    session.advance(2).unwrap();
+    session.close().unwrap();
+    let got = frames(&events.lock().unwrap());
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|f| (f.3, f.4, f.5) == (tint.u, tint.v, true)), "{got:?}");
+    assert_eq!(log.lock().unwrap().first(), Some(&Seen::Created { upsample_factor: 2.0 }));
+
+    // An unknown name: no session, an InvalidArgument that names the renderers there are.
+    let (_, sink) = collector();
+    let unknown = SessionConfig {
+        renderer: "nope".into(),
+        ..config
+    };
+    let face = renderers::renderer("level").unwrap().prepare_face(photo([1, 2, 3])).unwrap();
+    match MediaSession::start(unknown, face, DrivingMotion::rest(), sink) {
+        Err(MediaError::InvalidArgument(why)) => assert!(why.contains("'nope'") && why.contains("cpu"), "{why}"),
+        other => panic!("expected InvalidArgument, got {:?}", other.err()),
+    }
+    assert!(renderers::renderer("nope").is_err());
 }

@@ -1,17 +1,16 @@
 //! Face photos and driving motions in from JavaScript: `FaceInput` → media-core's `FaceAsset` →
 //! a `PreparedFace` (what the renderer shows; for the CPU renderer a mesh rig), `MotionInput` →
 //! `DrivingMotion`, plus `prepareFace`, which prepares a face on the libuv thread pool so a face
-//! change never stalls the event loop. Faces are prepared for media-core's CPU producer, the
-//! renderer sessions run (session.rs, `Prepared::launch`).
+//! change never stalls the event loop. A face is prepared by a named renderer of the process
+//! (media-core's `frames::renderers`, listed by `renderers()`), the one the sessions that show
+//! it run (session.rs, `Prepared::launch`).
 //!
 //! Input bytes are copied out of the JS buffers on the JS thread before any work starts: a
 //! buffer JavaScript still owns can be mutated or detached (transferred) while a worker thread
 //! reads it.
 
-use media_core::frames::cpu::CpuFactory;
-use media_core::frames::{
-    DrivingMotion, FaceAsset, PreparedFace as CoreFace, ProducerError, ProducerFactory,
-};
+use media_core::frames::renderers::{self, DEFAULT_RENDERER};
+use media_core::frames::{DrivingMotion, FaceAsset, PreparedFace as CoreFace, ProducerError};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -84,9 +83,10 @@ impl FaceData {
         })
     }
 
-    /// The heavy part: may run off the JS thread.
-    pub fn prepare(self) -> Result<CoreFace, ErrorCode> {
-        CpuFactory::default()
+    /// The heavy part, by the renderer named `renderer`: may run off the JS thread.
+    pub fn prepare(self, renderer: &str) -> Result<CoreFace, ErrorCode> {
+        let factory = renderers::renderer(renderer).map_err(|e| invalid_argument(e.to_string()))?;
+        factory
             .prepare_face(self.asset)
             .map_err(|e| {
                 let why = match e {
@@ -116,6 +116,8 @@ pub fn motion_from_input(motion: &MotionInput, field: &str) -> Result<DrivingMot
 #[napi]
 pub struct PreparedFace {
     pub(crate) face: CoreFace,
+    /// The renderer it was prepared by: only sessions of that renderer can show it.
+    pub(crate) renderer: String,
 }
 
 #[napi]
@@ -134,6 +136,7 @@ pub struct PrepareFace {
     /// The checked input, or why it was refused (reported as the promise's rejection, so a
     /// bad argument rejects like every other failure instead of throwing synchronously).
     face: Option<JsResult<FaceData>>,
+    renderer: String,
 }
 
 /// `compute` reports failures as `Ok(Err(..))` so `resolve`, on the JS thread, can reject with
@@ -144,8 +147,9 @@ impl Task for PrepareFace {
 
     fn compute(&mut self) -> Result<Self::Output> {
         let face = self.face.take();
+        let renderer = self.renderer.clone();
         Ok(guard("prepareFace()", move || match face {
-            Some(face) => face?.prepare(),
+            Some(face) => face?.prepare(&renderer),
             None => Err(js_error(
                 ErrorCode::NATIVE_PANIC,
                 "prepareFace(): task ran twice",
@@ -155,23 +159,39 @@ impl Task for PrepareFace {
 
     fn resolve(&mut self, env: Env, output: Self::Output) -> Result<Self::JsValue> {
         match output {
-            Ok(face) => Ok(PreparedFace { face }),
+            Ok(face) => Ok(PreparedFace {
+                face,
+                renderer: self.renderer.clone(),
+            }),
             Err(err) => Err(rejection(&env, err)),
         }
     }
 }
 
-/// Prepares a face on the libuv thread pool, for `MediaSession.setFace`. Rejects with
-/// `INVALID_ARGUMENT` or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
+/// Prepares a face on the libuv thread pool for the renderer named `renderer` (default "cpu"),
+/// for `MediaSession.setFace` of a session of that renderer. Rejects with `INVALID_ARGUMENT`
+/// (an unknown renderer too) or `RIG_ERROR` (or an `AbortError` when `signal` fires first).
 #[napi(ts_return_type = "Promise<PreparedFace>")]
-pub fn prepare_face(face: FaceInput, signal: Option<AbortSignal>) -> AsyncTask<PrepareFace> {
+pub fn prepare_face(
+    face: FaceInput,
+    renderer: Option<String>,
+    signal: Option<AbortSignal>,
+) -> AsyncTask<PrepareFace> {
     // Copying the input is the only work done on the JS thread.
     let checked = guard("prepareFace()", || FaceData::from_input(&face, "face"));
     let task = PrepareFace {
         face: Some(checked),
+        renderer: renderer.unwrap_or_else(|| DEFAULT_RENDERER.to_string()),
     };
     match signal {
         Some(signal) => AsyncTask::with_signal(task, signal),
         None => AsyncTask::new(task),
     }
+}
+
+/// The names of the process's renderers (media-core's `frames::renderers`), sorted: what
+/// `MediaSessionConfig.renderer` and `prepareFace(face, renderer)` take.
+#[napi]
+pub fn renderers() -> Vec<String> {
+    renderers::names()
 }

@@ -14,7 +14,6 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use media_core::frames::cpu::{CpuFactory, CpuOptions};
 use media_core::frames::{DrivingMotion, VisemeEvent};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -47,6 +46,9 @@ pub struct MediaSessionConfig {
     /// Renderer supersampling divisor, 1..4 (default 1): above 1 the face is warped at
     /// 1/factor of the output size and scaled up, cheaper and softer.
     pub upsample_factor: Option<f64>,
+    /// The renderer, by name (`renderers()`; default "cpu"): the face is prepared for it, and a
+    /// `PreparedFace` given to `setFace` must come from `prepareFace(face, <the same name>)`.
+    pub renderer: Option<String>,
     pub outputs: OutputsConfig,
     /// JPEG quality 1..100 (default 80).
     pub jpeg_quality: Option<f64>,
@@ -267,8 +269,17 @@ impl MediaSession {
         guard("setFace()", || {
             let session = self.open()?;
             let face = match face {
+                Either::A(prepared) if prepared.renderer != session.renderer() => {
+                    return Err(invalid_argument(format!(
+                        "face: prepared for the renderer '{}'; this session renders with '{}'",
+                        prepared.renderer,
+                        session.renderer()
+                    )))
+                }
                 Either::A(prepared) => Arc::clone(&prepared.face),
-                Either::B(input) => FaceData::from_input(&input, "face")?.prepare()?,
+                Either::B(input) => {
+                    FaceData::from_input(&input, "face")?.prepare(session.renderer())?
+                }
             };
             session.set_face(face).map_err(media_error)
         })
@@ -408,8 +419,6 @@ impl Drop for MediaSession {
 /// A checked, owned copy of a `MediaSessionConfig`: everything `start` needs, on any thread.
 struct Prepared {
     config: media_core::SessionConfig,
-    /// The CPU renderer's options (`upsampleFactor`).
-    render: CpuOptions,
     face: FaceData,
     motion: DrivingMotion,
 }
@@ -419,7 +428,6 @@ impl Prepared {
     fn from_config(config: &MediaSessionConfig) -> JsResult<Prepared> {
         Ok(Prepared {
             config: session_config(config)?,
-            render: render_options(config)?,
             motion: motion_from_input(&config.motion, "config.motion")?,
             face: FaceData::from_input(&config.face, "config.face")?,
         })
@@ -430,16 +438,9 @@ impl Prepared {
     fn launch(self, events: &Arc<EventChannel>) -> JsResult<media_core::MediaSession> {
         let started = media_core::init()
             .map_err(media_error)
-            .and_then(|()| self.face.prepare())
+            .and_then(|()| self.face.prepare(&self.config.renderer))
             .and_then(|face| {
-                let renderer = Arc::new(CpuFactory::new(self.render));
-                media_core::MediaSession::start_with(
-                    self.config,
-                    renderer,
-                    face,
-                    self.motion,
-                    events.sink(),
-                )
+                media_core::MediaSession::start(self.config, face, self.motion, events.sink())
                     .map_err(media_error)
             });
         if started.is_err() {
@@ -504,17 +505,6 @@ pub fn start_media_session(
     })
 }
 
-/// The render options: absent fields take `CpuOptions::default()`; the renderer checks the
-/// range (RENDERER_FAILED at start, as before).
-fn render_options(c: &MediaSessionConfig) -> JsResult<CpuOptions> {
-    let d = CpuOptions::default();
-    Ok(CpuOptions {
-        upsample_factor: opt(c.upsample_factor, d.upsample_factor, |v| {
-            to_positive_f32("config.upsampleFactor", v)
-        })?,
-    })
-}
-
 /// Absent optional fields take media-core's defaults (`SessionConfig::default()`); media-core
 /// checks the ranges (INVALID_ARGUMENT), this only checks that the numbers are integers that fit.
 fn session_config(c: &MediaSessionConfig) -> JsResult<media_core::SessionConfig> {
@@ -554,6 +544,11 @@ fn session_config(c: &MediaSessionConfig) -> JsResult<media_core::SessionConfig>
         },
         pipelines_dir: PathBuf::from(&c.pipelines_dir),
         seed: opt(c.seed, d.seed, |v| to_u64("config.seed", v))?,
+        renderer: c.renderer.clone().unwrap_or(d.renderer),
+        // The renderer checks the range (RENDERER_FAILED at start).
+        upsample_factor: opt(c.upsample_factor, d.upsample_factor, |v| {
+            to_positive_f32("config.upsampleFactor", v)
+        })?,
     })
 }
 

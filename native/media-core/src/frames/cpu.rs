@@ -21,32 +21,10 @@ use super::{
 };
 use crate::playout::SESSION_RATE_HZ;
 
-/// Render options of the CPU renderer.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CpuOptions {
-    /// Renderer supersampling, 1..=4 (see face-render).
-    pub upsample_factor: f32,
-}
-
-impl Default for CpuOptions {
-    fn default() -> Self {
-        CpuOptions {
-            upsample_factor: 1.0,
-        }
-    }
-}
-
-/// Makes `CpuProducer`s; faces are `FaceRig`s.
+/// Makes `CpuProducer`s; faces are `FaceRig`s. Stateless, so one serves every session (the
+/// registry's "cpu", `renderers.rs`); a session's supersampling comes in its `FrameSpec`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CpuFactory {
-    pub options: CpuOptions,
-}
-
-impl CpuFactory {
-    pub fn new(options: CpuOptions) -> CpuFactory {
-        CpuFactory { options }
-    }
-}
+pub struct CpuFactory;
 
 fn rig_of(face: PreparedFace) -> Result<Arc<FaceRig>, ProducerError> {
     face.downcast::<FaceRig>()
@@ -73,7 +51,7 @@ impl ProducerFactory for CpuFactory {
         motion: DrivingMotion,
     ) -> Result<Box<dyn FrameProducer>, ProducerError> {
         let rig = rig_of(face)?;
-        let renderer = Renderer::new(rig, spec.width, spec.height, self.options.upsample_factor)
+        let renderer = Renderer::new(rig, spec.width, spec.height, spec.upsample_factor)
             .map_err(|e| ProducerError::Failed(e.to_string()))?;
         Ok(Box::new(CpuProducer {
             spec,

@@ -24,6 +24,7 @@
 //! the session like a pipeline error (`RENDERER_FAILED`).
 
 pub mod cpu;
+pub mod renderers;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -37,7 +38,7 @@ pub use animation::viseme::{viseme_for_phoneme, Viseme};
 pub use face_render::i420_size;
 
 /// What a session's producer is fixed to for its whole life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameSpec {
     /// Frame size in pixels, even.
     pub width: u32,
@@ -45,6 +46,9 @@ pub struct FrameSpec {
     pub fps: u32,
     /// Seeds the producer's randomness (blinks, idle motion): same seed, same video.
     pub seed: u64,
+    /// Supersampling divisor, 1..=4: above 1 the face may be drawn at 1/factor of the frame size
+    /// and scaled up (cheaper, softer). A renderer that cannot do this ignores it.
+    pub upsample_factor: f32,
 }
 
 /// One tick's inputs; borrowed for the one `produce` call.

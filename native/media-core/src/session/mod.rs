@@ -32,7 +32,7 @@ use gstreamer as gst;
 use crate::encoders::detect_encoders;
 use crate::error::MediaError;
 use crate::events::{in_sink, Emitter, EventSink, MediaEvent};
-use crate::frames::cpu::CpuFactory;
+use crate::frames::renderers;
 use crate::frames::{
     Control, DrivingMotion, FaceAsset, PreparedFace, ProducerFactory, VisemeEvent,
 };
@@ -94,6 +94,11 @@ pub struct SessionConfig {
     pub pipelines_dir: PathBuf,
     /// Seeds the animator's randomness (blinks, idle motion): same seed, same video.
     pub seed: u64,
+    /// The renderer, by name (`frames::renderers`; "cpu" unless another is registered).
+    pub renderer: String,
+    /// Supersampling divisor, 1..=4 (the renderer checks it): the face drawn at 1/factor of the
+    /// output size and scaled up.
+    pub upsample_factor: f32,
 }
 
 impl Default for SessionConfig {
@@ -110,6 +115,8 @@ impl Default for SessionConfig {
             pacing: Pacing::RealTime,
             pipelines_dir: PathBuf::from("pipelines"),
             seed: 0,
+            renderer: renderers::DEFAULT_RENDERER.to_string(),
+            upsample_factor: 1.0,
         }
     }
 }
@@ -205,6 +212,8 @@ pub struct MediaSession {
     shared: Arc<Shared>,
     pipelines: Arc<Vec<EncoderPipeline>>,
     factory: Arc<dyn ProducerFactory>,
+    /// The name of the renderer it started with (`SessionConfig::renderer`).
+    renderer: String,
     commands: Mutex<Option<mpsc::Sender<Command>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     pacing: Pacing,
@@ -213,16 +222,17 @@ pub struct MediaSession {
 }
 
 impl MediaSession {
-    /// `start_with` the CPU renderer at its default options (`CpuFactory::default()`); `face`
-    /// is an `Arc<face_render::FaceRig>`. Render options (supersampling) are the factory's, not
-    /// the session config's: `start_with(config, Arc::new(CpuFactory::new(options)), ..)`.
+    /// `start_with` the process's renderer named by `config.renderer` (`frames::renderers`);
+    /// `face` must have been prepared by it (for "cpu", an `Arc<face_render::FaceRig>`). An
+    /// unknown name is `InvalidArgument`.
     pub fn start(
         config: SessionConfig,
         face: PreparedFace,
         motion: DrivingMotion,
         sink: EventSink,
     ) -> Result<MediaSession, MediaError> {
-        let factory = Arc::new(CpuFactory::default());
+        let factory = renderers::renderer(&config.renderer)
+            .map_err(|e| MediaError::InvalidArgument(e.to_string()))?;
         MediaSession::start_with(config, factory, face, motion, sink)
     }
 
@@ -259,6 +269,7 @@ impl MediaSession {
             i420: config.outputs.i420,
             pacing: config.pacing,
             seed: config.seed,
+            upsample_factor: config.upsample_factor,
         };
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread = {
@@ -291,6 +302,7 @@ impl MediaSession {
             shared,
             pipelines,
             factory,
+            renderer: config.renderer.clone(),
             commands: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             pacing: config.pacing,
@@ -347,6 +359,11 @@ impl MediaSession {
             return Err(MediaError::Closed);
         }
         self.shared.with_playout(|p, emit| p.interrupt(emit))
+    }
+
+    /// The name of this session's renderer.
+    pub fn renderer(&self) -> &str {
+        &self.renderer
     }
 
     /// Prepares a face for this session's renderer (heavy: call it off latency-critical

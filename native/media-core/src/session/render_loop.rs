@@ -127,6 +127,7 @@ pub(crate) struct RenderSetup {
     pub i420: bool,
     pub pacing: Pacing,
     pub seed: u64,
+    pub upsample_factor: f32,
 }
 
 struct RenderLoop {
@@ -159,6 +160,7 @@ pub(crate) fn run(
             height: setup.height,
             fps: setup.fps,
             seed: setup.seed,
+            upsample_factor: setup.upsample_factor,
         };
         let producer = factory
             .create(spec, face, motion)

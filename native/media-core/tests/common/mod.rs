@@ -73,6 +73,7 @@ pub fn manual_config(outputs: Outputs) -> SessionConfig {
         pacing: Pacing::Manual,
         pipelines_dir: pipelines_dir(),
         seed: 7,
+        ..SessionConfig::default()
     }
 }
 
