@@ -18,6 +18,11 @@
  *  - and a package with an owner (`ws`, `node-datachannel`, koa, the SQLite driver) is imported
  *    only by its owner.
  *
+ * A few things must be written once, which no import edge shows (WRITTEN_ONCE: relaying a socket
+ * to a worker, handing on held client events, asking where a session runs, starting an avatar,
+ * naming the CPU renderer): the sources of src/ and of the native crates are scanned for their
+ * marks outside the one file allowed to hold each.
+ *
  * A new folder fails the test until it has a row; a forbidden import fails it with the rule it
  * breaks. The second test feeds deliberate breaks through the same checker so that a rule that
  * stopped catching anything would fail too.
@@ -213,6 +218,77 @@ test('the checker catches deliberate forbidden imports', () => {
     ['src/realtime/response.ts', "import type { UsageDelta } from './engine-ports.js';"],
   ];
   for (const [file, source] of allowed) assert.equal(report(importsOf(file, source)), [], `${file}: ${source}`);
+});
+
+/**
+ * Seams that an import edge cannot show: a few things are written once, in one room, and a name
+ * used anywhere else means a second copy has begun. Each rule: the text that marks the thing, and
+ * the files allowed to hold it (src/ and the native crates' sources are scanned).
+ */
+const WRITTEN_ONCE: Array<{ rule: string; marks: RegExp; in: string[] }> = [
+  {
+    rule: 'a socket is relayed to a worker in one place: ClientConnection.relayTo (signaling/client-connection.ts)',
+    marks: /\brelaySocket\(/,
+    in: ['src/signaling/worker-relay.ts', 'src/signaling/client-connection.ts'],
+  },
+  {
+    rule: "held client events are handed on in one place: EventGate.open (signaling/pending-events.ts); every holder is an EventGate",
+    marks: /\bnew PendingEvents\(|\bpending\w*\.drain\(/i,
+    in: ['src/signaling/pending-events.ts'],
+  },
+  {
+    rule: 'where a session runs is decided in one place: runHereOrRelay (signaling/placement.ts)',
+    marks: /\.remoteWorkerOf\(/,
+    in: ['src/signaling/placement.ts'],
+  },
+  {
+    rule: "a session's avatar is started by the process's MediaEngine (media/media-engine.ts), on the renderer its media options name",
+    marks: /MediaAvatarOutput\.start\(/,
+    in: ['src/media/media-engine.ts'],
+  },
+  {
+    rule: 'the CPU renderer is named only by the process\'s renderer registry (native/media-core/src/frames/renderers.rs)',
+    marks: /\bCpuFactory\b/,
+    in: ['native/media-core/src/frames/cpu.rs', 'native/media-core/src/frames/renderers.rs'],
+  },
+];
+
+function writtenTwice(files: Array<[file: string, source: string]>): string[] {
+  return WRITTEN_ONCE.flatMap((r) => files.filter(([file, source]) => !r.in.includes(file) && r.marks.test(source)).map(([file]) => `${file}: ${r.rule}`));
+}
+
+function nativeSources(): string[] {
+  const native = path.join(ROOT, 'native');
+  return fs
+    .readdirSync(native, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && fs.existsSync(path.join(native, e.name, 'src')))
+    .flatMap((e) => rustFiles(path.join(native, e.name, 'src')));
+}
+
+function rustFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return rustFiles(p);
+    return p.endsWith('.rs') ? [path.relative(ROOT, p).split(path.sep).join('/')] : [];
+  });
+}
+
+test('what is written once stays written once (relaying, holding events, placement, starting avatars, naming the CPU renderer)', () => {
+  const files = [...sourceFiles(SRC), ...nativeSources()].map((f): [string, string] => [f, fs.readFileSync(path.join(ROOT, f), 'utf8')]);
+  assert.ok(files.some(([f]) => f.endsWith('.rs')), 'the native sources were scanned');
+  assert.equal(writtenTwice(files), []);
+  // Deliberate second copies are caught.
+  const breaks: Array<[string, string, RegExp]> = [
+    ['src/signaling/realtime-sideband.ts', 'const relay = relaySocket(ws, worker, token, run, handlers, log);', /relayed to a worker in one place/],
+    ['src/signaling/realtime-calls.ts', 'for (const text of pending.drain()) connection.receive(text);', /handed on in one place/],
+    ['src/signaling/realtime-ws.ts', 'const remote = await this.deps.routing.remoteWorkerOf(session.id);', /decided in one place/],
+    ['src/server/realtime-runtime.ts', 'await MediaAvatarOutput.start({ ...o, assets });', /started by the process's MediaEngine/],
+    ['native/media-node/src/face.rs', 'CpuFactory.prepare_face(asset)', /named only by the process's renderer registry/],
+  ];
+  for (const [file, source, rule] of breaks) {
+    const found = writtenTwice([[file, source]]);
+    assert.ok(found.some((b) => rule.test(b)), `${file}: ${source} should break ${rule}, got ${JSON.stringify(found)}`);
+  }
 });
 
 test('docs/development.md names every part of src/ in its layout table', () => {
