@@ -28,7 +28,7 @@
  * so a count lands when its event has gone to the transport; the meter commits the running totals
  * to the store within USAGE_FLUSH_MS. Before an event that tells the client a response or a segment
  * is over (SETTLING_EVENTS) goes out, the usage delivered so far is committed (later events wait
- * behind it, in order, at most USAGE_COMMIT_WAIT_MS): a client that ends its session the moment it
+ * behind it, in order, at most USAGE_COMMIT_WAIT_MS: ordered-delivery.ts): a client that ends its session the moment it
  * sees response.done gets a record with that response. settle() (the connection closing, or any
  * end of its session in this process: DELETE, deadline, revocation, shutdown) stops the engine, so
  * nothing more is delivered, and commits the exact total before the session's record is written.
@@ -42,6 +42,7 @@ import { MEDIA_UNSET, resolveMedia } from '../core/media-options.js';
 import type { AvatarStartOptions, CallAvatar } from '../media/avatar-output.js';
 import { type Dialect, type Json, type ServerEventDraft, RealtimeError, errorEvent, newServerEventId, renameForDialect } from '../realtime/protocol.js';
 import { EventAttribution } from './event-attribution.js';
+import { OrderedDelivery } from './ordered-delivery.js';
 import { EventGate } from './pending-events.js';
 import type { AssetChecker, EngineProviders, EngineTransport, SessionRecorder } from '../realtime/engine-ports.js';
 import { RealtimeSessionEngine } from '../realtime/session-engine.js';
@@ -58,8 +59,6 @@ import { PCM_RATE_HZ } from '../audio/pcm.js';
 const EARLY_MICROPHONE_SAMPLES = PCM_RATE_HZ * 10;
 /** Events that tell the client a response or a segment is over: the usage delivered so far is committed before each goes out. */
 const SETTLING_EVENTS: ReadonlySet<string> = new Set(['response.done', 'output_audio_buffer.stopped', 'output_audio_buffer.cleared']);
-/** Events wait behind a usage commit at most this long (a store outage must not stall the session). */
-const USAGE_COMMIT_WAIT_MS = 2_000;
 
 /** What connections use besides the REST services: the engine's providers and the avatar. */
 export interface RealtimeRuntime extends EngineProviders {
@@ -207,10 +206,11 @@ export class RealtimeConnection {
   private meter: UsageMeter | null = null;
   /** The engine stopped and its usage committed (settle()); no engine runs afterwards. */
   private settling: Promise<void> | null = null;
-  /** Deliveries (events, usage counts) waiting behind a usage commit, in order; null when none is. */
-  private held: Array<() => void> | null = null;
-  /** The commit `held` waits for (a stale one's release does nothing). */
-  private commit: object | null = null;
+  /** Deliveries (events, usage counts) in order, with usage commits between them (ordered-delivery.ts). */
+  private readonly delivery = new OrderedDelivery({
+    commitUsage: () => (this.meter && !this.settling ? this.meter.flush() : null),
+    failed: (err) => this.log.error('a held server event could not be sent', { err }),
+  });
 
   constructor(
     private readonly deps: ConnectionDeps,
@@ -357,7 +357,7 @@ export class RealtimeConnection {
       setCurrentTranscript: (text) => store.setCurrentTranscript(session.id, text),
       // Counted once the events before it went out, and only while they still can (see isOpen).
       addUsage: (delta) =>
-        this.inOrder(() => {
+        this.delivery.inOrder(() => {
           if (this.transport.isOpen?.() ?? true) this.meter?.add(delta);
         }),
     };
@@ -374,55 +374,10 @@ export class RealtimeConnection {
       } catch (err) {
         this.log.error('closing the engine failed', { err });
       }
-      this.commit = null;
-      this.releaseHeld();
+      this.delivery.release();
       await this.meter?.close();
     })();
     return this.settling;
-  }
-
-  /** Delivers now, or after what waits behind a usage commit. */
-  private inOrder(deliver: () => void): void {
-    if (this.held) this.held.push(deliver);
-    else deliver();
-  }
-
-  /** Delivers once the usage counted so far is committed (at most USAGE_COMMIT_WAIT_MS later); what comes meanwhile waits behind it. */
-  private afterCommit(deliver: () => void): void {
-    if (this.held || !this.meter || this.settling) {
-      this.inOrder(this.settling || !this.meter ? deliver : () => this.afterCommit(deliver));
-      return;
-    }
-    const commit = {};
-    this.commit = commit;
-    this.held = [deliver];
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, USAGE_COMMIT_WAIT_MS).unref();
-    });
-    void Promise.race([this.meter.flush(), waited]).then(() => {
-      clearTimeout(timer);
-      if (this.commit === commit) this.releaseHeld();
-    });
-  }
-
-  /** Lets out what waited behind a commit, in order, until one of them starts another commit. */
-  private releaseHeld(): void {
-    const held = this.held;
-    this.held = null;
-    this.commit = null;
-    if (!held) return;
-    for (const [i, deliver] of held.entries()) {
-      if (this.held) {
-        (this.held as Array<() => void>).push(...held.slice(i));
-        return;
-      }
-      try {
-        deliver();
-      } catch (err) {
-        this.log.error('a held server event could not be sent', { err });
-      }
-    }
   }
 
   /** The avatar of a running call (its encoded media), or null before run() succeeded. */
@@ -534,13 +489,13 @@ export class RealtimeConnection {
       this.transport.sendText(text);
       for (const listener of this.listeners.values()) listener.sink.sendText(text);
     };
-    if (SETTLING_EVENTS.has(draft.type)) this.afterCommit(deliver);
-    else this.inOrder(deliver);
+    if (SETTLING_EVENTS.has(draft.type)) this.delivery.afterCommit(deliver);
+    else this.delivery.inOrder(deliver);
   }
 
   private sendTo(listener: AttachedListener, draft: ServerEventDraft): void {
     const text = this.stamp(draft);
-    if (text !== null) this.inOrder(() => listener.sink.sendText(text));
+    if (text !== null) this.delivery.inOrder(() => listener.sink.sendText(text));
   }
 
   private stamp(draft: ServerEventDraft): string | null {
