@@ -134,7 +134,12 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
    * `options.ptsNs`; phoneme times are relative to the chunk. Returns where it plays.
    */
   pushAudio(pcm: Int16Array, sampleRateHz: number, options?: PushAudioOptions): PushAudioResult {
-    return callNative(() => this.#native.pushAudio(pcm, sampleRateHz, options));
+    // Called directly (not through callNative's closure): the speech path's one hop into the addon.
+    try {
+      return this.#native.pushAudio(pcm, sampleRateHz, options);
+    } catch (err) {
+      throw toNativeError(err);
+    }
   }
 
   /** Drops queued speech at once (the next frame is idle); `speech_ended` and `interrupted` follow. */

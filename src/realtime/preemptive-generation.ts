@@ -31,7 +31,7 @@ import { readingRequest, sessionReplyRequest } from './reply-request.js';
 import type { ModelRequest } from './response.js';
 import type { SessionSettings } from './session-update.js';
 import { spokenWords } from './turn-judge.js';
-import type { UserTurn } from './audio-recognition.js';
+import type { AudioRecognition, UserTurn } from './audio-recognition.js';
 
 /** How long a reading of the words may take before the judge goes on without it. */
 export const WORDS_READING_DEADLINE_MS = 400;
@@ -86,6 +86,12 @@ export class PreemptiveGeneration {
     model.prepare({ messages, tools, toolChoice }).catch((err: unknown) => {
       this.host.log.debug('preparing the model for the session failed', { sessionId: this.host.sessionId, err });
     });
+  }
+
+  /** Hears the voice input's pauses: a pause's transcript starts the early reply, speech resuming makes that pause's work stale. */
+  follow(input: AudioRecognition): void {
+    input.on('pause_transcript', (e) => this.onPauseTranscript(e));
+    input.on('speech_resumed', (e) => this.onResumed(e.pause));
   }
 
   /** The judge's reading of a pause's words (see the header): the model's probability, or null. */

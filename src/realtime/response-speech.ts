@@ -21,7 +21,7 @@
  * output_audio_buffer.stopped (played out) or .cleared (cut) right before output_audio.done.
  * Audio deltas are encoded in the session's output format (PCM16 24 kHz, or G.711 for telephony).
  */
-import type { Voice } from '../providers/tts/base.js';
+import type { SpeechService, Voice } from '../providers/tts/base.js';
 import type { AvatarAudioChunk, AvatarFrame, AvatarOutput } from './avatar-output.js';
 import type { MessageItem } from './items.js';
 import type { ServerEventDraft } from './protocol.js';
@@ -55,11 +55,17 @@ export interface MessageOutputOptions {
   encoder: OutputAudioEncoder | null;
 }
 
+/** A response's voice: the speech service and what to ask it for. */
+export interface VoiceSource {
+  tts: Pick<SpeechService, 'voice'>;
+  request: Parameters<SpeechService['voice']>[0];
+}
+
 export interface MessageOutputDeps {
   emit(event: ServerEventDraft): void;
   avatar: AvatarOutput;
-  /** Resolves the voice (audio messages only). */
-  voice: () => Promise<Voice>;
+  /** Where the voice comes from (audio messages only): resolved when the message opens. */
+  voice: VoiceSource;
   signal: AbortSignal;
   mark(step: keyof ResponseTiming): void;
   /** The transcript so far, as it is heard (for the chat history in progress). */
@@ -294,7 +300,7 @@ class SpeechQueue {
     private readonly speed: number,
   ) {
     // Resolved while the model writes its first sentence, not after it.
-    this.voice = this.deps.voice();
+    this.voice = this.deps.voice.tts.voice(this.deps.voice.request);
     this.voice.catch(() => undefined); // a failure surfaces when the first sentence is spoken
   }
 

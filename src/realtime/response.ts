@@ -38,12 +38,11 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
 import type { ChatMessage, LanguageModel, TokenUsage, ToolChoice, ToolDefinition } from '../providers/llm/base.js';
-import type { Voice } from '../providers/tts/base.js';
 import { AppError } from '../core/errors.js';
 import { type AvatarAudioChunk, type AvatarFrame, type AvatarOutput } from './avatar-output.js';
 import { type Item, type MessageItem, assistantMessage, functionCallItem, openedItem } from './items.js';
 import { type ServerEventDraft, errorEvent } from './protocol.js';
-import { MessageOutput, type ResponseTiming } from './response-speech.js';
+import { MessageOutput, type ResponseTiming, type VoiceSource } from './response-speech.js';
 import { FunctionCallOutput } from './response-function-call.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 import { OutputAudioEncoder, type WireAudioFormat } from '../audio/wire-format.js';
@@ -102,7 +101,7 @@ export interface ResponseDeps {
   avatar: AvatarOutput;
   llm: LanguageModel;
   /** Resolves the voice (audio responses only). */
-  voice: () => Promise<Voice>;
+  voice: VoiceSource;
   log: Logger;
   /** The assistant's transcript so far, as it is heard (for the chat history in progress). */
   onProgress?: (text: string) => void;
@@ -316,7 +315,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         encoder: this.spec.outputFormat.type === 'audio/pcm' ? null : new OutputAudioEncoder(this.spec.outputFormat),
       },
       {
-        emit: (e) => this.deps.emit(e),
+        emit: this.deps.emit,
         avatar: this.deps.avatar,
         voice: this.deps.voice,
         signal: this.abort.signal,

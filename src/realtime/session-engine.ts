@@ -80,14 +80,13 @@ export class RealtimeSessionEngine {
       createVad: deps.createVad,
       endOfTurnModel: deps.endOfTurnModel,
       asr: deps.asr,
-      readWords: (p) => this.preemptive.readWords(p),
+      readWords: this.preemptive.readWords.bind(this.preemptive),
       settings: () => this.settings,
       emit: (e) => this.emit(e),
       log,
     });
     this.input.on('speech_started', (e) => this.onSpeechStarted(e));
-    this.input.on('pause_transcript', (e) => this.preemptive.onPauseTranscript(e));
-    this.input.on('speech_resumed', (e) => this.preemptive.onResumed(e.pause));
+    this.preemptive.follow(this.input); // a pause's transcript, speech resuming
     this.input.on('turn_ended', (e) => this.onTurnEnded(e));
     this.input.on('idle', (e) => (this.chain = this.chain.then(() => this.onIdleTimeout(e.startMs, e.idleMs))));
     // A run hears the avatar's audio and frames itself while it runs (response.ts).
@@ -447,7 +446,7 @@ export class RealtimeSessionEngine {
       },
       avatar: this.deps.avatar,
       llm: this.preemptive.takeEarlyReply(model, spec.request, spec.id) ?? model,
-      voice: () => this.deps.tts.voice({ voiceId: spec.voiceName, userId, source: ttsSource }),
+      voice: { tts: this.deps.tts, request: { voiceId: spec.voiceName, userId, source: ttsSource } },
       log: this.deps.log,
       onProgress: (text) => this.chat.progress(text),
       addUsage: (delta) => this.deps.recorder.addUsage(delta),

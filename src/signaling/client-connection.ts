@@ -130,7 +130,7 @@ export class ClientConnection {
     this.current = 'running';
     const run = conn.run(session, options); // the connection holds the session from here
     if (this.owned === session.id) this.owned = null;
-    this.routeTo({ receive: (text) => conn.receive(text), close: () => conn.close() });
+    this.routeTo(conn);
     if (!(await run) && !this.closed) closeSocket(this.socket, CLOSE.INTERNAL, 'session could not start');
   }
 
@@ -153,12 +153,13 @@ export class ClientConnection {
   attachTo(listener: Listener): void {
     if (this.closed) return listener.detach();
     this.current = 'sideband';
-    this.routeTo({ receive: (text) => listener.receive(text), close: () => listener.detach() });
+    this.routeTo({ receive: listener.receive, close: listener.detach });
   }
 
+  /** The held events go to `route` first; from then on each goes straight there. */
   private routeTo(route: Route): void {
-    this.route = route;
     this.gate.open((text) => route.receive(text));
+    this.route = route;
   }
 
   private receive(text: string): void {
@@ -168,7 +169,8 @@ export class ClientConnection {
       return;
     }
     if (isAuthMessage(text)) return; // already authenticated (a header, the subprotocol, or the API node)
-    this.gate.receive(text);
+    if (this.route) this.route.receive(text);
+    else this.gate.receive(text);
   }
 
   private onClose(): void {

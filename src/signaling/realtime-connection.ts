@@ -387,7 +387,8 @@ export class RealtimeConnection {
 
   /** One client event (JSON text) of the transport; held (bounded, in order) until the engine runs. */
   receive(text: string): void {
-    this.gate.receive(text);
+    if (this.engine && this.gate.isOpen) this.engine.receive(text);
+    else this.gate.receive(text);
   }
 
   /**
