@@ -38,7 +38,7 @@ import { type ClientEvent, type Json, type ServerEventDraft, RealtimeError, erro
 import { idleNudge } from './reply-request.js';
 import { type ResponseContext, checkResponse, responseSpec } from './response-request.js';
 import { ResponseRun, type ResponseOutcome } from './response.js';
-import { legacySessionObject } from './session-object.js';
+import { imagesWanted, sessionObjectOf } from './session-object.js';
 import { applySessionUpdate, changedAssets, type SessionSettings } from './session-update.js';
 
 export class RealtimeSessionEngine {
@@ -134,10 +134,8 @@ export class RealtimeSessionEngine {
 
   /** The effective session object, for session.created/updated (session-object.ts). */
   sessionObject(): Json {
-    const { sessionId: id, expiresAt } = this.options;
-    const s = this.settings.session;
-    if (this.options.dialect === 'legacy') return legacySessionObject(s, { id, expiresAt, video: this.imagesWanted() });
-    return { ...s, id, expires_at: expiresAt };
+    const { sessionId: id, expiresAt, dialect } = this.options;
+    return sessionObjectOf(this.settings.session, { dialect, id, expiresAt, images: this.imagesWanted() });
   }
 
   /** Stops everything; no events are sent afterwards. */
@@ -221,10 +219,7 @@ export class RealtimeSessionEngine {
   }
 
   private imagesWanted(): boolean {
-    if (this.options.imageEvents === false) return false;
-    const modalities = this.settings.session.output_modalities;
-    if (this.options.dialect === 'legacy') return this.options.legacyVideo || modalities.includes('image') || modalities.includes('video');
-    return modalities.includes('image');
+    return imagesWanted(this.settings.session.output_modalities, this.options);
   }
 
   // ---- idle timeout (turn_detection.idle_timeout_ms: AudioRecognition's timer) ----
@@ -240,10 +235,7 @@ export class RealtimeSessionEngine {
       this.emit({ type: 'input_audio_buffer.timeout_triggered', audio_start_ms: startMs, audio_end_ms: this.input.heardMs, item_id: itemId });
       this.input.clear();
       this.preemptive.dropPending();
-      const item = userAudioItem(itemId, '');
-      const previousItemId = this.conversation.insert(item, null);
-      this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
-      this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
+      const { item, previousItemId } = this.commitUserItem(itemId, '');
       this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
       this.enforceConversationBound();
       if (this.settings.turnDetection.createResponse) {
@@ -363,12 +355,18 @@ export class RealtimeSessionEngine {
     this.commitAudio(e.itemId, e.audio, this.settings.turnDetection?.createResponse ?? false, e.transcription, e.audio16k);
   }
 
-  /** input_audio_buffer.committed, the user item, its transcription, and (VAD) the response. */
-  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean, fromPause: PauseTranscription | null = null, pcm16k: Float32Array | null = null): void {
-    const item = userAudioItem(itemId, null);
+  /** The input buffer committed as the user's audio item: input_audio_buffer.committed, conversation.item.added. */
+  private commitUserItem(itemId: string, transcript: string | null): { item: MessageItem; previousItemId: string | null } {
+    const item = userAudioItem(itemId, transcript);
     const previousItemId = this.conversation.insert(item, null);
     this.emit({ type: 'input_audio_buffer.committed', previous_item_id: previousItemId, item_id: itemId });
     this.emit({ type: 'conversation.item.added', previous_item_id: previousItemId, item });
+    return { item, previousItemId };
+  }
+
+  /** The user item of a commit or a turn, its transcription, and (VAD) the response. */
+  private commitAudio(itemId: string, pcm: Int16Array, respond: boolean, fromPause: PauseTranscription | null = null, pcm16k: Float32Array | null = null): void {
+    const { item, previousItemId } = this.commitUserItem(itemId, null);
     this.input.transcribe(item, pcm, pcm16k, fromPause, (transcript) => this.onTranscribed(item, previousItemId, transcript, respond));
     this.enforceConversationBound();
   }

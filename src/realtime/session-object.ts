@@ -164,3 +164,20 @@ export function legacySessionObject(s: RealtimeSessionObject, o: { id: string; e
     expires_at: o.expiresAt,
   };
 }
+
+/**
+ * Whether a session sends frames as image events: its transport allows them (`imageEvents`; a
+ * call with a video track sends RTP instead) and its output modalities ask for images (the older
+ * dialect: `image`, `video`, or its `video=true`).
+ */
+export function imagesWanted(modalities: readonly string[], o: { dialect: 'ga' | 'legacy'; imageEvents?: boolean; legacyVideo: boolean }): boolean {
+  if (o.imageEvents === false) return false;
+  if (o.dialect === 'legacy') return o.legacyVideo || modalities.includes('image') || modalities.includes('video');
+  return modalities.includes('image');
+}
+
+/** The session object of session.created / session.updated, in the connection's dialect. */
+export function sessionObjectOf(s: RealtimeSessionObject, o: { dialect: 'ga' | 'legacy'; id: string; expiresAt: number; images: boolean }): Record<string, unknown> {
+  if (o.dialect === 'legacy') return legacySessionObject(s, { id: o.id, expiresAt: o.expiresAt, video: o.images });
+  return { ...s, id: o.id, expires_at: o.expiresAt };
+}
