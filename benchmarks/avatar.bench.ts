@@ -8,17 +8,17 @@
  *    segment, → first frame of the segment (its pts at the segment's start), → first lip-synced
  *    frame (the mouth box of the decoded frame darkening from its level at rest), all on the
  *    client's clock; the lips against the audio in the stream, per speech onset (the segment's
- *    first sound and each phrase after a pause, from the audio deltas' PCM; lib/onsets.ts): mouth
- *    onset frame pts − speech onset pts; a clear after 1.5 s: clear sent → the played audio silent (cut pts − the playout
- *    position the client had seen) and → the mouth still (pts); wire bytes per
- *    second and what a client pays to get RGB from each (JPEG decode by libjpeg-turbo via sharp,
- *    I420 → RGB in JavaScript).
+ *    first sound and each phrase after a pause, from the audio deltas' PCM;
+ *    harness/measures/onsets.ts): mouth onset frame pts − speech onset pts; a clear after 1.5 s:
+ *    clear sent → the played audio silent (cut pts − the playout position the client had seen) and
+ *    → the mouth still (pts); wire bytes per second and what a client pays to get RGB from each
+ *    (JPEG decode by libjpeg-turbo via sharp, I420 → RGB in JavaScript).
  *  - WebRTC in headless Chromium (playwright-core), the speech sent on the data channel: first
  *    append sent → first avatar audio played at the receiver, → mouth opening in the presented
  *    frames; mouth onset − speech onset at the receiver (A/V offset, per speech onset as above,
  *    the audio timed on the page's audio thread at its output); a clear → the receiver's audio
  *    silent, → the mouth still.
- *  - Capacity with light WebRTC callers (benchmarks/lib/rtc-caller.ts): the most avatar-only calls
+ *  - Capacity with light WebRTC callers (harness/clients/rtc-caller.ts): the most avatar-only calls
  *    all talking at once at 25 fps with no late frame, and CPU per call, beside full-agent calls
  *    (each asking for a long story again as soon as its reply is done: the embedded language model
  *    and voice, as `npm start` runs them) on the same server, the two stepped in turn; CPU of
@@ -30,12 +30,12 @@
 import sharp from 'sharp';
 import WebSocket from 'ws';
 import type { Page } from 'playwright-core';
-import type { ServerProcess } from '../test/helpers/process.js';
-import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
-import { speak, toPcm16 } from '../test/helpers/speech.js';
-import type { RtcCaller } from './lib/rtc-caller.js';
+import type { ServerProcess } from '../harness/servers/process.js';
+import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../harness/clients/browser.js';
+import { speak, toPcm16 } from '../harness/measures/speech.js';
+import type { RtcCaller } from '../harness/clients/rtc-caller.js';
 import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, describeOnsets, idleMouth, mostCallsEach, pageOnsets, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
-import { greyOpening, lipOnsets, noOffsets, offsetsByKind, pcmBlocks, type OnsetOffsets, type OnsetPair, type SoundBlock } from './lib/onsets.js';
+import { greyOpening, lipOnsets, noOffsets, offsetsByKind, pcmBlocks, type OnsetOffsets, type OnsetPair, type SoundBlock } from '../harness/measures/onsets.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const AGENT_RATE = 16_000;
@@ -63,7 +63,7 @@ interface Segment {
   firstAudio: number;
   firstFrame: number;
   firstLipFrame: number | null;
-  /** Each speech onset of the segment with its mouth onset, on the stream's pts (onsets.ts). */
+  /** Each speech onset of the segment with its mouth onset, on the stream's pts (harness/measures/onsets.ts). */
   onsets: OnsetPair[] | null;
   clearToSilent: number;
   clearToMouthStill: number | null;
@@ -381,7 +381,7 @@ interface RtcFigures {
   heard: number[];
   /** First append sent → the mouth onset paired with the first sound. */
   mouth: number[];
-  /** Mouth onset − speech onset at the receiver, by kind (onsets.ts). */
+  /** Mouth onset − speech onset at the receiver, by kind (harness/measures/onsets.ts). */
   onsets: OnsetOffsets;
   started: number[];
   silent: number[];

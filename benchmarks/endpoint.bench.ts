@@ -41,12 +41,11 @@
  * the faces taken in turn, so that their onsets have percentiles.
  */
 import path from 'node:path';
-import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
-import { tempDir } from '../test/helpers/server.js';
+import { spawnServer, waitWarm, type ServerProcess } from '../harness/servers/process.js';
+import { tempDir } from '../harness/servers/server.js';
 import type { Benchmark, BenchContext, BenchOutput } from './lib/harness.js';
-import { waitWarm } from './lib/realtime-session.js';
 import { measureEndpoint, type MeasureEndpointOptions } from './lib/endpoint/measure.js';
-import { baseOf } from './lib/endpoint/session.js';
+import { baseOf } from '../harness/clients/realtime-session.js';
 import { addCapacity, capacityNotMeasured, capacityUnsupported, measureCapacity } from './lib/endpoint/capacity.js';
 import { CAPACITY_SERVER_ENV } from './lib/call-measures.js';
 

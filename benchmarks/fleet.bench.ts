@@ -15,11 +15,11 @@
  */
 import fs from 'node:fs';
 import { RedisWorkerRegistry } from '../src/fleet/worker-registry.js';
-import { RealtimeTestClient } from '../test/helpers/realtime-client.js';
-import { startPostgres } from '../test/helpers/postgres-server.js';
-import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
-import { startRedis } from '../test/helpers/redis-server.js';
-import { request, tempDir } from '../test/helpers/server.js';
+import { RealtimeTestClient } from '../harness/clients/realtime-client.js';
+import { startPostgres } from '../harness/servers/postgres-server.js';
+import { spawnServer, type ServerProcess } from '../harness/servers/process.js';
+import { startRedis } from '../harness/servers/redis-server.js';
+import { request, tempDir } from '../harness/servers/server.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const CONCURRENCY = 8;

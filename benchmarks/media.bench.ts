@@ -32,7 +32,7 @@ import { OUTPUT_SIZES, outputDimensions, type OutputSize } from '../src/core/vid
 import { faceInputFromImage } from '../src/media/face-input.js';
 import { MediaSession, type MediaSessionConfig } from '../src/media/media-session.js';
 import { motionInputFromTemplate } from '../src/media/motion-input.js';
-import { espeak, toPcm16 } from '../test/helpers/speech.js';
+import { espeak, toPcm16 } from '../harness/measures/speech.js';
 import { median, summarise, type Benchmark } from './lib/harness.js';
 import { describeStop, stepSessions, type MediaStep, type StoppedBy } from './lib/media-steps.js';
 

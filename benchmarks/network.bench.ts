@@ -1,7 +1,7 @@
 /**
  * What a viewer on a bad network sees: headless Chromium calls the server (its own process, as
  * `npm start` runs it, with the offline responder so the avatar talks without a language model)
- * through the impaired link of the tests (test/helpers/impaired-link.ts: a userspace UDP relay;
+ * through the impaired link of the tests (harness/clients/impaired-link.ts: a userspace UDP relay;
  * this kernel has no netem), one fresh call per profile and run, the avatar talking throughout.
  *
  * Per profile, over NETWORK_BENCH_SECONDS (default 20) after NETWORK_BENCH_SETTLE_S (default 6) of
@@ -17,9 +17,9 @@
  * NETWORK_BENCH_SETTLE_S.
  */
 import type { Page } from 'playwright-core';
-import { callIn, chromiumAvailable, launchBrowser, type TestBrowser } from '../test/helpers/browser.js';
-import { ImpairedLink, routeCallThrough, viewerStats, type Impairment, type ViewerStats } from '../test/helpers/impaired-link.js';
-import type { ServerProcess } from '../test/helpers/process.js';
+import { callIn, chromiumAvailable, launchBrowser, type TestBrowser } from '../harness/clients/browser.js';
+import { ImpairedLink, routeCallThrough, viewerStats, type Impairment, type ViewerStats } from '../harness/clients/impaired-link.js';
+import type { ServerProcess } from '../harness/servers/process.js';
 import { sleep, startAvatarCall, until, withServer } from './lib/call-measures.js';
 import { summarise, type Benchmark, type Metric } from './lib/harness.js';
 
@@ -105,7 +105,7 @@ const bench: Benchmark = {
       );
     }
     return {
-      params: { seconds_measured: SECONDS, settle_s: SETTLE_S, runs: ctx.runs, codec: 'H.264', llm: 'offline responder', link: 'userspace UDP relay (test/helpers/impaired-link.ts)' },
+      params: { seconds_measured: SECONDS, settle_s: SETTLE_S, runs: ctx.runs, codec: 'H.264', llm: 'offline responder', link: 'userspace UDP relay (harness/clients/impaired-link.ts)' },
       metrics,
       notes: [
         ...profiles.map((p) => `[${p.name}] ${p.label}.`),

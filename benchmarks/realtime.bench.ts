@@ -4,13 +4,13 @@
  *  - `default`: the embedded defaults as `npm start` runs them (local Qwen GGUF, Piper/flite,
  *    Whisper base, Silero, Smart Turn);
  *  - `offline`: the rule-based offline responder in place of the model (the server alone);
- *  - `remote`: a hosted model's stand-in (lib/remote-stand-in.ts: a real OpenAI-compatible
- *    chat-completions server on 127.0.0.1, started by the bench, one for all of a setting's runs,
- *    answering the last question in a sentence or two, paced as a hosted model streams), the
- *    server started with LLM_PROVIDER=openai and LLM_BASE_URL at it, everything else embedded
- *    as `npm start` has it (the local GGUF still in models/weights, as a deployment with local
- *    weights has it). The notes say how many requests it had, and how many the server abandoned
- *    before their end (before or after their first token).
+ *  - `remote`: a hosted model's stand-in (harness/servers/remote-stand-in.ts: a real
+ *    OpenAI-compatible chat-completions server on 127.0.0.1, started by the bench, one for all of a
+ *    setting's runs, answering the last question in a sentence or two, paced as a hosted model
+ *    streams), the server started with LLM_PROVIDER=openai and LLM_BASE_URL at it, everything else
+ *    embedded as `npm start` has it (the local GGUF still in models/weights, as a deployment with
+ *    local weights has it). The notes say how many requests it had, and how many the server
+ *    abandoned before their end (before or after their first token).
  *
  * Switches (environment):
  *  - REALTIME_BENCH_LLM=default|offline|remote, a comma list, or all (default both, which is
@@ -67,12 +67,13 @@
  *
  * Tool round trip (REALTIME_BENCH_PARTS=tools): lib/tool-round-trip.ts says what it measures.
  */
-import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
-import { tempDir } from '../test/helpers/server.js';
-import type { RealtimeTestClient, ServerEvent } from '../test/helpers/realtime-client.js';
+import { responseTimings, spawnServer, waitWarm, type ResponseTiming, type ServerProcess } from '../harness/servers/process.js';
+import { tempDir } from '../harness/servers/server.js';
+import type { RealtimeTestClient, ServerEvent } from '../harness/clients/realtime-client.js';
+import { closeSession, connect, type EndpointSession } from '../harness/clients/realtime-session.js';
 import { median, seededRandom, summarise, type BenchContext, type BenchOutput, type Benchmark, type Metric } from './lib/harness.js';
-import { connect, responseTimings, waitWarm, type ResponseTiming } from './lib/realtime-session.js';
-import { describePacing, startRemoteStandIn, type RemotePacing, type RemoteStandIn } from './lib/remote-stand-in.js';
+import { SERVER_VAD, TEXT_QUESTIONS } from './lib/endpoint/websocket-measures.js';
+import { describePacing, startRemoteStandIn, type RemotePacing, type RemoteStandIn } from '../harness/servers/remote-stand-in.js';
 import { TOOL_LLMS, runTools } from './lib/tool-round-trip.js';
 import { addEndings, explainTurns, noEndings, turnMetrics, turnNotes, type Endings } from './lib/voice-turn-report.js';
 import {
@@ -101,13 +102,11 @@ const CONCURRENT_SPREAD_MS = 1000;
 const VERBOSE = process.env.REALTIME_BENCH_VERBOSE === '1';
 
 const TURN_DETECTIONS = {
-  server_vad: { type: 'server_vad', silence_duration_ms: 500 },
+  server_vad: SERVER_VAD,
   semantic_vad: { type: 'semantic_vad', eagerness: 'auto' },
 } as const;
 type TurnMode = keyof typeof TURN_DETECTIONS;
 const TURN_MODES = Object.keys(TURN_DETECTIONS) as TurnMode[];
-
-const TEXT_QUESTIONS = ['Hello, who are you?', 'What can you do for me?', 'Tell me about the weather.', 'How are you today?', 'What time is it?'];
 
 const PARTS = ['turns', 'concurrent', 'tools'] as const;
 type Part = (typeof PARTS)[number];
@@ -338,7 +337,7 @@ function voiceParams(llms: Llm[], parts: Part[], plan: VoicePlan, runs: number, 
 /** TEXT_TURNS measured text turns on one connection, after one unmeasured. */
 async function textTurns(url: string, key: string): Promise<{ audio: number[]; image: number[] }> {
   const out: { audio: number[]; image: number[] } = { audio: [], image: [] };
-  const c = await connect(url, key, TURN_DETECTIONS.server_vad);
+  const { c } = await connect(url, key, TURN_DETECTIONS.server_vad);
   await textTurn(c, 'Hi there.'); // not measured: the first turn of a connection
   for (let i = 0; i < TEXT_TURNS; i++) {
     const r = await textTurn(c, TEXT_QUESTIONS[i % TEXT_QUESTIONS.length]!);
@@ -376,40 +375,35 @@ async function concurrentTurns(ctx: BenchContext, server: ServerProcess, key: st
  * `samples` in turn on a session from `open`, each explained from the server's log once its
  * session has closed; a session that wedged is closed and the rest go to a new one.
  */
-async function sessionTurns(ctx: BenchContext, server: ServerProcess, open: () => Promise<RealtimeTestClient>, samples: Sample[], line: Line, tag: string): Promise<ModeTurns> {
+async function sessionTurns(ctx: BenchContext, server: ServerProcess, open: () => Promise<EndpointSession>, samples: Sample[], line: Line, tag: string): Promise<ModeTurns> {
   const out: ModeTurns = { turns: [], endings: noEndings() };
-  let c: RealtimeTestClient | null = null;
+  let s: EndpointSession | null = null;
   let turns: VoiceTurn[] = [];
-  const finish = async (client: RealtimeTestClient) => {
-    await closeSoon(client);
+  const finish = async (session: EndpointSession) => {
+    // Its socket is dropped where the server does not close it in 5 s (a wedged session may not).
+    await closeSession(session);
     out.turns.push(...turns);
-    addEndings(out.endings, explainTurns(ctx, tag, server.stdout(), client, turns, VERBOSE));
+    addEndings(out.endings, explainTurns(ctx, tag, server.stdout(), session.c, turns, VERBOSE));
     turns = [];
   };
   for (const sample of samples) {
-    c ??= await open();
-    const turn = await streamTurn(c, sample, line);
+    s ??= await open();
+    const turn = await streamTurn(s.c, sample, line);
     turns.push(turn);
     if (turn.wedged) {
-      await finish(c);
-      c = null;
+      await finish(s);
+      s = null;
     }
   }
-  if (c) await finish(c);
+  if (s) await finish(s);
   return out;
-}
-
-/** Closes a session, or drops its socket when the server does not close it in 5 s (a wedged session may not). */
-async function closeSoon(c: RealtimeTestClient): Promise<void> {
-  const timer = new Promise<'late'>((r) => setTimeout(() => r('late'), 5000).unref());
-  if ((await Promise.race([c.close().then(() => 'closed' as const), timer])) === 'late') c.ws.terminate();
 }
 
 /**
  * An audio-only server_vad session, retried for a few seconds: the sessions of the voice turns
  * before have closed, but their worker slots are given back as the server ends them.
  */
-async function connectWhenFree(url: string, key: string): Promise<RealtimeTestClient> {
+async function connectWhenFree(url: string, key: string): Promise<EndpointSession> {
   for (let tries = 0; ; tries++) {
     try {
       return await connect(url, key, TURN_DETECTIONS.server_vad, { output_modalities: ['audio'] });

@@ -7,8 +7,8 @@
  * sessions. Latency per request type over every request of every run; throughput (requests/s)
  * as the median across runs.
  */
-import { spawnServer } from '../test/helpers/process.js';
-import { request, tempDir } from '../test/helpers/server.js';
+import { spawnServer } from '../harness/servers/process.js';
+import { request, tempDir } from '../harness/servers/server.js';
 import { median, summarise, type Benchmark } from './lib/harness.js';
 
 const CONCURRENCY = 16;

@@ -27,10 +27,10 @@
  * descriptors and the receiver's A/V offset sampled over time, and their slopes reported.
  */
 import fs from 'node:fs';
-import { spawnServer, type ServerProcess } from '../test/helpers/process.js';
-import { RealtimeTestClient } from '../test/helpers/realtime-client.js';
-import { tempDir } from '../test/helpers/server.js';
-import { olsSlope, secondHalf, theilSenSlope, type Point } from '../test/helpers/slope.js';
+import { spawnServer, type ServerProcess } from '../harness/servers/process.js';
+import { RealtimeTestClient } from '../harness/clients/realtime-client.js';
+import { tempDir } from '../harness/servers/server.js';
+import { olsSlope, secondHalf, theilSenSlope, type Point } from '../harness/measures/slope.js';
 import { percentile, summarise, type Benchmark, type Metric } from './lib/harness.js';
 import { CALL_SOAK_DESCRIPTION, runCallSoak } from './lib/call-soak.js';
 

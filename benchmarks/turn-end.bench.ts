@@ -39,7 +39,7 @@ import { TURN_WEIGHTS } from '../src/realtime/turn-weights.js';
 import { DEFAULT_SEMANTIC_EAGERNESS } from '../src/realtime/session-update.js';
 import { DEFAULT_WHISPER_MODEL } from '../src/models/whisper-ggml.js';
 import { currentCommit } from './lib/harness.js';
-import { wordEdits } from '../test/helpers/word-errors.js';
+import { wordEdits } from '../harness/measures/word-errors.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SIGNALS_DIR = path.join(ROOT, 'target', 'turn-end');

@@ -3,7 +3,7 @@
  * over every frame of several passes of a spoken sentence, after a warm-up pass.
  */
 import { SileroVad, SILERO_FRAME_SAMPLES } from '../src/providers/vad/silero.js';
-import { speak } from '../test/helpers/speech.js';
+import { speak } from '../harness/measures/speech.js';
 import { summarise, type Benchmark } from './lib/harness.js';
 
 const PASSES = 5;

@@ -12,16 +12,16 @@
  *  - voice turn: a spoken question played into a Web Audio microphone track; end of its last
  *    audible sample → output_audio_buffer.started, and → first avatar audio played out;
  *  - A/V offset at the receiver, two ways (positive: the picture is late). The streams: audio and
- *    video of one tick leave the server together with the same pts, so the offset is a frame's
- *    time from its last packet to the screen (requestVideoFrameCallback receiveTime → callback)
- *    minus the audio's jitter-buffer delay (getStats). What a viewer sees, per speech onset (the
- *    reply's first sound, and each phrase after a pause of 150 ms or more, over SPEAK_MS of each
- *    turn): the onset of the mouth opening in the presented frames (the grey level of the default
- *    face's mouth box in the framed 512x512 frame, browser.ts DEFAULT_FACE_MOUTH_BOX, darkening
+ *    video of one tick leave the server together with the same pts, so the offset is a frame's time
+ *    from its last packet to the screen (requestVideoFrameCallback receiveTime → callback) minus
+ *    the audio's jitter-buffer delay (getStats). What a viewer sees, per speech onset (the reply's
+ *    first sound, and each phrase after a pause of 150 ms or more, over SPEAK_MS of each turn): the
+ *    onset of the mouth opening in the presented frames (the grey level of the default face's mouth
+ *    box in the framed 512x512 frame, harness/clients/browser.ts DEFAULT_FACE_MOUTH_BOX, darkening
  *    from its level before the turn) minus the speech onset in the played-out audio (blocks timed
  *    on the audio thread at their output), paired from 400 ms early to 600 ms late
- *    (lib/onsets.ts); this includes the animation's own timing and the first sound of a word being
- *    audible before the mouth opens for its vowel.
+ *    (harness/measures/onsets.ts); this includes the animation's own timing and the first sound of
+ *    a word being audible before the mouth opens for its vowel.
  * Capacity, with light node-datachannel callers (no decoding, so the browser does not take the
  * server's CPU): the most calls at 25 fps with no late frame, both by the server's render loop
  * (its per-session `media session closed` log line) and at the receiver (frames arriving more than
@@ -38,11 +38,11 @@
  */
 import fs from 'node:fs';
 import type { Page } from 'playwright-core';
-import type { ServerProcess } from '../test/helpers/process.js';
-import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../test/helpers/browser.js';
-import { espeak } from '../test/helpers/speech.js';
+import type { ServerProcess } from '../harness/servers/process.js';
+import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../harness/clients/browser.js';
+import { espeak } from '../harness/measures/speech.js';
 import { AGENT_IDLE, AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, describeOnsets, mostCalls, pageOnsets, sleep, startSampledCall, waitForEvent, withServer, type CapacityPoint } from './lib/call-measures.js';
-import { noOffsets, offsetsByKind, type OnsetOffsets, type OnsetPair } from './lib/onsets.js';
+import { noOffsets, offsetsByKind, type OnsetOffsets, type OnsetPair } from '../harness/measures/onsets.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 /** Calls per run in the browser; each has TEXT_TURNS text turns and VOICE_TURNS voice turns. */
@@ -75,7 +75,7 @@ interface Latencies {
   voiceToStarted: number[];
   voiceToHeard: number[];
   voiceStoppedToStarted: number[];
-  /** Mouth onset − speech onset at the receiver, by kind of speech onset (onsets.ts). */
+  /** Mouth onset − speech onset at the receiver, by kind of speech onset (harness/measures/onsets.ts). */
   onsets: OnsetOffsets;
   streamOffset: number[];
 }

@@ -291,6 +291,33 @@ test('what is written once stays written once (relaying, holding events, placeme
   }
 });
 
+/** Files of a top-level folder (harness/, benchmarks/) as repository paths. */
+function tsFilesUnder(dir: string): string[] {
+  const abs = path.join(ROOT, dir);
+  return fs.existsSync(abs) ? sourceFiles(abs) : [];
+}
+
+/** What an import of a shared-layer file may not name: the harness sees src/ and packages; benchmarks do not reach into the tests. */
+function layerBreaks(edges: Edge[]): string[] {
+  return edges.flatMap((e) => {
+    if (e.from.startsWith('harness/') && (e.to.startsWith('test/') || e.to.startsWith('benchmarks/'))) return [`${e.from} → ${e.to}: harness/ imports src/ and packages only (harness/README.md)`];
+    if (e.from.startsWith('benchmarks/') && e.to.startsWith('test/')) return [`${e.from} → ${e.to}: benchmarks import the shared clients and measures from harness/, not test/`];
+    return [];
+  });
+}
+
+test('the shared clients and measures (harness/) import no test or benchmark code, and benchmarks none of the tests', () => {
+  const files = [...tsFilesUnder('harness'), ...tsFilesUnder('benchmarks')];
+  assert.ok(files.some((f) => f.startsWith('harness/')) && files.some((f) => f.startsWith('benchmarks/')), 'both folders were read');
+  const edges = files.flatMap((f) => importsOf(f, fs.readFileSync(path.join(ROOT, f), 'utf8')));
+  assert.equal(layerBreaks(edges), []);
+  const caught = layerBreaks([
+    ...importsOf('harness/clients/browser.ts', "import { skipUnless } from '../../test/helpers/skip.js';"),
+    ...importsOf('benchmarks/realtime.bench.ts', "import { startServer } from '../test/helpers/server.js';"),
+  ]);
+  assert.is(caught.length, 2, `deliberate breaks are caught: ${JSON.stringify(caught)}`);
+});
+
 test('docs/development.md names every part of src/ in its layout table', () => {
   const page = fs.readFileSync(path.join(ROOT, 'docs/development.md'), 'utf8');
   for (const part of Object.keys(MAY_IMPORT)) {

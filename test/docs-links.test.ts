@@ -2,8 +2,8 @@
  * The documentation's links as a test. The README is the first visit's page and every reference
  * text lives in docs/ by audience, so a moved section, a renamed heading or a file that went away
  * must not leave a dead link behind. Read: README.md, every docs/**\/*.md, and the other committed
- * READMEs (native/, native/media-core/, pipelines/, integrations/*\/), whose links into docs/ are
- * how the plugins' readers find the protocol.
+ * READMEs (native/, native/media-core/, pipelines/, harness/, integrations/*\/), whose links into
+ * docs/ are how the plugins' readers find the protocol.
  *
  * Invariants checked:
  *  - every relative link and image (`[text](target)`, `![alt](target)`, `[ref]: target`,
@@ -36,7 +36,7 @@ function pages(): string[] {
   };
   walk(path.join(ROOT, 'docs'));
   const integrations = path.join(ROOT, 'integrations');
-  const others = ['native/README.md', 'native/media-core/README.md', 'pipelines/README.md'].map((p) => path.join(ROOT, p));
+  const others = ['native/README.md', 'native/media-core/README.md', 'pipelines/README.md', 'harness/README.md'].map((p) => path.join(ROOT, p));
   for (const name of fs.readdirSync(integrations)) others.push(path.join(integrations, name, 'README.md'));
   return [...found, ...others.filter((p) => fs.existsSync(p))];
 }

@@ -1,8 +1,8 @@
 /**
  * What the call benchmarks (webrtc, avatar, endpoint) share: a server of their own, waiting on a
- * page's events, the onsets of the avatar's audio and mouth in a browser's samples (onsets.ts),
- * the server's CPU and resident memory, and capacity steps of light WebRTC callers (rtc-caller.ts)
- * under a given load.
+ * page's events, the onsets of the avatar's audio and mouth in a browser's samples
+ * (harness/measures/onsets.ts), the server's CPU and resident memory, and capacity steps of light
+ * WebRTC callers (harness/clients/rtc-caller.ts) under a given load.
  *
  * CPU and memory are the server's whole process tree as /proc shows it (the process the bench
  * started and every process under it; `npm start` runs one node process whose model workers are
@@ -12,11 +12,11 @@
 import fs from 'node:fs';
 import ndc from 'node-datachannel';
 import type { Page } from 'playwright-core';
-import { spawnServer, type ServerProcess } from '../../test/helpers/process.js';
-import { tempDir } from '../../test/helpers/server.js';
-import { callIn, eventsIn, PLAYOUT_BLOCK_MS, type CallStartResult, type PageSamples } from '../../test/helpers/browser.js';
-import { greyOpening, lipOnsets, type OnsetPair } from './onsets.js';
-import { frameTiming, RtcCaller } from './rtc-caller.js';
+import { spawnServer, waitWarm, type ServerProcess } from '../../harness/servers/process.js';
+import { tempDir } from '../../harness/servers/server.js';
+import { callIn, eventsIn, PLAYOUT_BLOCK_MS, type CallStartResult, type PageSamples } from '../../harness/clients/browser.js';
+import { greyOpening, lipOnsets, type OnsetPair } from '../../harness/measures/onsets.js';
+import { frameTiming, RtcCaller } from '../../harness/clients/rtc-caller.js';
 
 /** One frame at 25 fps: a frame later than this against its stream's clock is late. */
 const FRAME_MS = 40;
@@ -25,10 +25,7 @@ export /** Runs `body` with a server of its own (as `npm start` runs it, plus `e
 async function withServer(env: Record<string, string>, body: (server: ServerProcess) => Promise<void>, extra: Record<string, string> = {}): Promise<void> {
   const server = await spawnServer({ DATA_DIR: tempDir('avatar-bench-'), PRELOAD_MODELS: 'true', ...env, ...extra });
   try {
-    for (let waited = 0; !server.stdout().includes('models warmed up'); waited += 100) {
-      if (waited > 180_000) throw new Error('the server did not finish warming up in 3 minutes');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitWarm(server);
     await body(server);
   } catch (err) {
     throw new Error(`${(err as Error).message.slice(0, 500)}\nserver output (tail):\n${server.stdout().slice(-3000)}`);
@@ -100,15 +97,15 @@ export function idleMouth(frames: MouthFrame[], at: number): number[] | null {
 const REST_MS = 1000;
 
 /**
- * A turn's lip-sync onsets at a page (onsets.ts): every speech onset of the played-out audio
- * after `t0` (when the reply was asked for: the reply's first sound and each phrase after a
- * pause) paired with the onsets of the mouth box's darkening from its level in the REST_MS before
- * `restTo` (default `t0`). Null with fewer than 8 frames at rest. (This replaces a measure that
- * took its resting range from just before the sound and so could not see a picture more than
- * 150 ms early.) A voice turn's `t0` is the end of the user's speech, and the listening face
- * moves its head in the half second before the reply starts: a level taken before `t0` reads that
- * slow drift of the box's grey as an opening 300–400 ms early. Such a turn passes `restTo` = when
- * the reply started to leave the server (`output_audio_buffer.started`), before which no frame
+ * A turn's lip-sync onsets at a page (harness/measures/onsets.ts): every speech onset of the
+ * played-out audio after `t0` (when the reply was asked for: the reply's first sound and each
+ * phrase after a pause) paired with the onsets of the mouth box's darkening from its level in the
+ * REST_MS before `restTo` (default `t0`). Null with fewer than 8 frames at rest. (This replaces a
+ * measure that took its resting range from just before the sound and so could not see a picture
+ * more than 150 ms early.) A voice turn's `t0` is the end of the user's speech, and the listening
+ * face moves its head in the half second before the reply starts: a level taken before `t0` reads
+ * that slow drift of the box's grey as an opening 300–400 ms early. Such a turn passes `restTo` =
+ * when the reply started to leave the server (`output_audio_buffer.started`), before which no frame
  * of it can be on screen.
  */
 export function pageOnsets(s: Pick<PageSamples, 'loud' | 'frames'>, t0: number, restTo = t0): OnsetPair[] | null {

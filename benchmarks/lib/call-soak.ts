@@ -2,8 +2,8 @@
  * The soak benchmark's call mode (SOAK_MODE=call): one WebRTC call held for a long time (default
  * an hour) against the real server process as `npm start` runs it, with its embedded models
  * (SOAK_CALL_LLM=offline: the offline responder instead, to see the server alone):
- * headless Chromium (test/helpers/browser.ts) decodes the avatar's H.264 and Opus, and asks for a
- * spoken reply every SOAK_CALL_REPLY_EVERY_S. Every SOAK_CALL_SAMPLE_S: the server's RSS
+ * headless Chromium (harness/clients/browser.ts) decodes the avatar's H.264 and Opus, and asks for
+ * a spoken reply every SOAK_CALL_REPLY_EVERY_S. Every SOAK_CALL_SAMPLE_S: the server's RSS
  * (/proc/<pid>/status), its open file descriptors (/proc/<pid>/fd), and the A/V offset at the
  * receiver over a 3 s window taken while the avatar is silent between replies (a frame's time
  * from its last packet to the screen, median over the window, minus the audio's jitter-buffer
@@ -22,11 +22,11 @@
  */
 import fs from 'node:fs';
 import type { Page } from 'playwright-core';
-import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, launchBrowser, type PageSamples } from '../../test/helpers/browser.js';
-import { viewerStats, type ViewerStats } from '../../test/helpers/impaired-link.js';
-import { spawnServer, type ServerProcess } from '../../test/helpers/process.js';
-import { tempDir } from '../../test/helpers/server.js';
-import { olsSlope, secondHalf, theilSenSlope, type Point } from '../../test/helpers/slope.js';
+import { callIn, chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, launchBrowser, type PageSamples } from '../../harness/clients/browser.js';
+import { viewerStats, type ViewerStats } from '../../harness/clients/impaired-link.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { tempDir } from '../../harness/servers/server.js';
+import { olsSlope, secondHalf, theilSenSlope, type Point } from '../../harness/measures/slope.js';
 import { sleep, startAvatarCall, until } from './call-measures.js';
 import { median, summarise, type BenchContext, type BenchOutput, type Metric } from './harness.js';
 
@@ -198,7 +198,7 @@ function report(
     ],
     notes: [
       ...rows.map(([name, value]) => `${name}: ${value}`),
-      'Slopes are fitted over the second half of the samples (time in hours), Theil-Sen deciding, OLS beside it (see test/helpers/slope.ts). A short run (SOAK_CALL_MINUTES) shows the method, not an hour\'s slope.',
+      'Slopes are fitted over the second half of the samples (time in hours), Theil-Sen deciding, OLS beside it (see harness/measures/slope.ts). A short run (SOAK_CALL_MINUTES) shows the method, not an hour\'s slope.',
       'SOAK_MODE=call selects this mode; SOAK_CALL_MINUTES, SOAK_CALL_SAMPLE_S and SOAK_CALL_REPLY_EVERY_S change the run. One run regardless of --runs.',
     ],
   };

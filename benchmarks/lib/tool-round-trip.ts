@@ -17,22 +17,23 @@
  *    answer's (the tools are then left out of the prompt, so the model evaluates the conversation
  *    anew: a cost of that choice);
  *  - `remote`: the server pointed at an OpenAI-compatible chat-completions server (LLM_BASE_URL)
- *    that this bench starts on 127.0.0.1 (lib/remote-stand-in.ts), a stand-in for a hosted model,
- *    since no internet is reachable: with this bench's own replies (it always calls the tool, then
- *    speaks the weather), streamed at REMOTE_PACING (one word or argument piece a token).
+ *    that this bench starts on 127.0.0.1 (harness/servers/remote-stand-in.ts), a stand-in for a
+ *    hosted model, since no internet is reachable: with this bench's own replies (it always calls
+ *    the tool, then speaks the weather), streamed at REMOTE_PACING (one word or argument piece a
+ *    token).
  * REALTIME_BENCH_TOOL_LLM=local|remote|both (default both) chooses. Each run starts the server
  * anew and makes one unmeasured round trip (a warm-up) before TOOL_TURNS measured ones per
  * variant, each on a new connection (a new conversation). The notes carry the load average at
  * the start and the end: the figures are only as good as the machine was quiet.
  */
 import os from 'node:os';
-import type { ChatReply, ChatRequestBody } from '../../test/helpers/chat-completions-server.js';
-import { spawnServer } from '../../test/helpers/process.js';
-import type { RealtimeTestClient, ServerEvent } from '../../test/helpers/realtime-client.js';
-import { tempDir } from '../../test/helpers/server.js';
+import type { ChatReply, ChatRequestBody } from '../../harness/servers/chat-completions-server.js';
+import { responseTimings, spawnServer, waitWarm, type ResponseTiming } from '../../harness/servers/process.js';
+import type { RealtimeTestClient, ServerEvent } from '../../harness/clients/realtime-client.js';
+import { connect } from '../../harness/clients/realtime-session.js';
+import { tempDir } from '../../harness/servers/server.js';
 import { median, summarise, type BenchContext, type BenchOutput, type Metric } from './harness.js';
-import { connect, responseTimings, waitWarm, type ResponseTiming } from './realtime-session.js';
-import { describePacing, startRemoteStandIn, type RemotePacing } from './remote-stand-in.js';
+import { describePacing, startRemoteStandIn, type RemotePacing } from '../../harness/servers/remote-stand-in.js';
 
 /** Measured tool round trips per run (each run a fresh server), after one unmeasured warm-up. */
 const TOOL_TURNS = 5;
@@ -193,8 +194,8 @@ export async function runTools(ctx: BenchContext, llms: ToolLlm[]): Promise<Benc
 }
 
 /**
- * The stand-in remote model's replies (paced by lib/remote-stand-in.ts): a weather question gets
- * a get_weather call, the call's output a spoken answer.
+ * The stand-in remote model's replies (paced by harness/servers/remote-stand-in.ts): a weather
+ * question gets a get_weather call, the call's output a spoken answer.
  */
 function standInModel(body: ChatRequestBody): ChatReply {
   const last = body.messages[body.messages.length - 1];
@@ -213,13 +214,10 @@ function standInModel(body: ChatRequestBody): ChatReply {
  * answer is cancelled there (only its start is measured).
  */
 async function toolTurn(url: string, key: string, question: string, city: string, choices: ToolChoices): Promise<ToolTurn> {
-  const c = await connect(url, key, TURN_DETECTION, { tools: [WEATHER_TOOL], tool_choice: 'auto' });
-  // Arrival time of every event from here on (this listener runs after the client's own, which records it).
-  const base = c.events.length;
-  const arrivals: number[] = [];
-  const stamp = () => arrivals.push(performance.now());
-  c.ws.on('message', stamp);
-  const at = (e: ServerEvent) => arrivals[c.events.indexOf(e) - base]!;
+  const s = await connect(url, key, TURN_DETECTION, { tools: [WEATHER_TOOL], tool_choice: 'auto' });
+  const c = s.c;
+  // Arrival time of an event: the session stamps each one as it comes.
+  const at = (e: ServerEvent) => s.at[c.events.indexOf(e)]!;
   try {
     let from = c.events.length;
     c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: question }] } });
@@ -261,7 +259,6 @@ async function toolTurn(url: string, key: string, question: string, city: string
     const began = c.events.slice(from, c.events.indexOf(cut)).filter((e) => e.type === 'response.output_audio_transcript.delta' && e.response_id === answerId).map((e) => e.delta as string).join('');
     return { called: true, spokeFirst, callMs, roundTripMs, answer: 'spoken', answerResponseId: answerId, said: '', answerBegan: clip(began) };
   } finally {
-    c.ws.off('message', stamp);
     await c.close();
   }
 }

@@ -15,9 +15,9 @@
  *    that waited, got no reply or wedged its session also gets the events it saw (the turn's
  *    trace), and a wedged session the server's last log lines about it.
  */
-import type { RealtimeTestClient } from '../../test/helpers/realtime-client.js';
+import type { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
 import { median, summarise, type BenchContext, type Metric } from './harness.js';
-import type { ResponseTiming } from './realtime-session.js';
+import type { ResponseTiming } from '../../harness/servers/process.js';
 import { RATE_HZ, TAIL_MS, type VoiceTurn } from './voice-turns.js';
 
 /** A turn that took longer than this from the end of a complete utterance to speech_stopped waited. */

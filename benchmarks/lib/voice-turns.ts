@@ -30,9 +30,9 @@
  * what explains a turn that waited or got no reply.
  */
 import type { Voice } from '../../src/providers/tts/base.js';
-import type { RealtimeTestClient, ServerEvent } from '../../test/helpers/realtime-client.js';
-import { concatSamples, silence, toPcm16 } from '../../test/helpers/speech.js';
-import { espeakTestVoices, pausedSpeech, piperTestVoices, voiceSpeech } from '../../test/helpers/voices.js';
+import type { RealtimeTestClient, ServerEvent } from '../../harness/clients/realtime-client.js';
+import { concatSamples, silence, toPcm16 } from '../../harness/measures/speech.js';
+import { espeakTestVoices, pausedSpeech, piperTestVoices, voiceSpeech } from '../../harness/measures/voices.js';
 import { FliteVoice } from '../../src/providers/tts/flite.js';
 
 export const RATE_HZ = 24000;

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { encodeWav16 } from '../../src/assets/audio-file.js';
 import type { FaceLandmarks } from '../../src/media/face-registration.js';
 import { chooseFrame, frameLandmarks } from '../../src/media/framing.js';
-import { concatSamples } from './speech.js';
+import { concatSamples } from '../measures/speech.js';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -46,7 +46,7 @@ export type FakeMicrophone = 'beeps' | 'silence' | { speech: Array<Int16Array | 
  * head and shoulders, framing.ts): [x, y, width, height], from the mouth corners and the upper lip
  * down to the chin, with a quarter of the mouth's width around it for the jaw and head motion.
  */
-export const DEFAULT_FACE_MOUTH_BOX = mouthBox(JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '../fixtures/faces/default.landmarks.json'), 'utf8')) as FaceLandmarks, 512, 512);
+export const DEFAULT_FACE_MOUTH_BOX = mouthBox(JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '../../test/fixtures/faces/default.landmarks.json'), 'utf8')) as FaceLandmarks, 512, 512);
 
 function mouthBox(face: FaceLandmarks, width: number, height: number): [number, number, number, number] {
   const lm = frameLandmarks(face.landmarks, chooseFrame(face, width, height), width, height);

@@ -28,7 +28,7 @@
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
-import { Rng } from './fuzz.js';
+import { Rng } from '../random.js';
 
 /** What one direction of the link does to the packets crossing it. All optional; {} is a clean wire. */
 export interface Impairment {
@@ -387,7 +387,7 @@ export interface ViewerStats {
   rttS: number | null;
 }
 
-/** Reads ViewerStats from the harness page's `window.call.pc` (test/helpers/browser.ts). */
+/** Reads ViewerStats from the harness page's `window.call.pc` (harness/clients/browser.ts). */
 export function viewerStats(page: Page): Promise<ViewerStats> {
   return page.evaluate(`(async () => {
     const out = { at: performance.now(), video: null, audio: null, rttS: null };

@@ -1,9 +1,11 @@
 /**
- * A WebSocket session on any endpoint that speaks the OpenAI Realtime protocol (endpoint.bench.ts):
- * the target's base URL made into its /v1/realtime URL, the connection opened with a bound on
- * every wait and a plain error for what went wrong (the key refused, nothing listening, no
- * session.created, an error event instead), every server event stamped with its arrival time, and
- * session.update sent and answered or refused (a capability probe reads the refusal).
+ * A WebSocket session on any endpoint that speaks the OpenAI Realtime protocol, the one way the
+ * benchmarks open one (the endpoint benchmark's measures, the realtime benchmark's turns and its
+ * tool round trip): the target's base URL made into its /v1/realtime URL, the connection opened
+ * with a bound on every wait and a plain error for what went wrong (the key refused, nothing
+ * listening, no session.created, an error event instead), every server event stamped with its
+ * arrival time, and session.update sent and answered or refused (a capability probe reads the
+ * refusal). `connect` is a session on this repo's server as the realtime benchmark sets it up.
  *
  * Base URLs: http(s)://host[:port][/prefix] or ws(s)://…, with or without a trailing '/v1' or
  * '/v1/realtime': https://api.openai.com, https://api.openai.com/v1 and wss://api.openai.com/v1/realtime
@@ -13,7 +15,7 @@
  * attached before any event can arrive, right after the socket opened); nothing here waits
  * without a timeout; the key never appears in an error or a label.
  */
-import { RealtimeTestClient, type ServerEvent } from '../../../test/helpers/realtime-client.js';
+import { RealtimeTestClient, type ServerEvent } from './realtime-client.js';
 
 export interface EndpointTarget {
   /** Base URL (see the header). */
@@ -109,6 +111,21 @@ export async function openSession(target: EndpointTarget): Promise<EndpointSessi
     if (/^the target (sent|refused)/.test(message)) throw err;
     throw new Error(`no session.created from ${url}: ${message.slice(0, 300)}`);
   }
+}
+
+/**
+ * A session on this repo's server (`url`, `key`) as the realtime benchmark opens it: model
+ * gpt-realtime, audio and images out, `turnDetection`, and any further session fields in `extra`;
+ * throws when the server refuses them.
+ */
+export async function connect(url: string, key: string, turnDetection: unknown, extra: Record<string, unknown> = {}): Promise<EndpointSession> {
+  const s = await openSession({ url, key, model: 'gpt-realtime' });
+  const answer = await updateSession(s, { output_modalities: ['audio', 'image'], audio: { input: { turn_detection: turnDetection } }, ...extra });
+  if (!answer.ok) {
+    await closeSession(s);
+    throw new Error(`the server refused the session's settings: ${answer.reason}`);
+  }
+  return s;
 }
 
 /** A plain error for a socket that did not open: the key refused, another HTTP status, nothing listening. */

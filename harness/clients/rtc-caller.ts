@@ -9,7 +9,8 @@
  * The channel gets an onClosed handler, the tracks do not: on this offerer, a track's native close
  * event never comes after pc.close() (node-datachannel 0.33.4), so a track onClosed handler held
  * the bench's process open for good, even after cleanup(); without it the process exits once the
- * calls are closed and node-datachannel's cleanup() has run (call-measures.ts mostCallsEach does).
+ * calls are closed and node-datachannel's cleanup() has run (benchmarks/lib/call-measures.ts
+ * mostCallsEach does).
  */
 import ndc from 'node-datachannel';
 import { parseRtp } from '../../src/transport/rtp.js';

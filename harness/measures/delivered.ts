@@ -5,7 +5,7 @@
  * tests repeat: a conversation the socket makes (with frames as image events if asked), and a
  * typed question with its reply.
  */
-import { RealtimeTestClient } from './realtime-client.js';
+import { RealtimeTestClient } from '../clients/realtime-client.js';
 
 export interface Received {
   audioSeconds: number;

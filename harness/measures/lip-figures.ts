@@ -1,28 +1,29 @@
 /**
  * The lip-sync figures of one turn's decoded frames by both mouth methods, the same for every
- * transport (the endpoint benchmark's WebRTC receiver, lib/endpoint/webrtc-measures.ts, and its
- * WebSocket client, lib/endpoint/websocket-lip-sync.ts), so that the two can be shown side by side:
+ * transport (the endpoint benchmark's WebRTC receiver, benchmarks/lib/endpoint/webrtc-measures.ts,
+ * and its WebSocket client, benchmarks/lib/endpoint/websocket-lip-sync.ts), so that the two can be
+ * shown side by side:
  *
- *  - method A: the face found and tracked on each frame (test/helpers/mouth-opening.ts
+ *  - method A: the face found and tracked on each frame (harness/measures/mouth-opening.ts
  *    MouthTracker: FaceRegistry landmarks, the last frame's where one misses), the mouth cavity
  *    over the mouth width squared;
  *  - method B: the dark and teeth pixels of a mouth region placed once on the first frame with a
- *    face and moved with the upper face (test/helpers/mouth-pixels.ts; no landmarks after it);
+ *    face and moved with the upper face (harness/measures/mouth-pixels.ts; no landmarks after it);
  *  - each series less its closed level (its lowest decile in the window), against the speech: Pearson
  *    r at the best lag within ±MAX_LAG_MS (positive: the mouth trails the sound), the shares of
  *    silent frames closed and loud frames open (thresholds in mouth-opening.ts), r against the
  *    audio 400 ms later, 400 ms earlier and reversed (controls: low), the best r within
- *    ±WIDE_LAG_MS, and the onsets (lib/onsets.ts: the first sound and each phrase after a pause,
- *    mouth − sound) with the same onsets against the audio 200 ms later (a control: each moves
- *    about 200 ms earlier).
+ *    ±WIDE_LAG_MS, and the onsets (harness/measures/onsets.ts: the first sound and each phrase
+ *    after a pause, mouth − sound) with the same onsets against the audio 200 ms later (a control:
+ *    each moves about 200 ms earlier).
  *
  * Invariants: frames in time order, the first before the sound (the tracker's cavity threshold
  * comes from it); the speech and the frames on one clock, in ms (the caller's: a page's
  * performance.now(), or the server's pts).
  */
 import type { FaceRegistry } from '../../src/media/face-registration.js';
-import { bestLagMs, CLOSED_MAX, closedOpenShares, MouthTracker, OPEN_MIN, type MouthReading } from '../../test/helpers/mouth-opening.js';
-import { decodePlanes, MouthPixels } from '../../test/helpers/mouth-pixels.js';
+import { bestLagMs, CLOSED_MAX, closedOpenShares, MouthTracker, OPEN_MIN, type MouthReading } from './mouth-opening.js';
+import { decodePlanes, MouthPixels } from './mouth-pixels.js';
 import { lipOnsets, noOffsets, offsetsByKind, type OnsetOffsets, type SoundBlock } from './onsets.js';
 
 export const LIP_SYNC_METHOD = 'face landmarks on decoded frames (FaceRegistry), mouth cavity';

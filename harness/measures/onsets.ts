@@ -30,7 +30,7 @@
  * Invariants: times in ms on one clock (the caller's: a page's performance.now(), or pts); series
  * in time order; nothing here looks at anything but its arguments.
  */
-import { SILENT_RMS } from '../../test/helpers/mouth-opening.js';
+import { SILENT_RMS } from './mouth-opening.js';
 
 /** Silence before a sound that makes it a speech onset, ms. */
 export const PAUSE_MS = 150;

@@ -7,7 +7,7 @@
  *
  * Invariants: x values need not be evenly spaced or sorted; pairs with equal x are skipped; fewer
  * than two distinct x values give slope NaN (never a made-up 0). Used by the media leak test and
- * the soak benchmark (benchmarks may import test/helpers).
+ * the soak benchmark (both import it from harness/).
  */
 
 export interface Point {

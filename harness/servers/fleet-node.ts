@@ -1,5 +1,5 @@
 /**
- * The environment of one fleet node that a test starts as its own process (test/helpers/
+ * The environment of one fleet node that a test starts as its own process (harness/servers/
  * process.ts spawnServer): an API node or a worker on the test's PostgreSQL and Redis, with its own
  * data directory (pushed on `dirs` for the test to remove), the offline responder, and, for a
  * worker, its own WebRTC port range (each test file uses ranges of its own, so a node left over

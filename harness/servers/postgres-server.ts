@@ -65,7 +65,7 @@ function runAs(): { uid: number; gid: number } | null {
 }
 
 /**
- * One server for the whole test process, for `TEST_STORE=postgres` (test/helpers/server.ts runs
+ * One server for the whole test process, for `TEST_STORE=postgres` (harness/servers/server.ts runs
  * every test server on its own database of it). It does not keep the process alive and is shut
  * down when the process exits.
  */

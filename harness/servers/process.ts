@@ -1,8 +1,10 @@
 /**
  * Runs the real server entry point (src/main.ts) as a child process, reads its JSON log lines and
- * the one-time key banner, and waits for events on them instead of sleeping. SERVER_NODE_ARGS
- * (space-separated) goes to the server's node before its script: `--cpu-prof --cpu-prof-dir=DIR`
- * profiles the server of a test or bench (node refuses --cpu-prof in NODE_OPTIONS).
+ * the one-time key banner, and waits for events on them instead of sleeping (waitWarm: the
+ * start-up warm-up); responseTimings reads the critical-path timings it logs for every response.
+ * SERVER_NODE_ARGS (space-separated) goes to the server's node before its script: `--cpu-prof
+ * --cpu-prof-dir=DIR` profiles the server of a test or bench (node refuses --cpu-prof in
+ * NODE_OPTIONS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -60,4 +62,30 @@ export async function spawnAsNpmStart(dataDir: string): Promise<ServerProcess> {
   const proc = await spawnServer({ DATA_DIR: dataDir, PRELOAD_MODELS: 'true', LLM_PROVIDER: 'auto', LLM_BASE_URL: '', LLM_API_KEY: '', LLM_MODEL_ROUTES: '' });
   await until(() => fetch(`${proc.url}/readyz`), (r) => r.status === 200, 'the models to load (/readyz 200)', 180_000);
   return proc;
+}
+
+/** Resolves once the server has logged 'models warmed up' (PRELOAD_MODELS=true); throws after 3 minutes. */
+export async function waitWarm(server: ServerProcess): Promise<void> {
+  for (let waited = 0; !server.stdout().includes('models warmed up'); waited += 100) {
+    if (waited > 180_000) throw new Error('the server did not finish warming up in 3 minutes');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The server's 'response timing' log line: ms from the response's start to each step (null: not reached). */
+export interface ResponseTiming {
+  firstTextMs: number | null;
+  firstClauseMs: number | null;
+  firstVoiceChunkMs: number | null;
+  firstAudioMs: number | null;
+}
+
+/** Every response's timing in the server's output so far, by response id. */
+export function responseTimings(server: ServerProcess): Map<string, ResponseTiming> {
+  const timings = new Map<string, ResponseTiming>();
+  for (const m of server.stdout().matchAll(/^\{.*"msg":"response timing".*\}$/gm)) {
+    const r = JSON.parse(m[0]) as ResponseTiming & { responseId: string };
+    timings.set(r.responseId, r);
+  }
+  return timings;
 }

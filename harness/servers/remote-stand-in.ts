@@ -1,8 +1,8 @@
 /**
  * A stand-in for a hosted language model, for the benchmarks that point the server at one
  * (LLM_PROVIDER=openai, LLM_BASE_URL=<its baseUrl>): no internet is reachable here, so a real
- * OpenAI-compatible chat-completions server on 127.0.0.1 (test/helpers/chat-completions-server.ts)
- * answers instead, paced as a hosted model streams. It honours `stream: true` and
+ * OpenAI-compatible chat-completions server on 127.0.0.1 (chat-completions-server.ts) answers
+ * instead, paced as a hosted model streams. It honours `stream: true` and
  * `stream_options.include_usage` as the OpenAI API does, and a client that goes away (an aborted
  * reply) ends its stream; `counts()` says how many requests came and how many were aborted.
  *
@@ -19,7 +19,7 @@
  * own (the tool round trip's scripted calls) passes its own `answer`; the pacing is applied to it
  * all the same.
  */
-import { startChatCompletionsServer, type ChatCompletionsServer, type ChatReply, type ChatRequestBody } from '../../test/helpers/chat-completions-server.js';
+import { startChatCompletionsServer, type ChatCompletionsServer, type ChatReply, type ChatRequestBody } from './chat-completions-server.js';
 
 export interface RemotePacing {
   /** ms from the request's arrival to the first token (the first word or call piece). */

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Resampler } from '../../src/audio/resample.js';
-import { rms, tone } from '../helpers/speech.js';
+import { rms, tone } from '../../harness/measures/speech.js';
 
 /** Filter transient skipped before measuring: 48 taps per phase ≈ 2 ms; 10 ms is ample. */
 const SETTLE_MS = 10;

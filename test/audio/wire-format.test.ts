@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { bytesPerMs, InputAudioDecoder, OutputAudioEncoder, WIRE_FORMAT_TYPES, wireFormat, type WireAudioFormat } from '../../src/audio/wire-format.js';
-import { concatSamples, noise, rms, tone, toPcm16 } from '../helpers/speech.js';
+import { concatSamples, noise, rms, tone, toPcm16 } from '../../harness/measures/speech.js';
 
 const G711_FORMATS = [wireFormat('audio/pcmu'), wireFormat('audio/pcma')];
 /** Filter transients skipped before measuring: the filters are ≈ 2 and 6 ms long; 20 ms is ample. */

@@ -8,9 +8,9 @@
  * nothing listens, fail fast with a plain error instead of hanging. Behaviour only: no timing is
  * asserted beyond "fails fast" (seconds against a hang).
  *
- * An audio-only target (test/helpers/audio-only-target.ts: this server behind a proxy that refuses
- * images, semantic_vad and calls, as a voice-only product does) comes back with those measures
- * reported unsupported, each with the reason, and everything else measured.
+ * An audio-only target (harness/servers/audio-only-target.ts: this server behind a proxy that
+ * refuses images, semantic_vad and calls, as a voice-only product does) comes back with those
+ * measures reported unsupported, each with the reason, and everything else measured.
  *
  * Needs the Whisper model (transcription events, the voice turns' breakdown) and, for the WebRTC
  * measures, Chromium: tests that need what is missing are registered as skipped, saying why.
@@ -19,13 +19,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { REPO_ROOT, tempDir } from '../helpers/server.js';
-import { chromiumAvailable } from '../helpers/browser.js';
+import { spawnServer, waitWarm, type ServerProcess } from '../../harness/servers/process.js';
+import { REPO_ROOT, tempDir } from '../../harness/servers/server.js';
+import { chromiumAvailable } from '../../harness/clients/browser.js';
 import { needs } from '../helpers/skip.js';
-import { startAudioOnlyTarget } from '../helpers/audio-only-target.js';
+import { startAudioOnlyTarget } from '../../harness/servers/audio-only-target.js';
 import { whisperModelPath } from '../../src/providers/asr/index.js';
-import { waitWarm } from '../../benchmarks/lib/realtime-session.js';
 import { METRIC, measureEndpoint, type MeasureEndpointOptions } from '../../benchmarks/endpoint.bench.js';
 import type { BenchOutput } from '../../benchmarks/lib/harness.js';
 

@@ -19,7 +19,7 @@ import * as assert from 'uvu/assert';
 import { summarise, type BenchResult, type Metric } from '../../benchmarks/lib/harness.js';
 import { writeReport } from '../../benchmarks/lib/report/report.js';
 import { PUBLISHED_FIGURES } from '../../benchmarks/lib/report/published.js';
-import { CHROMIUM_PATH, chromiumAvailable, launchBrowser } from '../helpers/browser.js';
+import { CHROMIUM_PATH, chromiumAvailable, launchBrowser } from '../../harness/clients/browser.js';
 import { suiteNeeding } from '../helpers/skip.js';
 import { suite } from 'uvu';
 
@@ -44,7 +44,7 @@ function samples(median: number, n: number, seed: number): number[] {
   return Array.from({ length: n }, () => Math.round(median * (0.8 + 0.4 * next()) + (next() < 0.1 ? median * next() : 0)));
 }
 
-/** One method's figures of a face as the endpoint benchmark records them (lib/lip-figures.ts). */
+/** One method's figures of a face as the endpoint benchmark records them (harness/measures/lip-figures.ts). */
 function faceFigures(r: number, firstSound: number[]) {
   return { r, lag_ms: -40, closed_share: 1, open_share: 0.9, silent_frames: 20, loud_frames: 40, r_audio_shifted_400ms: 0.1, r_audio_earlier_400ms: 0.05, r_audio_reversed: 0.2, wide: { r, lag_ms: -40 }, onsets: { firstSound, afterPause: [10, 30], missing: 0, bilabial: 0 }, onsets_audio_later_200ms: { firstSound: [], afterPause: [], missing: 0, bilabial: 0 }, method: 'm' };
 }

@@ -1,6 +1,6 @@
 /**
  * The endpoint benchmark's WebSocket lip sync, its pure pieces (benchmarks/lib/endpoint/
- * websocket-lip-sync.ts, lip-faces.ts, benchmarks/lib/lip-figures.ts) on synthetic replies:
+ * websocket-lip-sync.ts, lip-faces.ts, harness/measures/lip-figures.ts) on synthetic replies:
  *  - the audio's start on the pts base is read from the ticks: a first delta from mid-tick to the
  *    tick's end, whole ticks after it, each followed by its tick's image; a frame a tick late does
  *    not move it (it lowers the agreement); no image after any audio delta gives none;
@@ -17,10 +17,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { neutralUpload, OFF_CENTRE, smilingUpload, UPLOAD_SIDE_PX, UPLOAD_TURN_DEG } from '../../benchmarks/lib/endpoint/lip-faces.js';
 import { audioStartMs, frameStepMs, replyDeltas, rmsOfFrame, type ReplyDelta } from '../../benchmarks/lib/endpoint/websocket-lip-sync.js';
-import { figuresOf } from '../../benchmarks/lib/lip-figures.js';
-import { pcmBlocks } from '../../benchmarks/lib/onsets.js';
-import type { ServerEvent } from '../helpers/realtime-client.js';
-import { REPO_ROOT } from '../helpers/server.js';
+import { figuresOf } from '../../harness/measures/lip-figures.js';
+import { pcmBlocks } from '../../harness/measures/onsets.js';
+import type { ServerEvent } from '../../harness/clients/realtime-client.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 
 const TICK = 960; // samples of a 40 ms tick at 24 kHz
 const NO_JPEG = Buffer.alloc(0);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { REPO_ROOT, request, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { REPO_ROOT, request, startTestServer, tempDir, type TestServer } from '../../harness/servers/server.js';
 
 const run = promisify(execFile);
 const Keys = suite<{ t: TestServer; dataDir: string }>('npm run keys', {} as { t: TestServer; dataDir: string });

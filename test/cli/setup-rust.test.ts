@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { REPO_ROOT, tempDir } from '../helpers/server.js';
+import { REPO_ROOT, tempDir } from '../../harness/servers/server.js';
 
 const run = promisify(execFile);
 const SetupRust = suite('setup-rust.sh');

@@ -12,7 +12,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { OpenAIRealtimeWebSocket, RealtimeAgent, RealtimeSession, tool } from '@openai/agents-realtime';
-import { until } from '../helpers/wait.js';
+import { until } from '../../harness/servers/wait.js';
 import { startWeatherServer, toolRequests, WEATHER_MARK, type WeatherServer } from './client-harness.js';
 
 /** A 1x1 PNG (one red pixel). */

@@ -17,9 +17,9 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { modelPath } from '../../src/models/manifest.js';
 import { DEFAULT_LLM_MODEL_NAME } from '../../src/providers/llm/index.js';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { REPO_ROOT, request, tempDir } from '../helpers/server.js';
-import { until } from '../helpers/wait.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { REPO_ROOT, request, tempDir } from '../../harness/servers/server.js';
+import { until } from '../../harness/servers/wait.js';
 import { pythonClientsMissing, runPythonClient, startWeatherServer, toolRequests, WEATHER_MARK, type ClientLine, type ClientRun, type WeatherServer } from './client-harness.js';
 
 const SCRIPT = 'agents_tool.py';

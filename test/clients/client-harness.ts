@@ -3,11 +3,11 @@
  * environment src/cli/setup.sh --fleet makes for them (target/clients-venv, packages pinned in
  * test/clients/requirements.txt), running a client script of test/clients/py/ and reading the JSON
  * lines it prints, the scripted language model those tests give the server (a real
- * chat-completions server over HTTP, test/helpers/chat-completions-server.ts: it calls get_weather
- * for a question it is offered that tool with, then answers from the tool's output), and the
- * server itself, started in this process with that model as its LLM_BASE_URL.
+ * chat-completions server over HTTP, harness/servers/chat-completions-server.ts: it calls
+ * get_weather for a question it is offered that tool with, then answers from the tool's output),
+ * and the server itself, started in this process with that model as its LLM_BASE_URL.
  *
- * The server's voice and recogniser are the scripted ones of test/helpers/realtime-server.ts (a
+ * The server's voice and recogniser are the scripted ones of harness/servers/realtime-server.ts (a
  * fixed speech rate, no model to load); its language model, media plane and protocol are the
  * real ones. Nothing here passes when something is missing: the tests that need the environment
  * are registered as skipped, with the reason printed.
@@ -17,9 +17,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FakeSpeechRecognizers } from '../../src/providers/asr/fake-asr.js';
 import { FakeSpeechService } from '../../src/providers/tts/fake-tts.js';
-import { startChatCompletionsServer, type ChatCompletionsServer, type ChatRequestBody, type ChatScript } from '../helpers/chat-completions-server.js';
-import { SPEECH_MS_PER_CHAR } from '../helpers/realtime-server.js';
-import { REPO_ROOT, startTestServer, type TestServer } from '../helpers/server.js';
+import { startChatCompletionsServer, type ChatCompletionsServer, type ChatRequestBody, type ChatScript } from '../../harness/servers/chat-completions-server.js';
+import { SPEECH_MS_PER_CHAR } from '../../harness/servers/realtime-server.js';
+import { REPO_ROOT, startTestServer, type TestServer } from '../../harness/servers/server.js';
 
 export const CLIENTS_VENV = path.join(REPO_ROOT, 'target/clients-venv');
 export const CLIENTS_PYTHON = path.join(CLIENTS_VENV, 'bin/python');

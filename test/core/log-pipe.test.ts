@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { request, tempDir } from '../helpers/server.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { request, tempDir } from '../../harness/servers/server.js';
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on every Linux we run on). */
 const CLOCK_TICKS = 100;

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { REPO_ROOT } from '../helpers/server.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 
 const Guard = suite('process safety net');
 

@@ -24,16 +24,16 @@ import * as assert from 'uvu/assert';
 import { RedisWorkerRegistry } from '../../src/fleet/worker-registry.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
-import { startRedis, type RedisServer } from '../helpers/redis-server.js';
-import { REPO_ROOT, request, tempDir } from '../helpers/server.js';
-import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../helpers/fleet-node.js';
-import { until } from '../helpers/wait.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { startPostgres, type TestPostgres } from '../../harness/servers/postgres-server.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { startRedis, type RedisServer } from '../../harness/servers/redis-server.js';
+import { REPO_ROOT, request, tempDir } from '../../harness/servers/server.js';
+import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../../harness/servers/fleet-node.js';
+import { until } from '../../harness/servers/wait.js';
 
 const WORKER_CAPACITY = 2;
-/** These tests assert that no worker is ever taken for dead, on loaded CI machines too (helpers/fleet-node.ts). */
+/** These tests assert that no worker is ever taken for dead, on loaded CI machines too (harness/servers/fleet-node.ts). */
 const WORKER_TTL_MS = FLEET_TEST_TTL_MS;
 const CLOCK_SHIFT = path.join(REPO_ROOT, 'test/helpers/clock-shift.ts');
 const HOUR_MS = 3_600_000;

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL down, restarted or crashed under a running node: a real PostgreSQL (test/helpers/
+ * PostgreSQL down, restarted or crashed under a running node: a real PostgreSQL (harness/servers/
  * postgres-server.ts, halted and started again on the same data and port) and the real entry point
  * (src/main.ts) as a separate process on it. While the store is down, every request that needs it
  * answers 503 `postgres_unavailable` with Retry-After at once (not 500, not a hang), /readyz says
@@ -17,11 +17,11 @@ import * as assert from 'uvu/assert';
 import { AppError } from '../../src/core/errors.js';
 import { memoryLogger } from '../../src/core/log.js';
 import { isConnectionError, PostgresStore } from '../../src/store/postgres-store.js';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
-import { request, tempDir, type TestResponse } from '../helpers/server.js';
-import { until } from '../helpers/wait.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { startPostgres, type TestPostgres } from '../../harness/servers/postgres-server.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { request, tempDir, type TestResponse } from '../../harness/servers/server.js';
+import { until } from '../../harness/servers/wait.js';
 
 /** "Fails fast": far below the outage it replaces (a request used to wait for it, or fail as 500). */
 const FAST_MS = 3_000;

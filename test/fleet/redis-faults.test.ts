@@ -2,8 +2,8 @@
  * The fleet when Redis falters, end to end: a real PostgreSQL and Redis on loopback, one API node
  * and two workers as separate processes of the real entry point (src/main.ts), each worker with
  * room for two sessions; worker w2 and the API node each reach Redis through a TCP proxy the test
- * can switch to a blackhole (test/helpers/redis-server.ts), a partition of that node alone. Workers answer with
- * the offline responder. Faults, in order:
+ * can switch to a blackhole (harness/servers/redis-server.ts), a partition of that node alone.
+ * Workers answer with the offline responder. Faults, in order:
  *
  *  1. Redis killed (then restarted, empty): everything that needs Redis is refused at once with
  *     503 redis_unavailable and Retry-After (creates, WebSocket upgrades that place or look up a
@@ -33,13 +33,13 @@ import * as assert from 'uvu/assert';
 import { RedisWorkerRegistry } from '../../src/fleet/worker-registry.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.js';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
-import { startRedis, startTcpProxy, type RedisServer, type TcpProxy } from '../helpers/redis-server.js';
-import { request, type TestResponse } from '../helpers/server.js';
-import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../helpers/fleet-node.js';
-import { until } from '../helpers/wait.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { startPostgres, type TestPostgres } from '../../harness/servers/postgres-server.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { startRedis, startTcpProxy, type RedisServer, type TcpProxy } from '../../harness/servers/redis-server.js';
+import { request, type TestResponse } from '../../harness/servers/server.js';
+import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../../harness/servers/fleet-node.js';
+import { until } from '../../harness/servers/wait.js';
 
 const WORKER_CAPACITY = 2;
 /** Long enough that a loaded machine's stalls are not taken for a lost worker (the default is 5 s). */

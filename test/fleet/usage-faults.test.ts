@@ -21,14 +21,14 @@ import { USAGE_FLUSH_MS } from '../../src/sessions/usage-meter.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store, UsageRecord } from '../../src/store/store.js';
 import { RedisWorkerRegistry } from '../../src/fleet/worker-registry.js';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
-import { ask, converse, receivedBy } from '../helpers/delivered.js';
-import { startRedis, type RedisServer } from '../helpers/redis-server.js';
-import { request } from '../helpers/server.js';
-import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../helpers/fleet-node.js';
-import { until } from '../helpers/wait.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { startPostgres, type TestPostgres } from '../../harness/servers/postgres-server.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { ask, converse, receivedBy } from '../../harness/measures/delivered.js';
+import { startRedis, type RedisServer } from '../../harness/servers/redis-server.js';
+import { request } from '../../harness/servers/server.js';
+import { FLEET_TEST_TTL_MS, fleetNodeEnv } from '../../harness/servers/fleet-node.js';
+import { until } from '../../harness/servers/wait.js';
 
 const WORKER_TTL_MS = FLEET_TEST_TTL_MS;
 /** What a remote end or a kill may leave unbilled: the commit period, and generous room for a loaded machine's store write. */

@@ -1,8 +1,8 @@
 /**
- * The Redis worker registry against a real redis-server (test/helpers/redis-server.ts): placement,
- * global capacity under parallel callers on separate connections, release, expiry and reaping
- * exactly once, fleet capacity, the leadership lock, a worker reclaiming its sessions when it
- * registers again (and not after it was reaped), and Redis failing: down, restarted empty, or
+ * The Redis worker registry against a real redis-server (harness/servers/redis-server.ts):
+ * placement, global capacity under parallel callers on separate connections, release, expiry and
+ * reaping exactly once, fleet capacity, the leadership lock, a worker reclaiming its sessions when
+ * it registers again (and not after it was reaped), and Redis failing: down, restarted empty, or
  * blackholed (a TCP proxy that forwards nothing), every call fails fast with redis_unavailable and
  * nothing issued during the outage runs once Redis is back. Each test has its own key prefix.
  * Nothing here asserts a duration beyond "well under the hang it replaces": expiries are waited
@@ -15,7 +15,7 @@ import { DependencyHealth } from '../../src/core/dependency-health.js';
 import { AppError } from '../../src/core/errors.js';
 import { memoryLogger } from '../../src/core/log.js';
 import { RedisWorkerRegistry, type Placement } from '../../src/fleet/worker-registry.js';
-import { startRedis, startTcpProxy, type RedisServer } from '../helpers/redis-server.js';
+import { startRedis, startTcpProxy, type RedisServer } from '../../harness/servers/redis-server.js';
 
 let redis: RedisServer;
 const opened: RedisWorkerRegistry[] = [];

@@ -1,6 +1,7 @@
 /**
- * The lip-sync measure the endpoint benchmark gives at a WebRTC receiver (test/helpers/mouth-opening.ts),
- * and its negative control: the figure must fail when the audio is not the mouth's.
+ * The lip-sync measure the endpoint benchmark gives at a WebRTC receiver
+ * (harness/measures/mouth-opening.ts), and its negative control: the figure must fail when the
+ * audio is not the mouth's.
  *  - Statistics on synthetic series (seeded syllables of speech energy, a mouth that follows them
  *    one frame late): r at the best lag is high, at that lag, and the silent frames are closed and
  *    the loud ones open; against the same energy 400 ms later, r is low. The same with frames
@@ -19,8 +20,8 @@ import sharp from 'sharp';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { FaceRegistry, type FaceLandmarks } from '../../src/media/face-registration.js';
-import { bestLagFrames, bestLagMs, closedOpenShares, CLOSED_MAX, median, MouthTracker, OPEN_MIN } from '../helpers/mouth-opening.js';
-import { REPO_ROOT } from '../helpers/server.js';
+import { bestLagFrames, bestLagMs, closedOpenShares, CLOSED_MAX, median, MouthTracker, OPEN_MIN } from '../../harness/measures/mouth-opening.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 
 const FRAME_MS = 40;
 const SHIFT_FRAMES = 10; // 400 ms

@@ -1,7 +1,7 @@
 /**
- * Method B of the lip-sync measure (test/helpers/mouth-pixels.ts) on synthetic frames: a drawn face
- * (textured skin, two eyes, a nose, lips) whose mouth opens as a dark ellipse with a band of upper
- * teeth, moved by a known translation.
+ * Method B of the lip-sync measure (harness/measures/mouth-pixels.ts) on synthetic frames: a drawn
+ * face (textured skin, two eyes, a nose, lips) whose mouth opens as a dark ellipse with a band of
+ * upper teeth, moved by a known translation.
  *  - the opening grows with the drawn cavity and is the rest level on the rest frame;
  *  - the tracker recovers a head translation within 1 px, and the moved region measures what the
  *    unmoved face does; a region that did not follow would not (the check can fail);
@@ -10,7 +10,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MouthPixels, planesOf, type PixelPlanes } from '../helpers/mouth-pixels.js';
+import { MouthPixels, planesOf, type PixelPlanes } from '../../harness/measures/mouth-pixels.js';
 
 const SIDE = 200;
 const MOUTH = { x: 100, y: 140, halfWidth: 25 };

@@ -1,5 +1,5 @@
 /**
- * The lip-sync onset measure (benchmarks/lib/onsets.ts) on synthetic series: speech of two
+ * The lip-sync onset measure (harness/measures/onsets.ts) on synthetic series: speech of two
  * phrases (1000-1600 ms with a 100 ms gap inside at 1300-1400, a 400 ms pause, 2000-2600 ms),
  * sound blocks every 10 ms, and a mouth at 25 fps that opens when the sound is loud, moved early
  * or late by a known amount.
@@ -18,7 +18,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pageOnsets } from '../../benchmarks/lib/call-measures.js';
-import { greyOpening, lipOnsets, mouthOnsets, offsetsByKind, pairOnsets, soundBlocks, speechOnsets, type MouthSample } from '../../benchmarks/lib/onsets.js';
+import { greyOpening, lipOnsets, mouthOnsets, offsetsByKind, pairOnsets, soundBlocks, speechOnsets, type MouthSample } from '../../harness/measures/onsets.js';
 
 const CLOSED_MAX = 0.01;
 const OPEN_MIN = 0.03;

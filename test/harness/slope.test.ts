@@ -4,7 +4,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { olsSlope, secondHalf, theilSenSlope, type Point } from './slope.js';
+import { olsSlope, secondHalf, theilSenSlope, type Point } from '../../harness/measures/slope.js';
 
 const Slope = suite('slope');
 

@@ -1,6 +1,6 @@
 /** Assertions for the error body every endpoint uses: {"error":{"message","type","code","param"}}. */
 import * as assert from 'uvu/assert';
-import type { TestResponse } from './server.js';
+import type { TestResponse } from '../../harness/servers/server.js';
 
 export function assertError(res: TestResponse, status: number, code: string, param?: string | null): void {
   assert.is(res.status, status, `expected HTTP ${status} ${code}, got ${res.status}: ${res.text}`);

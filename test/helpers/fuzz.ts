@@ -1,49 +1,16 @@
 /**
- * Seeded randomness for the fuzz suites: a small PRNG (mulberry32, so a failing case is replayed by
- * its seed), pickers, and generators of hostile JSON values and strings. The seed comes from
- * FUZZ_SEED when set, else from the clock; suites print it so a failure can be reproduced with
- * `FUZZ_SEED=<seed> node --import tsx test/...`. For the calls fuzz, the WebRTC wire formats: STUN
- * messages (encoded with MESSAGE-INTEGRITY and FINGERPRINT, decoded), ICE checks, and hostile
- * datagrams for a call's UDP port.
+ * Seeded randomness for the fuzz suites: a small PRNG (harness/random.ts's mulberry32, so a
+ * failing case is replayed by its seed), pickers, and generators of hostile JSON values and
+ * strings. The seed comes from FUZZ_SEED when set, else from the clock; suites print it so a
+ * failure can be reproduced with `FUZZ_SEED=<seed> node --import tsx test/...`. For the calls
+ * fuzz, the WebRTC wire formats: STUN messages (encoded with MESSAGE-INTEGRITY and FINGERPRINT,
+ * decoded), ICE checks, and hostile datagrams for a call's UDP port.
  */
 import { createHmac } from 'node:crypto';
+import { Rng } from '../../harness/random.js';
 
-export class Rng {
-  private state: number;
-
-  constructor(readonly seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  /** Uniform in [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-
-  /** Integer in [min, max]. */
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    if (items.length === 0) throw new Error('pick from an empty list');
-    return items[Math.floor(this.next() * items.length)] as T;
-  }
-
-  bytes(n: number): Buffer {
-    const out = Buffer.alloc(n);
-    for (let i = 0; i < n; i++) out[i] = Math.floor(this.next() * 256);
-    return out;
-  }
-}
+// The PRNG is the harness's (the impaired link draws from it too); the suites import it from here.
+export { Rng };
 
 /** The suite's seed: FUZZ_SEED, or a fresh one. */
 export function fuzzSeed(): number {

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { REPO_ROOT } from './server.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 
 export const PORTRAIT_JPG = fs.readFileSync(path.join(REPO_ROOT, 'models/assets/faces/default.jpg'));
 

@@ -6,7 +6,7 @@ import { faceInputFromImage } from '../../src/media/face-input.js';
 import type { FaceLandmarks } from '../../src/media/face-registration.js';
 import type { MediaSessionConfig } from '../../src/media/media-session.js';
 import { motionInputFromTemplate } from '../../src/media/motion-input.js';
-import { REPO_ROOT } from './server.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 
 /** A 512x512 @ 25 fps session config of the default face and the idle motion, seed 7. */
 export async function standardMediaConfig(outputs: MediaSessionConfig['outputs'], pacing: MediaSessionConfig['pacing'] = 'manual'): Promise<MediaSessionConfig> {

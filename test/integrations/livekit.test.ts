@@ -27,9 +27,9 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CLIENTS_PYTHON, pythonClientsMissing, runPythonClient, type ClientLine, type ClientRun } from '../clients/client-harness.js';
-import { freePort } from '../helpers/net.js';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { REPO_ROOT } from '../helpers/server.js';
+import { freePort } from '../../harness/servers/net.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 
 /** runPythonClient reads scripts from test/clients/py; this one lives next to this test. */
 const SCRIPT = '../../integrations/py/livekit_avatar.py';

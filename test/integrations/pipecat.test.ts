@@ -21,7 +21,7 @@ import { spawnSync } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CLIENTS_PYTHON, pythonClientsMissing, runPythonClient, type ClientLine, type ClientRun } from '../clients/client-harness.js';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
 
 /** runPythonClient reads scripts from test/clients/py; this one lives next to this test. */
 const SCRIPT = '../../integrations/py/pipecat_avatar.py';

@@ -18,7 +18,7 @@ import { FaceRegistry, type FaceLandmarks } from '../../src/media/face-registrat
 import { chooseFrame, EYE_LINE_FROM_TOP, FACE_WIDTH_FRACTION, frameLandmarks, pixelFrame, type FaceFrame } from '../../src/media/framing.js';
 import { MediaSession } from '../../src/media/media-session.js';
 import { standardMediaConfig } from '../helpers/media.js';
-import { REPO_ROOT } from '../helpers/server.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 
 const fixture = (name: string): FaceLandmarks => JSON.parse(fs.readFileSync(path.join(REPO_ROOT, `test/fixtures/faces/${name}.landmarks.json`), 'utf8')) as FaceLandmarks;
 const photo = (name: string): Buffer => fs.readFileSync(path.join(REPO_ROOT, `models/assets/faces/${name}.jpg`));

@@ -4,7 +4,7 @@
  * speech: with it on, r varied between 0.72 and 0.78 over eight renditions) is played through a real media session with the head moving (the
  * default driving motion), for both standard faces and an off-centre upload, each framed as the
  * server frames it; every JPEG frame that comes out is decoded and registered again with the face
- * models, and the mouth opening is measured in it (test/helpers/mouth-opening.ts, which the
+ * models, and the mouth opening is measured in it (harness/measures/mouth-opening.ts, which the
  * endpoint benchmark uses at a WebRTC receiver too): the dark (cavity) area between the lips, in a
  * region that follows the landmarks (so head motion, roll and scale drop out), over the square of
  * the mouth's width, minus the same measure in the silent frames before the reply.
@@ -14,12 +14,12 @@
  * - closed (under CLOSED_MAX) in >= 95 % of silent frames (silent, and 3 frames from any sound);
  * - open (at least OPEN_MIN) in >= 90 % of loud frames (RMS over a quarter of the reply's peak);
  * - the face box found in the output is 35-50 % of the frame's width.
- * A second, independent method (B, test/helpers/mouth-pixels.ts: the dark and teeth pixels of a
+ * A second, independent method (B, harness/measures/mouth-pixels.ts: the dark and teeth pixels of a
  * mouth region placed once on the first frame's landmarks and moved with the head by correlating
  * the upper face; no landmarks after that frame) must meet the same criteria on the same frames.
  * Each method fails when the audio is shifted 400 ms later or earlier, or reversed (negative
  * controls). By each method, the reply's first sound and every phrase after a pause
- * (benchmarks/lib/onsets.ts) have a mouth onset within ONSET_WITHIN_MS (40 ms), and audio 200 ms
+ * (harness/measures/onsets.ts) have a mouth onset within ONSET_WITHIN_MS (40 ms), and audio 200 ms
  * later moves them 150 ms or more earlier. The criteria hold for audio-only lips (a voice that
  * gives no phoneme timings, as OpenAI's does not).
  */
@@ -36,10 +36,10 @@ import { MediaSession, type MediaEvent } from '../../src/media/media-session.js'
 import { motionInputFromTemplate } from '../../src/media/motion-input.js';
 import type { SpeechChunk } from '../../src/providers/tts/base.js';
 import { piperVoice } from '../../src/providers/tts/piper.js';
-import { lipOnsets, pcmBlocks, type SoundBlock } from '../../benchmarks/lib/onsets.js';
-import { bestLagFrames, CLOSED_MAX, closedOpenShares, median, MouthTracker, OPEN_MIN } from '../helpers/mouth-opening.js';
-import { decodePlanes, MouthPixels } from '../helpers/mouth-pixels.js';
-import { REPO_ROOT } from '../helpers/server.js';
+import { lipOnsets, pcmBlocks, type SoundBlock } from '../../harness/measures/onsets.js';
+import { bestLagFrames, CLOSED_MAX, closedOpenShares, median, MouthTracker, OPEN_MIN } from '../../harness/measures/mouth-opening.js';
+import { decodePlanes, MouthPixels } from '../../harness/measures/mouth-pixels.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 import { suiteNeeding } from '../helpers/skip.js';
 
 const FPS = 25;
@@ -206,7 +206,7 @@ for (const [name, load] of [
       console.log(`      method ${method}: ${Object.entries(controls).map(([what, c]) => `${what}: ${describe(c)}`).join('; ')}`);
       for (const [what, c] of Object.entries(controls)) assert.ok(!c.passes && c.r < 0.5, `method ${method}: audio ${what} must fail the measure: ${describe(c)}`);
 
-      // Onsets (benchmarks/lib/onsets.ts): each speech onset's mouth onset; with the audio 200 ms
+      // Onsets (harness/measures/onsets.ts): each speech onset's mouth onset; with the audio 200 ms
       // later every paired offset moves 200 ms earlier, so a "within 40 ms" goal fails.
       const series = opening.map((o, i) => ({ t: i * (FRAME_NS / 1e6), opening: o }));
       const aligned = lipOnsets(m.blocks, 10, 0, series, CLOSED_MAX, OPEN_MIN);

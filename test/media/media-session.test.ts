@@ -28,8 +28,8 @@ import * as assert from 'uvu/assert';
 import { generateStandardMotion, parseMotionTemplate } from '../../src/assets/motion-template.js';
 import { MediaSession, type MediaEvent, type MediaEventOf, type MediaSessionConfig } from '../../src/media/media-session.js';
 import { motionInputFromTemplate } from '../../src/media/motion-input.js';
-import { olsSlope, theilSenSlope } from '../helpers/slope.js';
-import { espeak, toPcm16 } from '../helpers/speech.js';
+import { olsSlope, theilSenSlope } from '../../harness/measures/slope.js';
+import { espeak, toPcm16 } from '../../harness/measures/speech.js';
 import { standardMediaConfig } from '../helpers/media.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { MediaSession } from '../../src/media/media-session.js';
 import { MicrophoneDecoder, type MicPacket } from '../../src/media/opus-decoder.js';
 import { standardMediaConfig } from '../helpers/media.js';
-import { espeak, toPcm16 } from '../helpers/speech.js';
+import { espeak, toPcm16 } from '../../harness/measures/speech.js';
 
 /** Real Opus packets (20 ms each) of a second of espeak speech, from the media session's own encoder, as RTP would number them. */
 async function speechPackets(): Promise<MicPacket[]> {

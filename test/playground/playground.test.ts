@@ -5,9 +5,9 @@
  * session ended with a duration); a spoken question from the fake microphone gets a spoken answer;
  * and failures are told in words (a bad key, no worker free, a photo without a face, a refused
  * microphone, a lost connection). The server is the real one with the fake providers
- * (test/helpers/realtime-server.ts), so replies are known and quick. For the demo tools the
+ * (harness/servers/realtime-server.ts), so replies are known and quick. For the demo tools the
  * server's language model is its OpenAI-compatible provider talking to a scripted
- * chat-completions server (test/helpers/chat-completions-server.ts) that calls the page's
+ * chat-completions server (harness/servers/chat-completions-server.ts) that calls the page's
  * functions, so what the page sent back is seen in the model's next request.
  */
 import fs from 'node:fs';
@@ -16,12 +16,12 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
 import { buildPlayground } from '../../src/cli/build-playground.js';
-import { startChatCompletionsServer, type ChatCompletionsServer, type ChatRequestBody, type ChatScript } from '../helpers/chat-completions-server.js';
-import { chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, frameCells, launchChromium, regionMotion, waitInPage } from '../helpers/browser.js';
-import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { speechPcm24k } from '../helpers/speech.js';
-import { spawnAsNpmStart, type ServerProcess } from '../helpers/process.js';
-import { REPO_ROOT, tempDir } from '../helpers/server.js';
+import { startChatCompletionsServer, type ChatCompletionsServer, type ChatRequestBody, type ChatScript } from '../../harness/servers/chat-completions-server.js';
+import { chromiumAvailable, DEFAULT_FACE_MOUTH_BOX, frameCells, launchChromium, regionMotion, waitInPage } from '../../harness/clients/browser.js';
+import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { speechPcm24k } from '../../harness/measures/speech.js';
+import { spawnAsNpmStart, type ServerProcess } from '../../harness/servers/process.js';
+import { REPO_ROOT, tempDir } from '../../harness/servers/server.js';
 import { modelPath } from '../../src/models/manifest.js';
 import { DEFAULT_LLM_MODEL_NAME } from '../../src/providers/llm/index.js';
 

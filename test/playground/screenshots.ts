@@ -11,9 +11,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { buildPlayground } from '../../src/cli/build-playground.js';
-import { launchChromium, waitInPage } from '../helpers/browser.js';
-import { spawnAsNpmStart } from '../helpers/process.js';
-import { REPO_ROOT, tempDir } from '../helpers/server.js';
+import { launchChromium, waitInPage } from '../../harness/clients/browser.js';
+import { spawnAsNpmStart } from '../../harness/servers/process.js';
+import { REPO_ROOT, tempDir } from '../../harness/servers/server.js';
 
 const OUT_DIR = path.join(REPO_ROOT, 'docs/screenshots');
 const VIEWPORT = { width: 1280, height: 800 };

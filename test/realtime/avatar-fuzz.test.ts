@@ -15,9 +15,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Rng, checkCaseErrors, fuzzSeed, mutateObject, oddJson, oddString } from '../helpers/fuzz.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
 import { watchHealth } from '../helpers/health.js';
-import { startRealtimeTestServer } from '../helpers/realtime-server.js';
+import { startRealtimeTestServer } from '../../harness/servers/realtime-server.js';
 
 const TIME_BUDGET_MS = Number(process.env.FUZZ_AVATAR_TIME_BUDGET_MS) || 20_000;
 const MIN_CASES = 100;

@@ -10,9 +10,9 @@
 import sharp from 'sharp';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { RealtimeTestClient, type ServerEvent } from '../helpers/realtime-client.js';
-import { speak, toPcm16 } from '../helpers/speech.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { RealtimeTestClient, type ServerEvent } from '../../harness/clients/realtime-client.js';
+import { speak, toPcm16 } from '../../harness/measures/speech.js';
 
 let t: RealtimeTestServer;
 

@@ -58,9 +58,9 @@ import {
   type UdpTarget,
 } from '../helpers/fuzz.js';
 import { watchHealth } from '../helpers/health.js';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { REPO_ROOT, request, tempDir } from '../helpers/server.js';
-import { until } from '../helpers/wait.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { REPO_ROOT, request, tempDir } from '../../harness/servers/server.js';
+import { until } from '../../harness/servers/wait.js';
 
 const OFFER_CASES = Number(process.env.FUZZ_CALLS_CASES) || 3000;
 /** Offer cases stop being issued after this long, so a loaded machine bounds the suite's time, not its coverage. */

@@ -17,11 +17,11 @@ import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
 import { ManualClock } from '../../src/core/clock.js';
 import { assertError } from '../helpers/assert-error.js';
-import { callIn, chromiumAvailable, CHROMIUM_PATH, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, regionMotion, type CallStartOptions, type CallStartResult, type PageSamples, type TestBrowser } from '../helpers/browser.js';
-import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { REPO_ROOT } from '../helpers/server.js';
-import { speak, speechPcm24k } from '../helpers/speech.js';
-import { until } from '../helpers/wait.js';
+import { callIn, chromiumAvailable, CHROMIUM_PATH, DEFAULT_FACE_MOUTH_BOX, eventsIn, launchBrowser, regionMotion, type CallStartOptions, type CallStartResult, type PageSamples, type TestBrowser } from '../../harness/clients/browser.js';
+import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
+import { speak, speechPcm24k } from '../../harness/measures/speech.js';
+import { until } from '../../harness/servers/wait.js';
 import { suiteNeeding } from '../helpers/skip.js';
 import { PAUSE_MS } from '../../src/realtime/speech-segmenter.js';
 

@@ -26,7 +26,7 @@ import { AvatarSessionEngine } from '../../src/realtime/avatar-engine.js';
 import { type Json, newServerEventId } from '../../src/realtime/protocol.js';
 import { engineHarness, TickingAvatar, type Harness, type SeenEvent } from '../helpers/engine-harness.js';
 import { Rng, buildRealtimeCase, learnRealtime, type RealtimeKnown } from '../helpers/fuzz.js';
-import { concatSamples, silence, toPcm16, tone } from '../helpers/speech.js';
+import { concatSamples, silence, toPcm16, tone } from '../../harness/measures/speech.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const schema = JSON.parse(fs.readFileSync(path.join(ROOT, 'docs/realtime-events.schema.json'), 'utf8')) as { $id: string; $defs: Record<string, unknown> };

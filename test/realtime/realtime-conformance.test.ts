@@ -19,10 +19,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { RealtimeTestClient, type ServerEvent } from '../helpers/realtime-client.js';
-import { speechPcm24k } from '../helpers/speech.js';
-import { tempDir } from '../helpers/server.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { RealtimeTestClient, type ServerEvent } from '../../harness/clients/realtime-client.js';
+import { speechPcm24k } from '../../harness/measures/speech.js';
+import { tempDir } from '../../harness/servers/server.js';
 
 // The schemas module is not in the package's exports map: load it by its resolved file path.
 const require = createRequire(import.meta.url);

@@ -5,8 +5,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
 import { watchEventLoop } from '../helpers/event-loop.js';
 
 let t: RealtimeTestServer;

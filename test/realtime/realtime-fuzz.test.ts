@@ -1,8 +1,8 @@
 /**
  * Realtime fuzz: a seeded stream of hostile client events over real WebSockets to the real server
- * (test/helpers/realtime-server.ts: real engine, store and avatar; scripted model, tone voice, set
- * transcript; real Silero VAD). Cases are built from the real event shapes and then broken: wrong
- * types, missing and unknown fields, huge and tiny numbers, deep nesting, many elements, long
+ * (harness/servers/realtime-server.ts: real engine, store and avatar; scripted model, tone voice,
+ * set transcript; real Silero VAD). Cases are built from the real event shapes and then broken:
+ * wrong types, missing and unknown fields, huge and tiny numbers, deep nesting, many elements, long
  * strings, unicode, bad base64, odd PCM, unknown types, valid events in odd orders, binary frames,
  * non-JSON, and a few oversize events and 15 MiB audio appends. Several connections run side by side, each sending
  * one case and then a probe event (an item retrieve that must fail with item_retrieve_invalid_item_id naming
@@ -21,9 +21,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Rng, buildRealtimeCase, checkCaseErrors, fuzzSeed, learnRealtime, type RealtimeKnown } from '../helpers/fuzz.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
 import { watchHealth } from '../helpers/health.js';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
 
 const CASES = Number(process.env.FUZZ_WS_CASES) || 3000;
 /** Cases stop being issued after this long, so a loaded machine bounds the suite's time, not its coverage. */

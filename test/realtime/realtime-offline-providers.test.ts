@@ -7,9 +7,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import path from 'node:path';
-import { startTestServer, type TestServer, REPO_ROOT } from '../helpers/server.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
-import { speechPcm24k } from '../helpers/speech.js';
+import { startTestServer, type TestServer, REPO_ROOT } from '../../harness/servers/server.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { speechPcm24k } from '../../harness/measures/speech.js';
 import { whisperModelPath } from '../../src/providers/asr/index.js';
 
 const WHISPER = whisperModelPath(path.join(REPO_ROOT, 'models'));

@@ -1,16 +1,16 @@
 /**
  * /v1/realtime end to end over real WebSockets on loopback, with the real store and media plane
- * and scripted providers (test/helpers/realtime-server.ts): text turns with audio, transcript and
- * image events in the documented order, voice turns through the real Silero VAD, barge-in,
+ * and scripted providers (harness/servers/realtime-server.ts): text turns with audio, transcript
+ * and image events in the documented order, voice turns through the real Silero VAD, barge-in,
  * cancel, truncate/delete/retrieve, the older dialect, sessions made by REST, chat history and
  * usage.
  */
 import sharp from 'sharp';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SPEECH_MS_PER_CHAR, startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { RealtimeTestClient, type ServerEvent } from '../helpers/realtime-client.js';
-import { speechPcm24k } from '../helpers/speech.js';
+import { SPEECH_MS_PER_CHAR, startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { RealtimeTestClient, type ServerEvent } from '../../harness/clients/realtime-client.js';
+import { speechPcm24k } from '../../harness/measures/speech.js';
 import { ProviderError } from '../../src/providers/llm/base.js';
 import { PAUSE_MS } from '../../src/realtime/speech-segmenter.js';
 

@@ -17,7 +17,7 @@ import {
 } from '../../src/realtime/speech-segmenter.js';
 import { SileroVad } from '../../src/providers/vad/silero.js';
 import { toWhisperInput } from '../../src/providers/asr/whisper-cpp.js';
-import { concatSamples as concat, silence, speak, speechEdges, toPcm16, tone } from '../helpers/speech.js';
+import { concatSamples as concat, silence, speak, speechEdges, toPcm16, tone } from '../../harness/measures/speech.js';
 
 const IN_HZ = 24000;
 const SAMPLES_PER_MS = IN_HZ / 1000;

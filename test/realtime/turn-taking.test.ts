@@ -33,10 +33,10 @@ import { engineHarness, type Harness, type SeenEvent } from '../helpers/engine-h
 import { FakeLanguageModels } from '../../src/providers/llm/fake-llm.js';
 import { OpenAiModel } from '../../src/providers/llm/openai.js';
 import type { LanguageModels } from '../../src/providers/llm/base.js';
-import { startChatCompletionsServer } from '../helpers/chat-completions-server.js';
-import { concatSamples, silence, toPcm16, tone } from '../helpers/speech.js';
+import { startChatCompletionsServer } from '../../harness/servers/chat-completions-server.js';
+import { concatSamples, silence, toPcm16, tone } from '../../harness/measures/speech.js';
 import { FliteVoice } from '../../src/providers/tts/flite.js';
-import { fliteSpeech, pausedSpeech } from '../helpers/voices.js';
+import { fliteSpeech, pausedSpeech } from '../../harness/measures/voices.js';
 
 const IN_HZ = 24000;
 const SAMPLES_PER_MS = IN_HZ / 1000;

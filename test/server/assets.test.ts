@@ -8,7 +8,7 @@ import { encodeWav16 } from '../../src/assets/audio-file.js';
 import { encodeMotionTemplate, generateStandardMotion } from '../../src/assets/motion-template.js';
 import { assertError } from '../helpers/assert-error.js';
 import { PORTRAIT_JPG, plainPng, portraitJpeg, portraitPng } from '../helpers/images.js';
-import { startTestServer, type TestResponse, type TestServer } from '../helpers/server.js';
+import { startTestServer, type TestResponse, type TestServer } from '../../harness/servers/server.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;

@@ -1,7 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { assertError } from '../helpers/assert-error.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, type TestServer } from '../../harness/servers/server.js';
 
 const CAPACITY = 3;
 const Capacity = suite<{ t: TestServer }>('worker capacity', {} as { t: TestServer });

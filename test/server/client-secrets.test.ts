@@ -1,7 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
 
 const Secrets = suite<{ t: RealtimeTestServer }>('client secrets', {} as { t: RealtimeTestServer });
 Secrets.before.each(async (ctx) => {

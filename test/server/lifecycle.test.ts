@@ -2,9 +2,9 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseSessionRequest } from '../../src/sessions/session-config.js';
 import type { SessionRecord } from '../../src/store/store.js';
-import { spawnServer } from '../helpers/process.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
-import { request, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { spawnServer } from '../../harness/servers/process.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { request, startTestServer, tempDir, type TestServer } from '../../harness/servers/server.js';
 
 const Lifecycle = suite<{ t: TestServer }>('session lifecycle', {} as { t: TestServer });
 

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { createApp } from '../../src/server/app.js';
 import { portraitPng } from '../helpers/images.js';
 import { assertError } from '../helpers/assert-error.js';
-import { startTestServer, type TestResponse, type TestServer } from '../helpers/server.js';
+import { startTestServer, type TestResponse, type TestServer } from '../../harness/servers/server.js';
 import { BAD_SESSION_FIELDS, SHAPE_CODES } from './session-fields.js';
 
 type Doc = {

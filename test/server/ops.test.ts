@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { FakeLanguageModels } from '../../src/providers/llm/fake-llm.js';
 import { FakeSpeechService } from '../../src/providers/tts/fake-tts.js';
 import { FakeSpeechRecognizers } from '../../src/providers/asr/fake-asr.js';
-import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { startTestServer, tempDir, type TestServer } from '../../harness/servers/server.js';
 
 const Ops = suite<{ t: TestServer }>('operations endpoints', {} as { t: TestServer });
 Ops.before.each(async (ctx) => {

@@ -16,8 +16,8 @@ import path from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Rng, deepJsonText, fuzzSeed, mutateObject, oddJson, oddString } from '../helpers/fuzz.js';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { REPO_ROOT, request, tempDir } from '../helpers/server.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { REPO_ROOT, request, tempDir } from '../../harness/servers/server.js';
 
 const CASES = Number(process.env.FUZZ_CASES) || 2500;
 /** Cases stop being issued after this long, so a loaded machine bounds the suite's time, not its coverage. */

@@ -9,10 +9,10 @@ import * as assert from 'uvu/assert';
 import { POLL_INTERVAL_MS } from '../../src/auth/revocations.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import { assertError } from '../helpers/assert-error.js';
-import { spawnServer } from '../helpers/process.js';
-import { RealtimeTestClient } from '../helpers/realtime-client.js';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
-import { tempDir } from '../helpers/server.js';
+import { spawnServer } from '../../harness/servers/process.js';
+import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { tempDir } from '../../harness/servers/server.js';
 
 /** Revoking as the keys CLI does: from another store handle on the same file (another process's view). */
 async function revokeElsewhere(t: RealtimeTestServer, keyId: string): Promise<void> {

@@ -11,8 +11,8 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnServer, type ServerProcess } from '../helpers/process.js';
-import { request, tempDir, type TestResponse } from '../helpers/server.js';
+import { spawnServer, type ServerProcess } from '../../harness/servers/process.js';
+import { request, tempDir, type TestResponse } from '../../harness/servers/server.js';
 import { assertError } from '../helpers/assert-error.js';
 
 /**

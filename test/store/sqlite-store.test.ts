@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import { tempDir } from '../helpers/server.js';
+import { tempDir } from '../../harness/servers/server.js';
 import { MEDIA_UNSET } from '../../src/core/media-options.js';
 
 test('migrate() creates the schema once, records each version, and is idempotent', async () => {

@@ -14,8 +14,8 @@ import { MEDIA_UNSET } from '../../src/core/media-options.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { AssetRecord, OutboxDraft, SessionRecord, Store } from '../../src/store/store.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres-server.js';
-import { tempDir } from '../helpers/server.js';
+import { startPostgres, type TestPostgres } from '../../harness/servers/postgres-server.js';
+import { tempDir } from '../../harness/servers/server.js';
 
 /** A place for one test's database; `open()` may be called several times for several connections to it; `exec` runs SQL on it directly. */
 interface Backend {

@@ -8,9 +8,9 @@ import * as assert from 'uvu/assert';
 import { Logger } from '../../src/core/log.js';
 import { MediaSession } from '../../src/media/media-session.js';
 import { CallPeer, releaseClosedPeers, type CloseReason } from '../../src/transport/call-peer.js';
-import { callIn, chromiumAvailable, CHROMIUM_PATH, launchBrowser, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
+import { callIn, chromiumAvailable, CHROMIUM_PATH, launchBrowser, type CallStartResult, type TestBrowser } from '../../harness/clients/browser.js';
 import { standardMediaConfig } from '../helpers/media.js';
-import { until } from '../helpers/wait.js';
+import { until } from '../../harness/servers/wait.js';
 import { suiteNeeding } from '../helpers/skip.js';
 
 interface Ctx {

@@ -1,6 +1,6 @@
 /**
  * A viewer on a bad network: headless Chromium calls the real server (fake providers, the real
- * media plane and transport) through a userspace impaired link (test/helpers/impaired-link.ts:
+ * media plane and transport) through a userspace impaired link (harness/clients/impaired-link.ts:
  * loss, jitter, reordering, a rate cap with a queue), and what the browser decodes is read from its
  * getStats. What must hold:
  * - loss with jitter and reordering: lost video packets are NACKed and resent, the picture keeps
@@ -15,11 +15,11 @@
  */
 import * as assert from 'uvu/assert';
 import type { Page } from 'playwright-core';
-import { callIn, chromiumAvailable, launchBrowser, type CallStartResult, type TestBrowser } from '../helpers/browser.js';
-import { ImpairedLink, routeCallThrough, viewerStats, type ViewerStats } from '../helpers/impaired-link.js';
-import { startRealtimeTestServer, type RealtimeTestServer } from '../helpers/realtime-server.js';
+import { callIn, chromiumAvailable, launchBrowser, type CallStartResult, type TestBrowser } from '../../harness/clients/browser.js';
+import { ImpairedLink, routeCallThrough, viewerStats, type ViewerStats } from '../../harness/clients/impaired-link.js';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
 import { suiteNeeding } from '../helpers/skip.js';
-import { until } from '../helpers/wait.js';
+import { until } from '../../harness/servers/wait.js';
 
 /** A reply long enough to keep the avatar talking through a phase (the fake voice: 25 ms a character). */
 const LONG_REPLY = 'Once upon a time there was a ship on a wide grey sea, and the sailors sang while they worked, and the wind carried their song over the waves to the harbour, where the children listened and waited for them to come home again. '.repeat(4);

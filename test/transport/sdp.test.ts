@@ -6,7 +6,7 @@ import { AppError } from '../../src/core/errors.js';
 import { PLAYOUT_DELAY_URI } from '../../src/transport/rtp.js';
 import { MAX_CANDIDATES, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, negotiate, parseOffer, withExtmap } from '../../src/transport/sdp.js';
 import { Rng, fuzzSeed, oddString } from '../helpers/fuzz.js';
-import { REPO_ROOT } from '../helpers/server.js';
+import { REPO_ROOT } from '../../harness/servers/server.js';
 
 const offer = (name: string) => fs.readFileSync(path.join(REPO_ROOT, 'test/fixtures/sdp', name), 'utf8');
 const Sdp = suite('SDP offers');

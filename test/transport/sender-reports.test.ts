@@ -9,7 +9,7 @@ import { Logger } from '../../src/core/log.js';
 import { CallPeer, releaseClosedPeers } from '../../src/transport/call-peer.js';
 import { isRtcp, parseRtp, parseSenderReport, type SenderReport } from '../../src/transport/rtp.js';
 import { rtpTimestamp, SenderReports } from '../../src/transport/sender-reports.js';
-import { until } from '../helpers/wait.js';
+import { until } from '../../harness/servers/wait.js';
 
 const Reports = suite('sender reports on the session clock');
 

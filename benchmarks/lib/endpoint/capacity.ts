@@ -1,10 +1,10 @@
 /**
  * The endpoint benchmark's capacity run, on a target the bench started itself (endpoint.bench.ts):
- * light WebRTC callers (call-measures.ts capacityStep, rtc-caller.ts) under the full-agent talking
- * load (AGENT_TALKING: every avatar answers again as soon as its reply is done), stepping the
- * sessions 1, 2, 4, 6, 8 … until the first step that is not in real time (a late frame at the
- * server or a receiver, or a call under 24.5 fps), and BEYOND steps more for the curves (on the
- * 2-core machine with the embedded language model, one talking session already has a late frame
+ * light WebRTC callers (call-measures.ts capacityStep, harness/clients/rtc-caller.ts) under the
+ * full-agent talking load (AGENT_TALKING: every avatar answers again as soon as its reply is done),
+ * stepping the sessions 1, 2, 4, 6, 8 … until the first step that is not in real time (a late frame
+ * at the server or a receiver, or a call under 24.5 fps), and BEYOND steps more for the curves (on
+ * the 2-core machine with the embedded language model, one talking session already has a late frame
  * now and then: without them the curve was one point). It records:
  *  - `capacity · sessions in real time`: the most sessions of a step that kept real time (0: not
  *    even one);
@@ -22,7 +22,7 @@
  * params.not_measured.
  */
 import { summarise, type BenchOutput, type Metric } from '../harness.js';
-import type { ServerProcess } from '../../../test/helpers/process.js';
+import type { ServerProcess } from '../../../harness/servers/process.js';
 import { AGENT_TALKING, idleUse, memoryPerSession, mostCalls, type CapacityPoint } from '../call-measures.js';
 
 export const CAPACITY_METRIC = {

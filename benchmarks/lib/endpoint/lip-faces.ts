@@ -12,8 +12,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import type { EndpointTarget } from './session.js';
-import { baseOf } from './session.js';
+import type { EndpointTarget } from '../../../harness/clients/realtime-session.js';
+import { baseOf } from '../../../harness/clients/realtime-session.js';
 
 /** A face to measure on: a standard id, or a photo to upload first. */
 export interface LipFace {

@@ -13,7 +13,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { toPcm16 } from '../../../test/helpers/speech.js';
+import { toPcm16 } from '../../../harness/measures/speech.js';
 import { RATE_HZ, makeSamples, testSpeakers, type Sample } from '../voice-turns.js';
 
 export interface SpeechFile {

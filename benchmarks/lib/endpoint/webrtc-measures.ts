@@ -1,5 +1,5 @@
 /**
- * The endpoint benchmark's measures over WebRTC, in headless Chromium (test/helpers/browser.ts),
+ * The endpoint benchmark's measures over WebRTC, in headless Chromium (harness/clients/browser.ts),
  * against a target that takes POST /v1/realtime/calls (multipart offer with Opus both ways, an
  * H.264 receive-only video m-line and the `oai-events` channel, as lib/call-measures.ts
  * startAvatarCall sends it); what is measured is what the browser decoded and played:
@@ -11,28 +11,29 @@
  *  - A/V offset, per speech onset (the reply's first sound, and each phrase after a pause of
  *    150 ms or more, over the SPEAK_MS the avatar speaks in each turn): onset of the mouth
  *    opening in the presented frames − the speech onset in the played-out audio (call-measures
- *    pageOnsets, lib/onsets.ts: the mouth box's darkening from its level before the turn, paired
- *    from 400 ms early to 600 ms late), positive when the picture is late; reported apart for
- *    first sounds and phrases after a pause;
+ *    pageOnsets, harness/measures/onsets.ts: the mouth box's darkening from its level before the
+ *    turn, paired from 400 ms early to 600 ms late), positive when the picture is late; reported
+ *    apart for first sounds and phrases after a pause;
  *    the box is the one found on the call's decoded frames (a snapshot after its first frame, face
  *    models as below), or `mouthBox` where given (ENDPOINT_MOUTH_BOX), so a target's face need
  *    not be known;
  *  - frame pacing: the time between consecutive presented frames while the avatar listens and
  *    speaks (40 ms at 25 fps); a late frame is over 60 ms after the one before, a freeze over
  *    200 ms; not on the lip-sync turn below (encoding every frame in the page delays some);
- *  - lip sync, on the first call's first turn: every presented frame from half a second before
- *    the first sound to two seconds after is kept whole (a 256 px JPEG); after the call the face is
- *    found and tracked on each (test/helpers/mouth-opening.ts MouthTracker: FaceRegistry landmarks,
- *    the last frame's where one misses) and its mouth opening measured (cavity between the lips
- *    over the mouth width squared, less its lowest decile in the window: the closed level), against
- *    the received speech's RMS around each frame (the played-out samples within ±20 ms), and the
- *    onsets against the played-out blocks louder than silence: the figures of lib/lip-figures.ts
- *    (r at the best lag within ±40 ms, closed and open shares, onsets, the shifted-audio controls),
- *    by method A and by the second, independent method (`method_b`: test/helpers/mouth-pixels.ts,
- *    the dark and teeth pixels of a mouth region placed once and moved with the upper face; no
- *    landmarks after the first frame), as the WebSocket client measures them too.
- *    With no face found the trace's mouth is the mouth box's darkening from its resting level (only
- *    where ENDPOINT_MOUTH_BOX gives a box), said in its `method`, and no r is given;
+ *  - lip sync, on the first call's first turn: every presented frame from half a second before the
+ *    first sound to two seconds after is kept whole (a 256 px JPEG); after the call the face is
+ *    found and tracked on each (harness/measures/mouth-opening.ts MouthTracker: FaceRegistry
+ *    landmarks, the last frame's where one misses) and its mouth opening measured (cavity between
+ *    the lips over the mouth width squared, less its lowest decile in the window: the closed
+ *    level), against the received speech's RMS around each frame (the played-out samples within
+ *    ±20 ms), and the onsets against the played-out blocks louder than silence: the figures of
+ *    harness/measures/lip-figures.ts (r at the best lag within ±40 ms, closed and open shares,
+ *    onsets, the shifted-audio controls), by method A and by the second, independent method
+ *    (`method_b`: harness/measures/mouth-pixels.ts, the dark and teeth pixels of a mouth region
+ *    placed once and moved with the upper face; no landmarks after the first frame), as the
+ *    WebSocket client measures them too. With no face found the trace's mouth is the mouth box's
+ *    darkening from its resting level (only where ENDPOINT_MOUTH_BOX gives a box), said in its
+ *    `method`, and no r is given;
  *  - the lip-sync trace of that turn for the report: mouth opening and speech power (that RMS
  *    squared, every 10 ms) over the same window, each scaled to 0..1, with a strip of the frames
  *    around the mouth every 120 ms;
@@ -53,11 +54,11 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import sharp from 'sharp';
 import { FaceRegistry } from '../../../src/media/face-registration.js';
-import { callIn, chromiumAvailable, eventsIn, launchBrowser, PLAYOUT_BLOCK_MS, type PageSamples } from '../../../test/helpers/browser.js';
-import { median, mouthBoxOf } from '../../../test/helpers/mouth-opening.js';
+import { callIn, chromiumAvailable, eventsIn, launchBrowser, PLAYOUT_BLOCK_MS, type PageSamples } from '../../../harness/clients/browser.js';
+import { median, mouthBoxOf } from '../../../harness/measures/mouth-opening.js';
 import { audioOnset, describeOnsets, pageOnsets, sleep, startAvatarCall, until, waitForEvent } from '../call-measures.js';
-import { noOffsets, offsetsByKind, type OnsetOffsets } from '../onsets.js';
-import { aboveRest, LIP_SYNC_METHOD, lipSyncFigures, round3, trackMouth, type LipSyncFigures } from '../lip-figures.js';
+import { noOffsets, offsetsByKind, type OnsetOffsets } from '../../../harness/measures/onsets.js';
+import { aboveRest, LIP_SYNC_METHOD, lipSyncFigures, round3, trackMouth, type LipSyncFigures } from '../../../harness/measures/lip-figures.js';
 import { INSTRUCTIONS, SERVER_VAD, TEXT_QUESTIONS } from './websocket-measures.js';
 import type { LipTurn } from './lip-faces.js';
 

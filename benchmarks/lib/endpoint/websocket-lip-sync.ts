@@ -1,9 +1,9 @@
 /**
  * Lip sync over WebSocket, from the client's side: one text turn on a session showing a given face
  * (lip-faces.ts), every `response.output_image.delta` JPEG of the reply decoded and measured by
- * both mouth methods against the reply's `response.output_audio.delta` PCM (lib/lip-figures.ts:
- * r and lag, closed and open shares, onsets, the shifted-audio controls), in the shape the WebRTC
- * receiver's figures have.
+ * both mouth methods against the reply's `response.output_audio.delta` PCM
+ * (harness/measures/lip-figures.ts: r and lag, closed and open shares, onsets, the shifted-audio
+ * controls), in the shape the WebRTC receiver's figures have.
  *
  * The time base is the server's pts. Image deltas carry it (`pts_ms`); a realtime session's audio
  * deltas do not (OpenAI's event has no such field; only avatar-only sessions stamp theirs). Their
@@ -24,12 +24,12 @@
  * delta (before the first sound: the mouth at rest) to AFTER_SPEECH_MS after its last sound.
  */
 import type { FaceRegistry } from '../../../src/media/face-registration.js';
-import type { ServerEvent } from '../../../test/helpers/realtime-client.js';
-import { concatSamples } from '../../../test/helpers/speech.js';
-import { lipSyncFigures, trackMouth, type LipSyncFigures } from '../lip-figures.js';
-import { pcmBlocks } from '../onsets.js';
+import type { ServerEvent } from '../../../harness/clients/realtime-client.js';
+import { concatSamples } from '../../../harness/measures/speech.js';
+import { lipSyncFigures, trackMouth, type LipSyncFigures } from '../../../harness/measures/lip-figures.js';
+import { pcmBlocks } from '../../../harness/measures/onsets.js';
 import { LIP_SYNC_MAX_TOKENS } from './lip-faces.js';
-import { AUDIO_DELTAS, IMAGE_DELTAS, addUserItem, closeSession, nextIndex, updateSession, type EndpointTarget } from './session.js';
+import { AUDIO_DELTAS, IMAGE_DELTAS, addUserItem, closeSession, nextIndex, updateSession, type EndpointTarget } from '../../../harness/clients/realtime-session.js';
 import { measuredSession } from './websocket-measures.js';
 
 /** The reply's audio: PCM16 mono at this rate (the session's default output format). */

@@ -23,10 +23,11 @@
  *    measured. A reply that was neither signalled nor cut, or whose audio still came at the end of
  *    the wait (the speech and 3 s after it), is 'not stopped' (no sample).
  *
- * Times are performance.now() at the client; each event's arrival is stamped as it comes (session.ts).
+ * Times are performance.now() at the client; each event's arrival is stamped as it comes
+ * (harness/clients/realtime-session.ts).
  */
 import sharp from 'sharp';
-import type { ServerEvent } from '../../../test/helpers/realtime-client.js';
+import type { ServerEvent } from '../../../harness/clients/realtime-client.js';
 import { RATE_HZ, streamTurn, type Sample, type VoiceTurn } from '../voice-turns.js';
 import {
   AUDIO_DELTAS,
@@ -40,9 +41,9 @@ import {
   updateSession,
   type EndpointSession,
   type EndpointTarget,
-} from './session.js';
+} from '../../../harness/clients/realtime-session.js';
 import { speechStart } from './speech.js';
-import { toPcm16 } from '../../../test/helpers/speech.js';
+import { toPcm16 } from '../../../harness/measures/speech.js';
 
 /** What every measured session is told, so that replies are short and alike on every target. */
 export const INSTRUCTIONS = 'You are a helpful assistant. Answer in one or two short sentences.';

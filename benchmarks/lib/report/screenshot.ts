@@ -1,11 +1,11 @@
 /**
  * A PNG of a written report's headline: the "beside published figures" section, then the latency
- * distributions, as headless Chromium draws them (test/helpers/browser.ts launchChromium; the
+ * distributions, as headless Chromium draws them (harness/clients/browser.ts launchChromium; the
  * page loads nothing from outside). For READMEs and issues: `npm run bench -- report --replot
  * --screenshot docs/benchmark-report.png`.
  */
 import { pathToFileURL } from 'node:url';
-import { launchChromium } from '../../../test/helpers/browser.js';
+import { launchChromium } from '../../../harness/clients/browser.js';
 
 /** Sections drawn into the picture, in page order. */
 const HEADLINE_SECTIONS = ['#beside', '#cdf'];

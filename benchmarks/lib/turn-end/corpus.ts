@@ -13,7 +13,7 @@
  *  - goes-on: a finished sentence, a gap, then more ("What is the capital of France? | And what
  *    about Spain?"): the gap is a sentence's end, where answering is right and giving way when the
  *    user goes on is the server's part; it is reported apart, never as a cut-off.
- * Mid-sentence pauses are put into the sentence spoken whole (test/helpers/voices.ts,
+ * Mid-sentence pauses are put into the sentence spoken whole (harness/measures/voices.ts,
  * speechWithPauses: at the end of the last phoneme of the words before the pause, by the voice's
  * own timings), so the words before them carry a mid-sentence melody and a short last word ("and",
  * "to") is heard before the pause; goes-on's parts are spoken apart, each with its own final melody.
@@ -32,8 +32,8 @@
  */
 import { FliteVoice } from '../../../src/providers/tts/flite.js';
 import type { Voice } from '../../../src/providers/tts/base.js';
-import { concatSamples, silence } from '../../../test/helpers/speech.js';
-import { espeakTestVoices, piperTestVoices, speechWithPauses, voiceSpeech } from '../../../test/helpers/voices.js';
+import { concatSamples, silence } from '../../../harness/measures/speech.js';
+import { espeakTestVoices, piperTestVoices, speechWithPauses, voiceSpeech } from '../../../harness/measures/voices.js';
 import { PinkNoise, dbfsToRms } from '../voice-turns.js';
 
 export const RATE_HZ = 24000;

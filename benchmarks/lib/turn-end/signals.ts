@@ -36,7 +36,7 @@ import { spokenWords } from '../../../src/realtime/turn-judge.js';
 import { replyRequest } from '../../../src/realtime/reply-request.js';
 import { DEFAULT_INSTRUCTIONS } from '../../../src/sessions/session-config.js';
 import { Logger } from '../../../src/core/log.js';
-import { toPcm16 } from '../../../test/helpers/speech.js';
+import { toPcm16 } from '../../../harness/measures/speech.js';
 import { RATE_HZ, speakCorpus, type PlannedUtterance, type Utterance, type UtteranceInfo } from './corpus.js';
 
 /** Bump when what is measured changes: a signals file of another version is measured again. */

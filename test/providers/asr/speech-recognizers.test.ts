@@ -17,7 +17,7 @@ import { DEFAULT_WHISPER_MODEL, type WhisperModelName } from '../../../src/model
 import { REPO_MODELS_DIR } from '../../../src/models/manifest.js';
 import { rejection } from '../../helpers/assert-error.js';
 import { needs } from '../../helpers/skip.js';
-import { speechPcm24k } from '../../helpers/speech.js';
+import { speechPcm24k } from '../../../harness/measures/speech.js';
 
 const Routing = suite('SpeechRecognizers');
 

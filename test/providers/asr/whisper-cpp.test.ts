@@ -16,10 +16,10 @@ import { speechRecognitionAvailable } from '../../../src/media/speech-recognitio
 import { ProviderError } from '../../../src/providers/asr/base.js';
 import { Resampler } from '../../../src/audio/resample.js';
 import { toWhisperInput, WhisperCppTranscriber } from '../../../src/providers/asr/whisper-cpp.js';
-import { espeak, toPcm16 } from '../../helpers/speech.js';
+import { espeak, toPcm16 } from '../../../harness/measures/speech.js';
 import { rejection } from '../../helpers/assert-error.js';
 import { needs } from '../../helpers/skip.js';
-import { wer, words } from '../../helpers/word-errors.js';
+import { wer, words } from '../../../harness/measures/word-errors.js';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../models');
 

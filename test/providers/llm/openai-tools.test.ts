@@ -1,6 +1,6 @@
 /**
  * Function calling and images through the OpenAI-compatible provider (src/providers/llm/openai.ts)
- * against the scripted chat-completions server (test/helpers/chat-completions-server.ts): the
+ * against the scripted chat-completions server (harness/servers/chat-completions-server.ts): the
  * tools, tool_choice and parallel_tool_calls it sends; tool calls streamed back (parallel calls
  * interleaved by index, text before a call) as start and arguments chunks; the shapes some servers
  * stray into (arguments before the name, no index, a named call finishing 'stop'); images, tool
@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert';
 import type { ChatMessage, GenerateChunk, GenerateRequest, ToolDefinition } from '../../../src/providers/llm/base.js';
 import { IMAGE_NOTE, ProviderError } from '../../../src/providers/llm/base.js';
 import { OpenAiModel } from '../../../src/providers/llm/openai.js';
-import { startChatCompletionsServer, type ChatCompletionsServer, type ChatReply, type ChatScript } from '../../helpers/chat-completions-server.js';
+import { startChatCompletionsServer, type ChatCompletionsServer, type ChatReply, type ChatScript } from '../../../harness/servers/chat-completions-server.js';
 
 interface Ctx {
   server: ChatCompletionsServer;

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { analyseVoice } from '../../../src/providers/tts/voice-analysis.js';
 import { synthesizeEspeak } from '../../../src/media/speech-synth.js';
-import { espeak } from '../../helpers/speech.js';
+import { espeak } from '../../../harness/measures/speech.js';
 
 /** `syllables` harmonic-rich bursts at `pitchHz` (a crude vowel), `rateHz` samples per second, with 80 ms gaps. */
 function syntheticVoice(pitchHz: number, syllables: number, rateHz: number): Float32Array {

@@ -8,7 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { VadError } from '../../../src/providers/vad/base.js';
 import { loadSileroSession, SileroVad, sileroModelPath } from '../../../src/providers/vad/silero.js';
-import { noise, silence, speak, speechEdges } from '../../helpers/speech.js';
+import { noise, silence, speak, speechEdges } from '../../../harness/measures/speech.js';
 
 const RATE_HZ = 16000;
 const FRAME = 512;
