@@ -217,7 +217,6 @@ export class RealtimeGateway {
     const client = this.client(ws, run.dialect, 'placing');
     // A call's sideband: attached to the call running here, not a session run.
     if (run.callId !== undefined) return this.sidebands.attachRelayed(client, run, run.callId);
-    if (run.ownsSession) client.own(run.sessionId);
     let session: SessionRecord | null;
     try {
       session = await this.deps.connection.store.getSession(run.sessionId);
@@ -229,6 +228,8 @@ export class RealtimeGateway {
       client.refuse(new AppError('session_not_active', `Session ${run.sessionId} is not active here.`, { status: 409 }), CLOSE.SESSION_UNUSABLE, 'session unavailable');
       return;
     }
+    // Owned from here (not before the checks: a session that is not this run's to end is left alone).
+    if (run.ownsSession) client.own(session.id);
     await client.runHere(session, run.caller, { initial: run.initial, ownsSession: run.ownsSession, legacyVideo: run.legacyVideo, ...WEBSOCKET_MEDIA });
   }
 
