@@ -5,9 +5,7 @@
  * Rate is words per minute (175 × the voice's rate × the request's speed, within espeak-ng's
  * 80..450), pitch and range espeak-ng's 0..100 scales.
  */
-import { synthesizeEspeak } from '../../media/speech-synth.js';
-import { checkSpeed, type SpeakOptions, type SpeechChunk, type Voice } from './base.js';
-import { speakNative } from './native-voice.js';
+import { NativeVoice, type NativeSynthesis } from './native-voice.js';
 
 /** espeak-ng's normal rate, words per minute, and the range it accepts. */
 export const ESPEAK_NORMAL_WPM = 175;
@@ -29,20 +27,18 @@ export function espeakWordsPerMinute(rate: number, speed: number): number {
   return Math.round(Math.min(ESPEAK_MAX_WPM, Math.max(ESPEAK_MIN_WPM, ESPEAK_NORMAL_WPM * rate * speed)));
 }
 
-export class EspeakVoice implements Voice {
+export class EspeakVoice extends NativeVoice {
   readonly engine = 'espeak-ng';
 
   constructor(
-    readonly id: string,
+    id: string,
     readonly settings: EspeakVoiceSettings,
-  ) {}
+  ) {
+    super(id);
+  }
 
-  speak(text: string, options: SpeakOptions): AsyncIterable<SpeechChunk> {
-    const speed = checkSpeed(options.speed);
+  protected synthesis(speed: number): NativeSynthesis {
     const { voice, pitch, range, rate = 1 } = this.settings;
-    const rateWpm = espeakWordsPerMinute(rate, speed);
-    return speakNative(this.engine, text, options, (sentence, signal) =>
-      synthesizeEspeak(sentence, { voice, rateWpm, pitch, range }, signal),
-    );
+    return { engine: this.engine, options: { voice, rateWpm: espeakWordsPerMinute(rate, speed), pitch, range } };
   }
 }

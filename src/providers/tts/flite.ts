@@ -1,14 +1,11 @@
 /**
  * flite voices (CMU US slt, rms, awb, kal16; 16 kHz) through the native addon: more natural than
  * espeak-ng and still light (measured real-time factor ~0.013). flite reads ASCII English only,
- * so text is folded to ASCII after cleaning. Phoneme timings come from the utterance's segment
+ * so text is folded to ASCII after cleaning (native-voice.ts). Phoneme timings come from the utterance's segment
  * end times (CMU phones mapped to IPA natively). Rate stretches durations (1 / (rate × speed));
  * pitch sets the intonation model's mean F0 in Hz.
  */
-import { synthesizeFlite } from '../../media/speech-synth.js';
-import { checkSpeed, type SpeakOptions, type SpeechChunk, type Voice } from './base.js';
-import { speakNative } from './native-voice.js';
-import { toAsciiSpeech } from './text.js';
+import { NativeVoice, type NativeSynthesis } from './native-voice.js';
 
 export const FLITE_VOICES = ['slt', 'rms', 'awb', 'kal16'] as const;
 /** Range flite's intonation model handles (Hz); analysed pitches are clamped into it. */
@@ -24,24 +21,19 @@ export interface FliteVoiceSettings {
   rate?: number;
 }
 
-export class FliteVoice implements Voice {
+export class FliteVoice extends NativeVoice {
   readonly engine = 'flite';
 
   constructor(
-    readonly id: string,
+    id: string,
     readonly settings: FliteVoiceSettings,
-  ) {}
+  ) {
+    super(id);
+  }
 
-  speak(text: string, options: SpeakOptions): AsyncIterable<SpeechChunk> {
-    const speed = checkSpeed(options.speed);
+  protected synthesis(speed: number): NativeSynthesis {
     const { voice, pitch, rate = 1 } = this.settings;
     const pitchHz = pitch === undefined ? undefined : Math.min(FLITE_MAX_PITCH_HZ, Math.max(FLITE_MIN_PITCH_HZ, pitch));
-    return speakNative(
-      this.engine,
-      text,
-      options,
-      (sentence, signal) => synthesizeFlite(sentence, { voice, rate: rate * speed, pitchHz }, signal),
-      toAsciiSpeech,
-    );
+    return { engine: this.engine, options: { voice, rate: rate * speed, pitchHz } };
   }
 }

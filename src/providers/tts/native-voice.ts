@@ -1,11 +1,14 @@
 /**
- * What the two native engines (espeak.ts, flite.ts) share: text cleaning, one native call per
- * sentence, or per piece of a long one (text.ts speechPieces: so a long text starts sounding after
- * its first sentence, and no call runs long), abort between and during calls, leading silence trimmed to 50 ms, and the addon's error codes as ProviderErrors. A
- * native engine returns a sentence's audio and phoneme spans in one piece: one chunk each.
+ * The one voice class of the two native engines (espeak.ts, flite.ts say how their settings map to
+ * the engine's options): text cleaning, one native call per sentence, or per piece of a long one
+ * (text.ts speechPieces: so a long text starts sounding after its first sentence, and no call runs
+ * long), abort between and during calls, leading silence trimmed to 50 ms, and the addon's error
+ * codes as ProviderErrors. A native engine returns a sentence's audio and phoneme spans in one
+ * piece: one chunk each. A synthesis goes from here straight to the addon's facade.
  */
-import { isAbort, samplesToNs, ttsFailed, ttsUnavailable, type ProviderError, type SpeechChunk, type SpeakOptions } from './base.js';
-import { normalizeSpeechText, speechPieces, splitSentences } from './text.js';
+import { synthesizeEspeak, synthesizeFlite, type EspeakSynthOptions, type FliteSynthOptions } from '../../media/speech-synth.js';
+import { checkSpeed, isAbort, samplesToNs, ttsFailed, ttsUnavailable, type ProviderError, type SpeakOptions, type SpeechChunk, type Voice } from './base.js';
+import { normalizeSpeechText, speechPieces, splitSentences, toAsciiSpeech } from './text.js';
 
 /** Leading silence kept before a sentence. flite starts every utterance with a 200 ms pause,
  * which would only delay the first sound (the previous sentence's tail already separates them). */
@@ -23,28 +26,36 @@ export function nativeTtsError(engine: string, err: unknown): ProviderError {
   return ttsFailed(`${engine} could not speak: ${message}`, err);
 }
 
-/**
- * Speaks `text` sentence by sentence (piece by piece) through `synthesize`, one native call each.
- * `prepare` maps the cleaned piece to what the engine reads (flite: ASCII).
- */
-export async function* speakNative(
-  engine: string,
-  text: string,
-  options: SpeakOptions,
-  synthesize: (sentence: string, signal?: AbortSignal) => Promise<SpeechChunk>,
-  prepare: (sentence: string) => string = (s) => s,
-): AsyncGenerator<SpeechChunk> {
+/** What one native engine is asked, at one request's speed. */
+export type NativeSynthesis = { engine: 'flite'; options: FliteSynthOptions } | { engine: 'espeak-ng'; options: EspeakSynthOptions };
+
+/** A voice of a native engine; its subclass maps its settings to the engine's options (`synthesis`). */
+export abstract class NativeVoice implements Voice {
+  abstract readonly engine: NativeSynthesis['engine'];
+
+  constructor(readonly id: string) {}
+
+  /** The engine's options at `speed` (already checked). */
+  protected abstract synthesis(speed: number): NativeSynthesis;
+
+  speak(text: string, options: SpeakOptions): AsyncIterable<SpeechChunk> {
+    return speakNative(text, options, this.synthesis(checkSpeed(options.speed)));
+  }
+}
+
+/** Speaks `text` sentence by sentence (piece by piece), one native call each; flite reads ASCII only. */
+async function* speakNative(text: string, options: SpeakOptions, synthesis: NativeSynthesis): AsyncGenerator<SpeechChunk> {
   const { signal } = options;
   for (const piece of splitSentences(normalizeSpeechText(text)).flatMap(speechPieces)) {
-    const input = prepare(piece);
+    const input = synthesis.engine === 'flite' ? toAsciiSpeech(piece) : piece;
     if (!/[\p{L}\p{N}]/u.test(input)) continue; // punctuation alone: nothing to say
     if (signal?.aborted) return;
     let chunk: SpeechChunk;
     try {
-      chunk = await synthesize(input, signal);
+      chunk = await (synthesis.engine === 'flite' ? synthesizeFlite(input, synthesis.options, signal) : synthesizeEspeak(input, synthesis.options, signal));
     } catch (err) {
       if (isAbort(err, signal)) return;
-      throw nativeTtsError(engine, err);
+      throw nativeTtsError(synthesis.engine, err);
     }
     if (signal?.aborted) return;
     if (chunk.pcm.length > 0) yield trimLeadingSilence(chunk);
