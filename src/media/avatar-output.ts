@@ -10,10 +10,10 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
 import { MEDIA_DEFAULTS, resolveMedia, type MediaOptions, type ResolvedMedia } from '../core/media-options.js';
 import { outputDimensions } from '../core/video-size.js';
-import type { AvatarOutput, AvatarOutputEvents, SpeechPlacement } from '../realtime/avatar-output.js';
+import type { AvatarOutput, AvatarOutputEvents, AvatarOutputListener, SpeechPlacement } from '../realtime/avatar-output.js';
 import type { PhonemeTiming } from '../audio/pcm.js';
 import type { AvatarAssets } from './avatar-assets.js';
-import { MediaSession, prepareFace, type MediaSessionConfig } from './media-session.js';
+import { MediaSession, prepareFace, type MediaSessionConfig, type MediaSessionEvents } from './media-session.js';
 
 /** What the avatar of a connection renders and encodes. */
 export interface AvatarStartOptions {
@@ -62,26 +62,38 @@ export interface MediaAvatarOptions extends AvatarStartOptions {
   log?: Logger;
 }
 
-export class MediaAvatarOutput extends EventEmitter<AvatarOutputEvents> implements CallAvatar {
+type TickEvent = Exclude<keyof AvatarOutputEvents, 'failed'>;
+/** The media session's event behind each of the engine's tick events. */
+const TICK_EVENTS = { audio: 'pcm', frame: 'jpeg', raw: 'i420' } as const satisfies Record<TickEvent, keyof MediaSessionEvents>;
+
+export class MediaAvatarOutput implements CallAvatar {
   readonly fps: number;
   /** Output size in pixels: every face is framed for it. */
   readonly size: { width: number; height: number };
   /** The renderer drawing this avatar (media option `renderer`): a new face is prepared by it. */
   readonly renderer: string;
+  private readonly failures = new EventEmitter<Pick<AvatarOutputEvents, 'failed'>>();
 
   private constructor(
     private readonly media: MediaSession,
     private readonly options: MediaAvatarOptions,
     native: { width: number; height: number; fps: number; renderer: string },
   ) {
-    super();
     this.size = { width: native.width, height: native.height };
     this.fps = native.fps;
     this.renderer = native.renderer;
-    media.on('pcm', (e) => this.emit('audio', { pcm: e.data, ptsNs: e.ptsNs }));
-    media.on('jpeg', (e) => this.emit('frame', { jpeg: e.data, ptsNs: e.ptsNs }));
-    media.on('i420', (e) => this.emit('raw', { i420: e.data, ptsNs: e.ptsNs, frameIndex: e.frameIndex, width: e.width, height: e.height }));
-    media.on('media_error', (e) => this.emit('failed', new Error(`media pipeline failed: ${e.code}: ${e.message}`)));
+    media.on('media_error', (e) => this.failures.emit('failed', new Error(`media pipeline failed: ${e.code}: ${e.message}`)));
+  }
+
+  on<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void {
+    // A tick's events are the native ones (a superset of the engine's shapes): heard from the media session itself.
+    if (event === 'failed') this.failures.on('failed', listener as AvatarOutputListener<'failed'>);
+    else this.media.on(TICK_EVENTS[event as TickEvent], listener as never);
+  }
+
+  off<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void {
+    if (event === 'failed') this.failures.off('failed', listener as AvatarOutputListener<'failed'>);
+    else this.media.off(TICK_EVENTS[event as TickEvent], listener as never);
   }
 
   static async start(options: MediaAvatarOptions): Promise<MediaAvatarOutput> {

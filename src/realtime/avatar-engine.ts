@@ -112,8 +112,8 @@ export class AvatarSessionEngine {
     this.settings = avatarSettingsFrom(options.initial);
     this.decoder = decoderFor(this.settings);
     this.encoder = new OutputAudioEncoder(this.settings.outputFormat);
-    deps.avatar.on('audio', (chunk) => this.guard('audio', () => this.onTick(chunk.pcm, chunk.ptsNs)));
-    deps.avatar.on('frame', (frame) => this.guard('frame', () => this.onJpeg(frame.jpeg, frame.ptsNs)));
+    deps.avatar.on('audio', (chunk) => this.guard('audio', () => this.onTick(chunk.data, chunk.ptsNs)));
+    deps.avatar.on('frame', (frame) => this.guard('frame', () => this.onJpeg(frame.data, frame.ptsNs)));
     deps.avatar.on('raw', (frame) => this.guard('raw frame', () => this.onRaw(frame)));
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
@@ -355,7 +355,7 @@ export class AvatarSessionEngine {
     header.writeUInt16LE(frame.width, 8);
     header.writeUInt16LE(frame.height, 10);
     header.writeBigUInt64LE(BigInt(Math.round(frame.ptsNs)), 16);
-    this.deps.sendBinary(Buffer.concat([header, frame.i420]));
+    this.deps.sendBinary(Buffer.concat([header, frame.data]));
     this.deps.recorder.addUsage({ framesOut: 1 });
   }
 

@@ -7,8 +7,9 @@
  * it played in that tick (`audio`, PCM16 mono 24 kHz, silence included) and, when frames are
  * wanted, the rendered frame with the same pts (`frame`, JPEG, or `raw`, I420). Speech pushed while nothing plays
  * starts at the next tick; speech pushed while something plays follows it without a gap.
+ * The tick's events have the native media session's shapes (`data`, `ptsNs`, ...), so the facade
+ * hands a listener to the media session itself: a tick reaches its listener in one step.
  */
-import type { EventEmitter } from 'node:events';
 import type { PhonemeTiming } from '../audio/pcm.js';
 
 export interface SpeechPlacement {
@@ -18,18 +19,20 @@ export interface SpeechPlacement {
 
 export interface AvatarAudioChunk {
   /** PCM16 mono at PCM_RATE_HZ (src/audio/pcm.ts), little-endian. */
-  pcm: Buffer;
+  data: Buffer;
   ptsNs: number;
 }
 
 export interface AvatarFrame {
-  jpeg: Buffer;
+  /** The frame as a JPEG. */
+  data: Buffer;
   ptsNs: number;
 }
 
 /** A rendered frame as raw I420 planes (BT.601 limited range, rows unpadded), when asked for. */
 export interface AvatarRawFrame {
-  i420: Buffer;
+  /** The I420 planes. */
+  data: Buffer;
   ptsNs: number;
   frameIndex: number;
   width: number;
@@ -44,7 +47,9 @@ export interface AvatarOutputEvents {
   failed: [Error];
 }
 
-export interface AvatarOutput extends EventEmitter<AvatarOutputEvents> {
+export type AvatarOutputListener<K extends keyof AvatarOutputEvents> = (...args: AvatarOutputEvents[K]) => void;
+
+export interface AvatarOutput {
   readonly fps: number;
   /** The frames' size in pixels. */
   readonly size: { width: number; height: number };
@@ -58,5 +63,8 @@ export interface AvatarOutput extends EventEmitter<AvatarOutputEvents> {
   setDriving(drivingId: string): Promise<void>;
   /** The user is speaking (true) or has stopped: the face listens (attention, nods) or settles back to idle. */
   listen(on: boolean): void;
+  /** Hears `event` until `off` (or the output closes). */
+  on<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void;
+  off<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void;
   close(): Promise<void>;
 }

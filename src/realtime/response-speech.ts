@@ -166,7 +166,7 @@ export class MessageOutput {
     if (this.closed || !this.options.audio) return;
     const first = this.sentences[0];
     if (!first) return;
-    const samples = chunk.pcm.length / BYTES_PER_SAMPLE;
+    const samples = chunk.data.length / BYTES_PER_SAMPLE;
     const chunkEnd = chunk.ptsNs + samples * NS_PER_SAMPLE;
     const from = Math.max(chunk.ptsNs, first.startPtsNs, this.sentUpToNs);
     const last = this.sentences.at(-1) as Sentence;
@@ -179,7 +179,7 @@ export class MessageOutput {
         if (this.samplesSent === 0 && this.options.audioDelivery === 'rtp') this.deps.emit({ type: 'output_audio_buffer.started', response_id: this.options.responseId });
         this.announceSentencesUpTo(to);
         if (this.options.audioDelivery === 'deltas') {
-          const pcm = chunk.pcm.subarray(a * BYTES_PER_SAMPLE, b * BYTES_PER_SAMPLE);
+          const pcm = chunk.data.subarray(a * BYTES_PER_SAMPLE, b * BYTES_PER_SAMPLE);
           const wire = this.options.encoder ? this.options.encoder.encode(pcm) : pcm;
           if (wire.length > 0) this.deps.emit({ type: 'response.output_audio.delta', ...this.partRef(), delta: wire.toString('base64') });
         }
@@ -197,7 +197,7 @@ export class MessageOutput {
     this.deps.emit({
       type: 'response.output_image.delta',
       ...this.partRef(),
-      delta: frame.jpeg.toString('base64'),
+      delta: frame.data.toString('base64'),
       frame_index: this.framesSent,
       pts_ms: Math.round(frame.ptsNs / 1e6),
     });

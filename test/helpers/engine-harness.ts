@@ -56,8 +56,8 @@ export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements A
     this.queue = this.queue.slice(speech);
     const ptsNs = this.nowNs;
     this.nowNs += TICK_SAMPLES * NS_PER_SAMPLE;
-    this.emit('audio', { pcm: Buffer.from(pcm.buffer), ptsNs });
-    this.emit('frame', { jpeg: Buffer.from([0xff]), ptsNs });
+    this.emit('audio', { data: Buffer.from(pcm.buffer), ptsNs });
+    this.emit('frame', { data: Buffer.from([0xff]), ptsNs });
     return speech;
   }
 

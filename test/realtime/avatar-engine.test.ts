@@ -298,7 +298,7 @@ Engine('output_modalities and transport decide what goes back: audio only, or no
 Engine('raw frames go out as binary messages with the documented header; a slow client gets frames skipped, never audio', async () => {
   const r = await rig({ type: 'avatar', video: { format: 'i420' } });
   const i420 = Buffer.alloc(16 * 16 * 1.5, 7);
-  r.avatar.emit('raw', { i420, ptsNs: 80_000_000, frameIndex: 2, width: 16, height: 16 });
+  r.avatar.emit('raw', { data: i420, ptsNs: 80_000_000, frameIndex: 2, width: 16, height: 16 });
   const [msg] = r.binary;
   assert.ok(msg);
   assert.is(msg.length, RAW_FRAME_HEADER_BYTES + i420.length);
@@ -309,7 +309,7 @@ Engine('raw frames go out as binary messages with the documented header; a slow 
   assert.is(msg.readBigUInt64LE(16), 80_000_000n);
   assert.is(r.of('response.output_image.delta').length, 0, 'no JPEG events in i420 mode');
   r.backlog.bytes = 64 * 1024 * 1024;
-  r.avatar.emit('raw', { i420, ptsNs: 120_000_000, frameIndex: 3, width: 16, height: 16 });
+  r.avatar.emit('raw', { data: i420, ptsNs: 120_000_000, frameIndex: 3, width: 16, height: 16 });
   ticks(r, 1);
   assert.is(r.binary.length, 1, 'skipped while the socket is backed up');
   assert.is(r.of('response.output_audio.delta').length, 1, 'audio still goes');
