@@ -310,7 +310,7 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
   transcribe(item: MessageItem, pcm: Int16Array, pcm16k: Float32Array | null, fromPause: PauseTranscription | null, done: (transcript: string | null) => void): void {
     const { deps } = this;
     const { transcription } = deps.settings();
-    const recognizer = deps.asr.forModel(transcription.model);
+    const recognizer = deps.asr.forModel(transcription.model, transcription.language);
     const sendDelta = (delta: string): void => deps.emit({ type: 'conversation.item.input_audio_transcription.delta', item_id: item.id, content_index: 0, delta });
     const job = (async () => {
       let transcript: string | null = null;
@@ -366,7 +366,7 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
     if (this.closed) return;
     const settings = this.deps.settings();
     const { model, language, prompt } = settings.transcription;
-    const transcriber = this.deps.asr.forModel(model);
+    const transcriber = this.deps.asr.forModel(model, language);
     const streamed = this.turnStream?.transcriber.id === transcriber.id ? this.turnStream.stream : null;
     if (!streamed && !transcriber.local) return;
     const deltas: string[] = [];
@@ -399,7 +399,7 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
   private openTurnStream(segmenter: SpeechSegmenter): void {
     this.closeTurnStream();
     const { model, language, prompt } = this.deps.settings().transcription;
-    const transcriber = this.deps.asr.forModel(model);
+    const transcriber = this.deps.asr.forModel(model, language);
     if (!transcriber.stream) return;
     const stream = transcriber.stream({ language: language ?? 'en', prompt });
     stream.push(segmenter.turnAudio());
@@ -422,7 +422,7 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
     const s = this.deps.settings().transcription;
     const usable =
       t !== null && pause !== null && t.pause === pause && t.itemId === itemId &&
-      t.transcriber.id === this.deps.asr.forModel(s.model).id && t.language === s.language && t.prompt === s.prompt;
+      t.transcriber.id === this.deps.asr.forModel(s.model, s.language).id && t.language === s.language && t.prompt === s.prompt;
     if (!usable) {
       this.dropPauseTranscription();
       return null;

@@ -72,8 +72,13 @@ export interface TranscriptionStream {
   close(): void;
 }
 export interface SpeechRecognizers {
-  /** The recogniser for a session's `audio.input.transcription.model` (e.g. 'whisper-1', 'gpt-4o-transcribe', 'gpt-4o-mini-transcribe', null = default). Unknown names fall back to the default route; never throws. */
-  forModel(model: string | null): Transcriber;
+  /**
+   * The recogniser for a session's `audio.input.transcription` model (e.g. 'whisper-1',
+   * 'gpt-4o-transcribe', 'gpt-4o-mini-transcribe', null = default) and language (null = English or
+   * unknown: an English-only local model beside a multilingual one gets English). Unknown names
+   * fall back to the default route; never throws.
+   */
+  forModel(model: string | null, language?: string | null): Transcriber;
   close(): Promise<void>;
 }
 

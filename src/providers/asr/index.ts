@@ -11,9 +11,10 @@
  * gpt-4o-mini-transcribe) are passed upstream and other names get ASR_OPENAI_MODEL; on the
  * whisper-cpp route every name gets the one local model (id `whisper-cpp:<model>`, or
  * `whisper-cpp:custom` for ASR_WHISPER_MODEL_PATH); when that model is English-only (tiny.en) and
- * the multilingual base is converted too, a request for another language is transcribed by base
- * (`EnglishFirst`). Transcribers are created once and shared by every session; nothing here throws
- * for a missing model.
+ * the multilingual base is converted too, a session transcribing another language is given base
+ * (chosen by `forModel` from the session's language, so a request goes straight to its model).
+ * Transcribers are created once and shared by every session; nothing here throws for a missing
+ * model.
  */
 import fs from 'node:fs';
 import { whisperModelPath } from '../../models/whisper-ggml.js';
@@ -46,32 +47,6 @@ export class UnavailableTranscriber implements Transcriber {
   async close(): Promise<void> {}
 }
 
-/**
- * An English-only model for English (and for a request that names no language), the multilingual
- * one for any other language. Its id is the English model's: a session changes recogniser only by
- * its settings' language, which the pause's transcription is checked against anyway.
- */
-class EnglishFirst implements Transcriber {
-  readonly local = true;
-  readonly id: string;
-
-  constructor(
-    private readonly english: Transcriber,
-    private readonly multilingual: Transcriber,
-  ) {
-    this.id = english.id;
-  }
-
-  transcribe(request: TranscriptionRequest, onDelta?: (delta: string) => void): Promise<TranscriptionResult> {
-    const english = request.language === null || request.language === 'en';
-    return (english ? this.english : this.multilingual).transcribe(request, onDelta);
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([this.english.close(), this.multilingual.close()]);
-  }
-}
-
 export function createSpeechRecognizers(config: AsrConfig, modelsDir: string, log: Logger): SpeechRecognizers {
   return new RoutedSpeechRecognizers(config, modelsDir, log);
 }
@@ -81,6 +56,8 @@ type Route = 'openai' | 'whisper-cpp' | 'unavailable';
 class RoutedSpeechRecognizers implements SpeechRecognizers {
   private readonly route: Route;
   private readonly whisper: Transcriber | null = null;
+  /** The multilingual base beside an English-only ASR_WHISPER_MODEL, for sessions in another language. */
+  private readonly whisperMultilingual: Transcriber | null = null;
   private readonly openai = new Map<string, OpenAiTranscriber>();
   private readonly unavailable: UnavailableTranscriber | null = null;
 
@@ -100,7 +77,8 @@ class RoutedSpeechRecognizers implements SpeechRecognizers {
         new WhisperCppTranscriber({ modelPath, threads: config.whisper.threads, concurrency: config.whisper.concurrency, log, name });
       const chosen = whisper(whisperPath, explicitPath ? 'custom' : config.whisper.model);
       const multilingual = explicitPath || config.whisper.model === 'base' ? null : whisperModelPath(modelsDir, 'base');
-      this.whisper = multilingual ? new EnglishFirst(chosen, whisper(multilingual, 'base')) : chosen;
+      this.whisper = chosen;
+      this.whisperMultilingual = multilingual ? whisper(multilingual, 'base') : null;
     }
     if (this.route === 'unavailable') {
       const reason = explicitPath
@@ -117,7 +95,7 @@ class RoutedSpeechRecognizers implements SpeechRecognizers {
     }
   }
 
-  forModel(model: string | null): Transcriber {
+  forModel(model: string | null, language: string | null = null): Transcriber {
     if (this.route === 'openai' && this.config.openai) {
       const name = model && OPENAI_TRANSCRIPTION_MODELS.has(model) ? model : this.config.openai.model;
       let t = this.openai.get(name);
@@ -127,11 +105,14 @@ class RoutedSpeechRecognizers implements SpeechRecognizers {
       }
       return t;
     }
-    if (this.route === 'whisper-cpp' && this.whisper) return this.whisper;
+    if (this.route === 'whisper-cpp' && this.whisper) {
+      const english = language === null || language === 'en';
+      return english ? this.whisper : (this.whisperMultilingual ?? this.whisper);
+    }
     return this.unavailable ?? new UnavailableTranscriber('no route.');
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.whisper?.close(), ...[...this.openai.values()].map((t) => t.close())]);
+    await Promise.all([this.whisper?.close(), this.whisperMultilingual?.close(), ...[...this.openai.values()].map((t) => t.close())]);
   }
 }

@@ -83,13 +83,16 @@ convertedTest('forModel() on the whisper-cpp route gives the model ASR_WHISPER_M
   }
 });
 
-convertedTest('with the English-only tiny.en chosen, a request for another language is transcribed by base, not refused', async () => {
+convertedTest('with the English-only tiny.en chosen, a session in another language is given base, not refused', async () => {
   const asr = createSpeechRecognizers(loadAsrConfig({ ASR_WHISPER_MODEL: 'tiny.en' }), REPO_MODELS_DIR, memoryLogger().logger);
   const t = asr.forModel(null);
   assert.is(t.id, 'whisper-cpp:tiny.en');
+  assert.is(asr.forModel(null, 'en'), t, 'English is the English-only model');
   const english = await t.transcribe({ pcm: speechPcm24k('What is the weather like in Paris today?'), language: 'en', prompt: null });
   assert.match(english.text.toLowerCase(), 'weather');
-  const german = await t.transcribe({ pcm: speechPcm24k('What is the weather like in Paris today?'), language: 'de', prompt: null });
+  const forGerman = asr.forModel('whisper-1', 'de');
+  assert.is(forGerman.id, 'whisper-cpp:base');
+  const german = await forGerman.transcribe({ pcm: speechPcm24k('What is the weather like in Paris today?'), language: 'de', prompt: null });
   assert.is(german.language, 'de', 'base answered (tiny.en refuses any language but English)');
   const alone = createSpeechRecognizers(loadAsrConfig({ ASR_WHISPER_MODEL: 'base' }), REPO_MODELS_DIR, memoryLogger().logger);
   assert.is(alone.forModel(null).id, 'whisper-cpp:base');
