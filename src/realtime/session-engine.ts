@@ -22,8 +22,9 @@
  * Where the rest is: client events typed at the edge (client-events.ts); items (items.ts); the
  * voice input, its turns and the idle timer (audio-recognition.ts); the reply begun before a turn
  * is decided (preemptive-generation.ts); response.create checked and finished into a run's spec
- * (response-request.ts, reply-request.ts) and run (response.ts); finished responses' audio for
- * truncation (played-responses.ts); the chat history written to the store (chat-record.ts).
+ * (response-request.ts, reply-request.ts) and run (response.ts); the response in progress and
+ * finished responses' audio for truncation (response-slot.ts); the chat history written to the
+ * store (chat-record.ts).
  */
 import { AppError } from '../core/errors.js';
 import { AudioRecognition, type PauseTranscription, type UserTurn } from './audio-recognition.js';
@@ -32,12 +33,12 @@ import { type ClientEventOf, checkTransport, typedClientEvent } from './client-e
 import { Conversation } from './conversation.js';
 import type { EngineDeps, EngineOptions } from './engine-ports.js';
 import { type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
-import { PlayedResponses } from './played-responses.js';
 import { PreemptiveGeneration } from './preemptive-generation.js';
 import { type ClientEvent, type Json, type ServerEventDraft, RealtimeError, errorEvent, newConversationId, newItemId, readClientEvent } from './protocol.js';
 import { idleNudge } from './reply-request.js';
 import { type ResponseContext, checkResponse, responseSpec } from './response-request.js';
 import { ResponseRun, type ResponseOutcome } from './response.js';
+import { ResponseSlot } from './response-slot.js';
 import { imagesWanted, sessionObjectOf } from './session-object.js';
 import { applySessionUpdate, changedAssets, type SessionSettings } from './session-update.js';
 
@@ -47,10 +48,8 @@ export class RealtimeSessionEngine {
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
 
-  /** The latest response run; it is the active one until it has finished (see `active`). */
-  private current: ResponseRun | null = null;
-  /** Finished responses whose audio can still be truncated. */
-  private readonly played = new PlayedResponses();
+  /** The response in progress, and finished ones' audio for truncation. */
+  private readonly responses = new ResponseSlot();
   /** A voice turn was not answered because the user kept talking: the next turn answers it. */
   private owedResponse = false;
   /** The voice input: the input audio buffer, a call's microphone, turns and their transcripts. */
@@ -72,7 +71,7 @@ export class RealtimeSessionEngine {
       llm: deps.llm,
       log: deps.log,
       closed: () => this.closed,
-      responding: () => this.active !== null,
+      responding: () => this.responses.active !== null,
       transcribing: () => this.input.transcribing,
       messages: () => this.conversation.messages(),
     });
@@ -92,14 +91,9 @@ export class RealtimeSessionEngine {
     // A run hears the avatar's audio and frames itself while it runs (response.ts).
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
-      this.active?.cancel('client_cancelled');
+      this.responses.cancel('client_cancelled');
       this.emit(errorEvent(new RealtimeError('avatar_failed', 'The avatar media pipeline failed; no further audio or video can be produced.', null, 'server_error'), null));
     });
-  }
-
-  /** The response in progress: the latest run, until it has finished (however it finished). */
-  private get active(): ResponseRun | null {
-    return this.current && !this.current.finished ? this.current : null;
   }
 
   /** Sends session.created and starts turn detection; call once, before the first message. */
@@ -142,7 +136,7 @@ export class RealtimeSessionEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.active?.cancel('client_cancelled');
+    this.responses.cancel('client_cancelled');
     this.preemptive.close();
     await this.input.close();
   }
@@ -181,7 +175,7 @@ export class RealtimeSessionEngine {
         case 'conversation.item.retrieve':
           return this.onItemRetrieve(event);
         case 'input_audio_buffer.append':
-          return await this.onAppend(event);
+          return await this.input.appendEncoded(event.audio);
         case 'input_audio_buffer.commit':
           return this.onCommit();
         case 'input_audio_buffer.clear':
@@ -189,9 +183,9 @@ export class RealtimeSessionEngine {
         case 'output_audio_buffer.clear':
           return this.onOutputAudioClear();
         case 'response.create':
-          return await this.onResponseCreate(event);
+          return await this.startResponse(event.response, event.event_id);
         case 'response.cancel':
-          return this.onResponseCancel(event);
+          return this.responses.cancelRequested(event.response_id);
       }
     } catch (err) {
       if (!(err instanceof AppError)) {
@@ -229,7 +223,7 @@ export class RealtimeSessionEngine {
    * (silent) turn and, with create_response, the model is asked to check in on the user.
    */
   private async onIdleTimeout(startMs: number, idleMs: number): Promise<void> {
-    if (this.closed || this.active || this.input.isSpeaking || !this.settings.turnDetection?.idleTimeoutMs) return;
+    if (this.closed || this.responses.active || this.input.isSpeaking || !this.settings.turnDetection?.idleTimeoutMs) return;
     try {
       const itemId = newItemId();
       this.emit({ type: 'input_audio_buffer.timeout_triggered', audio_start_ms: startMs, audio_end_ms: this.input.heardMs, item_id: itemId });
@@ -270,26 +264,30 @@ export class RealtimeSessionEngine {
     if (item.type === 'message' && item.role !== 'system') this.chat.turn(item.role, itemText(item));
   }
 
-  /** conversation.item.truncate (played-responses.ts): the response playing stops, a finished one's transcript is cut. */
+  /** conversation.item.truncate (response-slot.ts): the response playing stops, a finished one's transcript is cut. */
   private onItemTruncate(event: ClientEventOf<'conversation.item.truncate'>): void {
     const { item_id: itemId, content_index: contentIndex } = event;
     const item = this.conversation.require(itemId, 'item_id', 'truncate');
-    const cutMs = this.played.truncate(item, contentIndex, event.audio_end_ms, this.active);
+    const cutMs = this.responses.truncate(item, contentIndex, event.audio_end_ms);
     this.emit({ type: 'conversation.item.truncated', item_id: itemId, content_index: contentIndex, audio_end_ms: cutMs });
   }
 
   /** output_audio_buffer.clear (WebRTC): the avatar stops speaking now and the response ends cancelled (nothing playing: nothing to clear). */
   private onOutputAudioClear(): void {
-    this.active?.cancel('client_cancelled');
+    this.responses.cancel('client_cancelled');
   }
 
   private onItemDelete(event: ClientEventOf<'conversation.item.delete'>): void {
     const itemId = event.item_id;
-    if (this.active?.hasItem(itemId)) {
+    if (this.responses.holds(itemId)) {
       throw new RealtimeError('item_in_use', `Item '${itemId}' belongs to the response in progress; cancel it first.`, 'item_id');
     }
+    this.dropItem(itemId);
+  }
+
+  private dropItem(itemId: string): void {
     this.conversation.delete(itemId);
-    this.played.forget(itemId);
+    this.responses.forget(itemId);
     this.emit({ type: 'conversation.item.deleted', item_id: itemId });
   }
 
@@ -298,13 +296,8 @@ export class RealtimeSessionEngine {
    * progress), announcing each with conversation.item.deleted so a client's mirror stays exact.
    */
   private enforceConversationBound(): void {
-    const active = this.active;
-    const dropped = this.conversation.overflow((id) => active?.hasItem(id) ?? false);
-    for (const id of dropped) {
-      this.conversation.delete(id);
-      this.played.forget(id);
-      this.emit({ type: 'conversation.item.deleted', item_id: id });
-    }
+    const dropped = this.conversation.overflow((id) => this.responses.holds(id));
+    for (const id of dropped) this.dropItem(id);
     if (dropped.length > 0) this.deps.log.debug('oldest conversation items dropped', { sessionId: this.options.sessionId, dropped: dropped.length });
   }
 
@@ -314,10 +307,6 @@ export class RealtimeSessionEngine {
   }
 
   // ---- input audio ----
-
-  private async onAppend(event: ClientEventOf<'input_audio_buffer.append'>): Promise<void> {
-    await this.input.appendEncoded(event.audio);
-  }
 
   private onCommit(): void {
     const { itemId, pcm } = this.input.commit();
@@ -344,7 +333,7 @@ export class RealtimeSessionEngine {
     this.deps.avatar.listen(true);
     this.preemptive.dropEarlyReply(); // a turn's reply not started by now is not wanted any more
     const td = this.settings.turnDetection;
-    if (td?.interruptResponse && this.active) this.active.cancel('turn_detected');
+    if (td?.interruptResponse) this.responses.cancel('turn_detected');
   }
 
   private onTurnEnded(e: UserTurn): void {
@@ -390,10 +379,6 @@ export class RealtimeSessionEngine {
 
   // ---- responses ----
 
-  private async onResponseCreate(event: ClientEventOf<'response.create'>): Promise<void> {
-    await this.startResponse(event.response, event.event_id);
-  }
-
   /**
    * The automatic response to a voice turn (create_response). Not when the user is already
    * talking again: the next turn's response answers both. A response still running from an
@@ -409,9 +394,9 @@ export class RealtimeSessionEngine {
         return;
       }
       this.owedResponse = false;
-      if (this.active) {
+      if (this.responses.active) {
         if (!this.settings.turnDetection?.interruptResponse) return;
-        this.active.cancel('turn_detected');
+        this.responses.cancel('turn_detected');
       }
       await this.startResponse(null, null);
     } catch (err) {
@@ -423,7 +408,7 @@ export class RealtimeSessionEngine {
 
   /** Checks a response request, finishes it into a run's spec and starts the run; `clientEventId` is the response.create's (null: automatic). */
   private async startResponse(body: unknown, clientEventId: string | null): Promise<void> {
-    this.refuseWhileResponding();
+    this.responses.refuseWhileActive();
     const ctx: ResponseContext = { settings: this.settings, conversation: this.conversation, userId: this.options.userId, assets: this.deps.assets, images: this.deps.images };
     const checked = await checkResponse(body, ctx);
     // Wait for transcriptions in progress so the model hears what was said, and for the model's
@@ -431,7 +416,7 @@ export class RealtimeSessionEngine {
     await this.input.settled();
     await this.preemptive.settled();
     if (this.closed) return;
-    this.refuseWhileResponding();
+    this.responses.refuseWhileActive();
     const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: this.options.transport === 'webrtc' ? 'rtp' : 'deltas' } as const;
     const spec = responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId);
     const model = this.deps.llm.forModel(this.settings.session.model);
@@ -449,44 +434,19 @@ export class RealtimeSessionEngine {
       onProgress: (text) => this.chat.progress(text),
       addUsage: (delta) => this.deps.recorder.addUsage(delta),
     });
-    this.current = run;
     this.input.disarmIdle();
-    run.once('done', (outcome) => this.onResponseDone(run, outcome));
-    // start() never throws: a failure on the way finishes the run as failed (response.done), and
-    // `active` follows the run's own state, so the session cannot be left with a dead response.
-    run.start();
-  }
-
-  private refuseWhileResponding(): void {
-    if (!this.active) return;
-    throw new RealtimeError(
-      'conversation_already_has_active_response',
-      `Conversation already has an active response in progress: ${this.active.id}. Wait until the response is finished before creating a new one.`,
-    );
+    this.responses.start(run, (outcome) => this.onResponseDone(run, outcome));
   }
 
   private onResponseDone(run: ResponseRun, outcome: ResponseOutcome): void {
-    if (this.current === run) this.current = null;
     if (outcome.status === 'completed' && run.inConversation) this.input.armIdle();
     const messageId = run.messageItemId;
-    if (run.inConversation && messageId !== null && this.conversation.get(messageId)) this.played.remember(run);
+    if (run.inConversation && messageId !== null && this.conversation.get(messageId)) this.responses.remember(run);
     if (run.inConversation) {
       for (const item of outcome.items) if (item.type === 'message') this.chat.turn('assistant', itemText(item));
       this.enforceConversationBound();
     }
     // Its usage was counted as it was delivered (ResponseDeps.addUsage), committed before response.done went out.
     this.chat.progress('');
-  }
-
-  private onResponseCancel(event: ClientEventOf<'response.cancel'>): void {
-    const responseId = event.response_id;
-    if (!this.active || (responseId !== null && responseId !== this.active.id)) {
-      throw new RealtimeError(
-        'response_cancel_not_active',
-        responseId !== null && this.active ? `Response '${responseId}' is not the active response.` : 'Cancellation failed: no active response found.',
-        responseId !== null ? 'response_id' : null,
-      );
-    }
-    this.active.cancel('client_cancelled');
   }
 }
