@@ -13,13 +13,13 @@
  *    nothing of it ever reaches the client. Never with a remote batch recogniser (it would be
  *    billed for work thrown away). A recogniser that streams (Transcriber.stream) is fed the turn
  *    as it is heard instead, from its start, and asked for the transcript so far at each pause.
- *    The judge reads the pause's transcript, and the reply side's reading of it
- *    (`RecognitionDeps.readWords`: the language model's probability that the message ends there);
+ *    The pause's transcript goes to the reply side (`RecognitionDeps.pauseWords`), which may start
+ *    the turn's reply on it and, under semantic_vad, reads it (the language model's probability
+ *    that the message ends there); the judge reads the transcript and that reading;
  *  - the transcription of every user audio item (a VAD turn, a commit, an input_audio item):
  *    .delta*, .completed | .failed; responses wait for those in progress (`settled()`).
  * Events, in the vocabulary of LiveKit Agents' audio recognition: `speech_started` (a turn began:
- * its item id is chosen here and used again by its end and its commit), `pause_transcript` (the
- * turn so far has a transcript in a pause, so a reply may start on it), `speech_resumed` (speech
+ * its item id is chosen here and used again by its end and its commit), `speech_resumed` (speech
  * broke that pause: whatever started on it is stale), `turn_ended` (the turn's audio, and the
  * pause transcription it ended in, if any), `idle` (turn_detection.idle_timeout_ms passed in
  * silence after armIdle(): the user's turn timed out).
@@ -82,8 +82,6 @@ export interface UserTurn {
 
 export interface RecognitionEvents {
   speech_started: [{ audioStartMs: number; itemId: string }];
-  /** The turn so far, transcribed in a pause `pause` (see the header). */
-  pause_transcript: [{ itemId: string; pause: number; text: string }];
   /** Speech broke pause `pause`: work started on it is stale. */
   speech_resumed: [{ pause: number }];
   turn_ended: [UserTurn];
@@ -97,11 +95,12 @@ export interface RecognitionDeps {
   endOfTurnModel(): Promise<EndOfTurnModel | null>;
   asr: SpeechRecognizers;
   /**
-   * The reply side's reading of a pause's transcript for the judge: the language model's
-   * probability that the message ends after its last word (null: no model reads it). Called under
-   * semantic_vad only, once per pause transcript; the signal fires when the pause is stale.
+   * The reply side hears the turn so far, transcribed in pause `pause`: the turn's reply may start
+   * on it, and with `read` (semantic_vad) it resolves with the language model's probability that
+   * the message ends after its last word, for the judge (null: not read, or no model reads it).
+   * Once per pause transcript; the signal fires when the pause is stale.
    */
-  readWords(pause: { itemId: string; pause: number; text: string; signal: AbortSignal }): Promise<number | null>;
+  pauseWords(pause: { itemId: string; pause: number; text: string; read: boolean; signal: AbortSignal }): Promise<number | null>;
   settings(): { turnDetection: TurnDetection | null; transcription: TranscriptionSettings; inputFormat: WireAudioFormat };
   /** Sends a transcription event of a user item. */
   emit(event: ServerEventDraft): void;
@@ -382,17 +381,15 @@ export class AudioRecognition extends EventEmitter<RecognitionEvents> {
     // A failure (or the abort) is for whoever takes the result; to the judge the words are then unknown.
     const text = result.then((r) => r.text.trim() || null, () => null);
     const endProbability = text.then((words) => {
-      if (words === null || this.pauseTranscription !== t || !settings.turnDetection?.segmenter.endOfTurn) return null;
-      return this.deps.readWords({ itemId, pause, text: words, signal: abort.signal }).catch((err: unknown) => {
+      if (words === null || this.pauseTranscription !== t) return null;
+      const read = Boolean(settings.turnDetection?.segmenter.endOfTurn);
+      return this.deps.pauseWords({ itemId, pause, text: words, read, signal: abort.signal }).catch((err: unknown) => {
         this.deps.log.warn('reading the words for the end of the turn failed', { err });
         return null;
       });
     });
     const t: PauseTranscription = { itemId, pause, transcriber, language, prompt, deltas, abort, result, words: { transcript: text, endProbability } };
     this.pauseTranscription = t;
-    void text.then((words) => {
-      if (words !== null && this.pauseTranscription === t) this.emit('pause_transcript', { itemId, pause, text: words });
-    });
   }
 
   /** At a turn's start: a stream for it when the session's recogniser streams, fed the turn so far. */

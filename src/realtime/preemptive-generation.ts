@@ -3,7 +3,7 @@
  * preemptive generation): the language model's reading of a pause's words for semantic_vad's
  * judge, and the early reply.
  *
- *  - reading the words (`readWords`): the probability that the user's message ends after the
+ *  - reading the words (`hearPause`, under semantic_vad): the probability that the user's message ends after the
  *    last word of the pause's transcript (turn-judge.ts). When the session's own model runs here
  *    it reads them with the session's request (instructions, conversation, tools), on the sequence
  *    the early reply then continues, so the reply evaluates only the message's end. When the
@@ -88,28 +88,27 @@ export class PreemptiveGeneration {
     });
   }
 
-  /** Hears the voice input's pauses: a pause's transcript starts the early reply, speech resuming makes that pause's work stale. */
+  /** Hears the voice input's speech resuming: that pause's work is stale. */
   follow(input: AudioRecognition): void {
-    input.on('pause_transcript', (e) => this.onPauseTranscript(e));
     input.on('speech_resumed', (e) => this.onResumed(e.pause));
   }
 
-  /** The judge's reading of a pause's words (see the header): the model's probability, or null. */
-  readWords(p: { itemId: string; pause: number; text: string; signal: AbortSignal }): Promise<number | null> {
+  /**
+   * A pause's transcript is ready (RecognitionDeps.pauseWords): with `read`, the words are read for
+   * the judge (the model's probability, or null), and the reply the turn would get starts (see the
+   * header).
+   */
+  hearPause(p: { itemId: string; pause: number; text: string; read: boolean; signal: AbortSignal }): Promise<number | null> {
     const work = this.workOf(p.itemId, p.pause);
-    work.reading ??= this.read(work, p.text, p.signal);
-    return work.reading;
-  }
-
-  /** A pause's transcript is ready: the reply the turn would get starts (see the header). */
-  onPauseTranscript(p: { itemId: string; pause: number; text: string }): void {
-    const work = this.workOf(p.itemId, p.pause);
-    if (work.reply) return;
-    const model = this.replyModel();
-    const start = () => this.startReply(work, model, p.text);
-    // A local model reads the words first and continues the reading's sequence.
-    if (model.local && work.reading) void work.reading.then(start);
-    else start();
+    if (p.read) work.reading ??= this.read(work, p.text, p.signal);
+    if (!work.reply) {
+      const model = this.replyModel();
+      const start = () => this.startReply(work, model, p.text);
+      // A local model reads the words first and continues the reading's sequence.
+      if (model.local && work.reading) void work.reading.then(start);
+      else start();
+    }
+    return work.reading ?? Promise.resolve(null);
   }
 
   /** The user spoke on: pause `pause`'s work is stale. */

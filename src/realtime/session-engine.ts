@@ -79,13 +79,13 @@ export class RealtimeSessionEngine {
       createVad: deps.createVad,
       endOfTurnModel: deps.endOfTurnModel,
       asr: deps.asr,
-      readWords: this.preemptive.readWords.bind(this.preemptive),
+      pauseWords: this.preemptive.hearPause.bind(this.preemptive),
       settings: () => this.settings,
       emit: (e) => this.emit(e),
       log,
     });
     this.input.on('speech_started', (e) => this.onSpeechStarted(e));
-    this.preemptive.follow(this.input); // a pause's transcript, speech resuming
+    this.preemptive.follow(this.input); // speech resuming
     this.input.on('turn_ended', (e) => this.onTurnEnded(e));
     this.input.on('idle', (e) => (this.chain = this.chain.then(() => this.onIdleTimeout(e.startMs, e.idleMs))));
     // A run hears the avatar's audio and frames itself while it runs (response.ts).
