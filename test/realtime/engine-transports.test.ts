@@ -140,7 +140,7 @@ for (const transport of ['webrtc', 'websocket'] as const) {
       h.send(userText);
       h.send({ type: 'response.create' });
       const created = await h.waitFor((e) => e.type === 'response.created', { from });
-      const itemId = (h.events.find((e) => e.type === 'response.output_item.added')!.item as { id: string }).id;
+      const itemId = ((await h.waitFor((e) => e.type === 'response.output_item.added', { from })).item as { id: string }).id;
       // Play about 1.2 s of it, then interrupt at 1 s as the agents SDK does (its own playback position).
       await h.waitFor((e) => e.type === 'response.output_audio_transcript.delta', { from, tick: true });
       for (let i = 0; i < 30; i++) h.avatar.tick();
