@@ -359,18 +359,20 @@ export function withCallingRule(wrapper: ChatWrapper, lib: { LlamaText: typeof L
 }
 
 /**
- * An argument the model copied from its parameter's own example rather than took from the
- * conversation: a string value sharing a word with the example the parameter's description gives
- * ("e.g. French", "such as Europe/Paris") or its schema's `examples`, none of whose words the
- * conversation says. Given no value by the user, the 0.5B model fills the example in: "What is two
- * plus two?" → translate(text "Two plus two", target_language "French"), "What is the time in
- * Sydney?" → get_time("Australia/Paris"). Codes (two to five letters or digits: "USD", "es") are
- * not judged: the model derives them from words the conversation spells differently.
+ * An argument the model filled in rather than took from the conversation: a string value of a
+ * parameter that gives an example (in its description, "e.g. French", "such as Europe/Paris", or
+ * its schema's `examples`: a parameter whose value is a name the user gives), none of whose words
+ * the conversation says. Given no value by the user, the 0.5B model fills the example in: "What is
+ * two plus two?" → translate(text "Two plus two", target_language "French"), "What is the time in
+ * Sydney?" → get_time("Australia/Paris"); or a value of the example's kind (on an Intel Xeon build
+ * of the same weights, "What is two plus two?" → target_language "English" at once). Codes (two to
+ * five letters or digits: "USD", "es") are not judged: the model derives them from words the
+ * conversation spells differently.
  */
 export interface CopiedExample {
   /** The argument's path in the call's arguments ("target_language", "trip.city"). */
   path: string;
-  /** The example's words the value repeats (lower case): banned from a second try. */
+  /** The words banned from a second try (lower case): the example's the value repeats, else the value's own. */
   words: string[];
 }
 
@@ -385,7 +387,9 @@ export function copiedExamples(args: unknown, schema: unknown, heard: ReadonlySe
     }
     if (typeof value !== 'string' || CODE.test(value.trim()) || said(value, heard)) return;
     const examples = new Set(exampleTexts(s).flatMap(wordsOf));
-    const words = wordsOf(value).filter((w) => examples.has(w));
+    if (examples.size === 0) return;
+    const repeated = wordsOf(value).filter((w) => examples.has(w));
+    const words = repeated.length > 0 ? repeated : wordsOf(value);
     if (words.length > 0) copied.push({ path, words: [...new Set(words)] });
   };
   visit(args, schema, '');

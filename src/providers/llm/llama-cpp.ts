@@ -51,9 +51,10 @@
  *    itself, which this one does after nearly every output: under 'auto' it is dropped and the
  *    reply generated again, same prompt, under a grammar that admits only words (WORDS_GBNF), so
  *    a client that answers calls does not loop on the same call.
- *  - A call whose argument repeats its parameter's own example ("e.g. French") and says nothing the
- *    conversation says (copiedExamples()) is the model filling in a value the user never gave:
- *    under 'auto' it is dropped and tried once more with the example's words banned and the names
+ *  - A call whose argument, for a parameter that gives an example ("e.g. French"), says nothing the
+ *    conversation says (copiedExamples(): the example repeated, or a value of its kind) is the model
+ *    filling in a value the user never gave: under 'auto' it is dropped and tried once more with
+ *    the example's words (else the value's own) banned and the names
  *    the user said favoured (NAME_LOGIT_BIAS); a second value the conversation does not say either
  *    is dropped too and the reply is in words ("What is two plus two?" → translate(French), then
  *    translate(English): answered; "What is the time in Sydney?" → "Australia/Paris", then

@@ -128,7 +128,7 @@ test('standaloneQuestion(): the instructions and the newest question, only when 
   assert.is(standaloneQuestion(toHistory(called)), null, 'the reply follows an output (its note ends the history)');
 });
 
-test('copiedExamples(): a value that repeats its parameter\'s example and says nothing the conversation says; codes and said values are not judged', () => {
+test('copiedExamples(): a value of a parameter with an example that says nothing the conversation says; codes, said values and parameters without examples are not judged', () => {
   const translate = { type: 'object', properties: { text: { type: 'string' }, target_language: { type: 'string', description: 'The language to translate into, e.g. French' } } };
   const zone = { type: 'object', properties: { timezone: { type: 'string', description: 'IANA time zone, e.g. Europe/Paris' } } };
   const currency = { type: 'object', properties: { from: { type: 'string', description: 'ISO 4217 code, e.g. USD' } } };
@@ -143,8 +143,14 @@ test('copiedExamples(): a value that repeats its parameter\'s example and says n
   assert.equal(copiedExamples({ timezone: 'Europe/Paris' }, zone, heard('What time is it in Paris?')), []);
   assert.equal(copiedExamples({ timezone: 'Australia/Sydney' }, zone, heard('What is the time in Sydney right now?')), []);
   assert.equal(copiedExamples({ from: 'USD' }, currency, heard('How much is 100 dollars in pounds?')), []);
-  // A value unlike the example is the model's own, said or not (a guess it may make: "Is it cold outside?" → London).
-  assert.equal(copiedExamples({ timezone: 'Asia/Tokyo' }, zone, heard('What time is it?')), []);
+  // A value of the example's kind that the conversation does not say is filled in as well (the
+  // same weights on an Intel Xeon: "What is two plus two?" → target_language "English"): its own
+  // words are banned from the second try.
+  assert.equal(copiedExamples({ text: 'Two plus two', target_language: 'English' }, translate, heard('What is two plus two?')), [{ path: 'target_language', words: ['english'] }]);
+  assert.equal(copiedExamples({ timezone: 'Asia/Tokyo' }, zone, heard('What time is it?')), [{ path: 'timezone', words: ['asia', 'tokyo'] }]);
+  // A parameter with no example is not judged (a guess the model may make: "Is it cold outside?" → city "London").
+  const weather = { type: 'object', properties: { city: { type: 'string' } } };
+  assert.equal(copiedExamples({ city: 'London' }, weather, heard('Is it cold outside?')), []);
   assert.equal(copiedExamples('not an object', zone, heard('What time is it?')), []);
 });
 
