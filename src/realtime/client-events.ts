@@ -51,8 +51,9 @@ interface Fields {
    * not used (echoed where OpenAI echoes them, changing nothing): `tracing`, `prompt` (OpenAI's
    * stored prompts), `include`, `truncation` (the server drops the oldest items itself),
    * `reasoning`, `audio.input.noise_reduction`, `temperature` (beta), and `response.prompt` /
-   * `response.reasoning`. Refused rather than ignored: MCP tools, transcription-only sessions
-   * (`type: "transcription"`) and audio formats other than PCM16 24 kHz, G.711 µ-law and A-law.
+   * `response.reasoning`. Refused rather than ignored: MCP tools, a change of the session's type
+   * (a transcription session, `type: "transcription"`, is opened as one) and audio formats other
+   * than PCM16 24 kHz, G.711 µ-law and A-law.
    */
   'session.update': Carrying<SessionUpdateEvent, 'session'>;
   'conversation.item.create': Carrying<ConversationItemCreateEvent, 'item' | 'previous_item_id'> & { previous_item_id: string | null };

@@ -107,9 +107,9 @@ export function applySessionUpdate(previous: Json | null, update: Json, defaultM
   if (update.type !== undefined && update.type !== 'realtime') {
     throw new RealtimeError(
       'invalid_value',
-      update.type === 'avatar'
-        ? "Invalid value for 'session.type': a realtime session cannot become avatar-only; open one with ?intent=avatar, an ephemeral key of session.type 'avatar', or a call whose session has type 'avatar'."
-        : `Invalid value for 'session.type': ${describeValue(update.type)}. This server runs realtime sessions ('realtime') and avatar-only ones ('avatar', chosen when the session opens); transcription-only sessions are not supported.`,
+      update.type === 'avatar' || update.type === 'transcription'
+        ? `Invalid value for 'session.type': a realtime session cannot become ${update.type === 'avatar' ? 'avatar-only' : 'a transcription session'}; open one with ?intent=${update.type}, an ephemeral key of session.type '${update.type}', or a call whose session has type '${update.type}'.`
+        : `Invalid value for 'session.type': ${describeValue(update.type)}. This server runs realtime sessions ('realtime'), avatar-only ones ('avatar') and transcription sessions ('transcription'), each chosen when the session opens.`,
       'session.type',
     );
   }
@@ -247,7 +247,7 @@ function mergeConfig(base: Json, update: Json): Json {
   return out;
 }
 
-function parseTurnDetection(value: unknown): TurnDetection | null {
+export function parseTurnDetection(value: unknown): TurnDetection | null {
   if (value === null) return null;
   const param = 'session.audio.input.turn_detection';
   if (!isObject(value)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object or null.`, param);
@@ -299,7 +299,7 @@ function parseTurnDetection(value: unknown): TurnDetection | null {
   };
 }
 
-function parseTranscription(value: unknown): TranscriptionSettings {
+export function parseTranscription(value: unknown): TranscriptionSettings {
   if (value === null || value === undefined) return { model: null, language: null, prompt: null };
   const param = 'session.audio.input.transcription';
   if (!isObject(value)) throw new RealtimeError('invalid_type', `Invalid type for '${param}': expected an object or null.`, param);

@@ -31,7 +31,8 @@ export function openApiDocument(serverUrl: string): Record<string, unknown> {
         CONFIG_VARS.map((v) => v.name).join(', ') +
         '. Realtime over WebSocket (not a REST route, so not a path here): GET /v1/realtime upgrades to a session of OpenAI Realtime GA events ' +
         '(query: model, session_id, call_id for a call\'s sideband); with intent=avatar (and video_format=jpeg|i420), or an ephemeral key minted with ' +
-        "session.type 'avatar', the session is avatar-only (schema AvatarSession; events in docs/avatar-mode.md).",
+        "session.type 'avatar', the session is avatar-only (schema AvatarSession; events in docs/avatar-mode.md); with intent=transcription (no model), or a key minted with " +
+        "session.type 'transcription', it is a transcription session (schema TranscriptionSession: turns and their transcripts, no response; docs/realtime.md).",
     },
     servers: [{ url: serverUrl }],
     components: {

@@ -44,6 +44,7 @@ import type { Logger } from '../core/log.js';
 import { apiKeyIdOf, type Principal } from '../auth/keys.js';
 import { MicrophoneDecoder } from '../media/opus-decoder.js';
 import { type Json, RealtimeError, binaryMessageRefused, isObject } from '../realtime/protocol.js';
+import { isTranscriptionConfig } from '../realtime/transcription-session.js';
 import { MEDIA_FIELDS, parseMediaOptions, resolveMedia } from '../core/media-options.js';
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
@@ -141,7 +142,7 @@ export class CallGateway {
     if (initial.audio === undefined) delete initial.audio;
     const config = asBadRequest(() => sessionConfigFrom(initial, defaultModel, 'webrtc'));
     // 2. The offer.
-    const negotiated = negotiate(parseOffer(request.sdp), videoCodec);
+    const negotiated = negotiateFor(request.sdp, videoCodec, initial);
     // 3. The session, pending, its slot reserved.
     const session = await sessions.create(principal.userId, { ...config, media, video: negotiated.video !== null }, 'call', {
       start: false,
@@ -182,7 +183,7 @@ export class CallGateway {
     if (!session || session.status !== 'pending') {
       throw new AppError('invalid_session_state', `Session ${call.sessionId} is ${session?.status ?? 'unknown'}, not pending.`, { status: 409 });
     }
-    const negotiated = negotiate(parseOffer(call.sdp), call.videoCodec);
+    const negotiated = negotiateFor(call.sdp, call.videoCodec, call.initial);
     return this.answerFor(session, call.caller, call.sdp, call.initial, negotiated, call.videoCodec);
   }
 
@@ -193,6 +194,7 @@ export class CallGateway {
     try {
       ({ peer, answer } = await CallPeer.answer(sdp, {
         videoCodec,
+        sendMedia: !isTranscriptionConfig(initial),
         bindAddress: this.deps.rtc.bindAddress,
         portRange: this.deps.rtc.portRange,
         log: this.log.child({ sessionId: session.id }),
@@ -350,11 +352,12 @@ export class CallGateway {
       jpeg: video === null && negotiated.dataChannel !== null,
       imageEvents: video === null,
     });
-    const avatar = connection.callAvatar;
-    if (!running || !avatar) {
+    if (!running) {
       peer.close();
       return;
     }
+    const avatar = connection.callAvatar;
+    if (!avatar) return; // a transcription session: the microphone in, events out, no media back
     avatar.onMedia('h264', (e) => peer.sendVideo(e.data, e.ptsNs));
     avatar.onMedia('vp8', (e) => peer.sendVideo(e.data, e.ptsNs));
     avatar.onMedia('opus', (e) => peer.sendAudio(e.data, e.ptsNs));
@@ -362,6 +365,12 @@ export class CallGateway {
     peer.on('video_bitrate', (kbps) => avatar.setVideoBitrate(kbps));
     avatar.requestKeyframe(); // the video track may have opened before the avatar existed
   }
+}
+
+/** What the answer takes of the offer; a transcription session sends no media, so its answer takes no video. */
+function negotiateFor(sdp: string, videoCodec: 'h264' | 'vp8', initial: Json): Negotiated {
+  const negotiated = negotiate(parseOffer(sdp), videoCodec);
+  return isTranscriptionConfig(initial) ? { ...negotiated, video: null } : negotiated;
 }
 
 function callNotFound(callId: string): AppError {

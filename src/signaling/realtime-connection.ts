@@ -52,6 +52,8 @@ import { DEFAULT_VOICE, type SessionConfig } from '../sessions/session-config.js
 import { applySessionUpdate } from '../realtime/session-update.js';
 import { AvatarSessionEngine, avatarSettingsFrom } from '../realtime/avatar-engine.js';
 import { isAvatarConfig } from '../realtime/avatar-session-update.js';
+import { TranscriptionSessionEngine, transcriptionSettingsFrom } from '../realtime/transcription-engine.js';
+import { isTranscriptionConfig } from '../realtime/transcription-session.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 
@@ -79,11 +81,15 @@ export interface ConnectionDeps {
  * The REST session record fields of a realtime session config (an ephemeral key's session, a
  * call's `session` JSON, WebSocket query parameters): validated by the same rules as
  * session.update, so a bad config is refused before a session exists. An avatar-only config
- * (`type: "avatar"`) is read by its own rules (avatar-session-update.ts); raw frames are for
- * WebSocket clients only.
+ * (`type: "avatar"`) and a transcription one (`type: "transcription"`) are read by their own rules
+ * (avatar-session-update.ts, transcription-session.ts); raw frames are for WebSocket clients only.
  */
 export function sessionConfigFrom(initial: Json, defaultModel: string, transport: EngineTransport = 'websocket'): SessionConfig {
-  const session = isAvatarConfig(initial) ? avatarConfig(initial, defaultModel, transport) : applySessionUpdate(null, initial, defaultModel).session;
+  const session = isAvatarConfig(initial)
+    ? avatarConfig(initial, defaultModel, transport)
+    : isTranscriptionConfig(initial)
+      ? transcriptionConfig(initial, defaultModel)
+      : applySessionUpdate(null, initial, defaultModel).session;
   return {
     model: session.model,
     voice: session.voice,
@@ -104,9 +110,16 @@ function avatarConfig(initial: Json, defaultModel: string, transport: EngineTran
   return { model: typeof initial.model === 'string' ? initial.model : defaultModel, voice: DEFAULT_VOICE, face: settings.face, driving: settings.driving, instructions: '' };
 }
 
+/** A transcription session's record: no model, voice or avatar runs, so it keeps the defaults in those fields. */
+function transcriptionConfig(initial: Json, defaultModel: string): { model: string; voice: string; face: string | null; driving: string | null; instructions: string } {
+  transcriptionSettingsFrom(initial);
+  return { model: defaultModel, voice: DEFAULT_VOICE, face: null, driving: null, instructions: '' };
+}
+
 /**
  * What the connection drives: the realtime engine (session-engine.ts) or, for an avatar-only
- * session, the avatar engine (avatar-engine.ts).
+ * session, the avatar engine (avatar-engine.ts), or for a transcription session the transcription
+ * engine (transcription-engine.ts), which needs no avatar.
  */
 interface ConnectionEngine {
   start(): Promise<void>;
@@ -258,9 +271,10 @@ export class RealtimeConnection {
     const { runtime } = this.deps;
     // Checked when the session was made (sessionConfigFrom); read again here for the media it needs.
     const avatarOnly = isAvatarConfig(options.initial) ? avatarSettingsFrom(options.initial) : null;
-    if (avatarOnly) this.dialect = 'ga';
+    const transcription = isTranscriptionConfig(options.initial);
+    if (avatarOnly || transcription) this.dialect = 'ga';
     try {
-      this.avatar = await runtime.startAvatar({
+      if (!transcription) this.avatar = await runtime.startAvatar({
         userId: this.userId,
         faceId: session.face ?? 'default',
         drivingId: session.driving ?? 'default',
@@ -278,7 +292,7 @@ export class RealtimeConnection {
     }
     if (this.closing || this.settling) return false; // the teardown, waiting for this, closes the avatar
     this.meter = new UsageMeter({ sessionId: session.id, store: this.deps.store, log: this.log });
-    const engine = avatarOnly ? this.avatarEngine(session, options) : this.realtimeEngine(session, options);
+    const engine = avatarOnly ? this.avatarEngine(session, options) : transcription ? this.transcriptionEngine(session, options) : this.realtimeEngine(session, options);
     this.created = engine;
     try {
       await engine.start();
@@ -344,6 +358,28 @@ export class RealtimeConnection {
         backlogBytes: () => this.transport.backlogBytes?.() ?? 0,
         avatar: this.avatar!,
         assets: this.deps.assets,
+        recorder: this.recorder(session),
+        log: this.log,
+      },
+    );
+  }
+
+  /** A transcription session: turns and transcripts, no response (transcription-engine.ts). */
+  private transcriptionEngine(session: SessionRecord, options: RunOptions): ConnectionEngine {
+    const { runtime } = this.deps;
+    return new TranscriptionSessionEngine(
+      {
+        sessionId: session.id,
+        userId: this.userId,
+        transport: this.transport.kind,
+        expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6),
+        initial: options.initial,
+      },
+      {
+        send: (event) => this.send(event),
+        asr: runtime.asr,
+        createVad: () => runtime.createVad(),
+        endOfTurnModel: () => runtime.endOfTurnModel(),
         recorder: this.recorder(session),
         log: this.log,
       },

@@ -280,6 +280,7 @@ export class RealtimeGateway {
       if (this.deps.registry.hasSession(session.id)) {
         throw new AppError('session_in_use', `Session ${session.id} already has a realtime connection.`, { status: 409, param: 'session_id' });
       }
+      if (transcriptionIntent(query, null)) return { session, owns: false, initial: { type: 'transcription' }, dialect: 'ga' };
       const avatar = avatarIntent(query, null);
       if (avatar) {
         const initial: Json = { ...avatar, face: session.face, driving: session.driving };
@@ -292,8 +293,14 @@ export class RealtimeGateway {
     }
     // The engine's session.update rules drop the key's read-only fields (id, object, expires_at).
     let initial: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
-    const model = query.get('model') ?? (typeof initial.model === 'string' ? initial.model : defaultModel);
-    initial = { ...initial, model, ...avatarIntent(query, initial) };
+    if (transcriptionIntent(query, initial)) {
+      // No model runs in a transcription session (OpenAI's socket for one names none): a `model` in the URL is not used.
+      const { model: _model, ...fields } = initial;
+      initial = { ...fields, type: 'transcription' };
+    } else {
+      const model = query.get('model') ?? (typeof initial.model === 'string' ? initial.model : defaultModel);
+      initial = { ...initial, model, ...avatarIntent(query, initial) };
+    }
     if (legacyQuery) {
       const voice = query.get('voice_id') ?? query.get('voice') ?? (typeof initial.voice === 'string' ? initial.voice : 'default');
       const face = query.get('face_id') ?? (typeof initial.face === 'string' ? initial.face : null);
@@ -360,6 +367,19 @@ export class RealtimeGateway {
 
 /** Thrown by authenticate() when the socket closed while waiting for credentials. */
 const SOCKET_CLOSED = Symbol('socket closed');
+
+/**
+ * Whether the socket opens a transcription session (`?intent=transcription`, or an ephemeral key
+ * minted for one); a key minted for another kind of session cannot open one.
+ */
+function transcriptionIntent(query: URLSearchParams, keySession: Json | null): boolean {
+  const keyType = keySession?.type;
+  if (query.get('intent') !== 'transcription') return keyType === 'transcription';
+  if (keyType !== undefined && keyType !== 'transcription') {
+    throw new AppError('invalid_value', `This ephemeral key was minted for a session of type '${String(keyType)}'; a transcription session needs a key minted with session.type 'transcription'.`, { status: 400, param: 'intent' });
+  }
+  return true;
+}
 
 /**
  * An avatar-only session asked for in the URL (`?intent=avatar`, `&video_format=`), as the fields

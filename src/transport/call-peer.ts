@@ -106,6 +106,11 @@ export interface CallPeerEvents {
 export interface CallPeerOptions {
   /** The session's video codec preference. */
   videoCodec: VideoCodec;
+  /**
+   * Whether the call sends media (default true). False (a transcription session): the answer takes
+   * no video and only receives the caller's audio.
+   */
+  sendMedia?: boolean;
   /** Local address to gather candidates on (undefined: every interface). */
   bindAddress?: string;
   /** UDP port range, inclusive (undefined: any). */
@@ -145,10 +150,14 @@ export interface CallPeerStats {
 
 export class CallPeer extends EventEmitter<CallPeerEvents> {
   readonly negotiated: Negotiated;
+  private readonly sendMedia: boolean;
+  /** The offer's video section when the call sends no media: answered inactive. */
+  private readonly declinedVideo: Negotiated['video'];
   private readonly pc: ndc.PeerConnection;
   private readonly log: Logger;
   private audioTrack: ndc.Track | null = null;
   private videoTrack: ndc.Track | null = null;
+  private declinedTrack: ndc.Track | null = null;
   private readonly videoSsrc = randomInt(1, 2 ** 31);
   private readonly audioSsrc = randomInt(1, 2 ** 31);
   /** Random RTP timestamp origins (RFC 3550 5.1). */
@@ -179,7 +188,10 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   private constructor(offer: string, options: CallPeerOptions) {
     super();
     this.log = options.log;
-    this.negotiated = negotiate(parseOffer(offer), options.videoCodec);
+    const negotiated = negotiate(parseOffer(offer), options.videoCodec);
+    this.sendMedia = options.sendMedia ?? true;
+    this.negotiated = this.sendMedia ? negotiated : { ...negotiated, video: null };
+    this.declinedVideo = this.sendMedia ? null : negotiated.video;
     const delayId = this.negotiated.video?.playoutDelayId ?? null;
     this.videoExtension = delayId === null ? null : playoutDelayExtension(delayId, VIDEO_MIN_PLAYOUT_DELAY_MS, VIDEO_MAX_PLAYOUT_DELAY_MS);
     this.pc = new ndc.PeerConnection('call', {
@@ -319,12 +331,14 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
   private async build(offer: string): Promise<string> {
     const { audio, video } = this.negotiated;
     if (audio) {
-      const direction = audio.direction === 'recvonly' ? 'SendOnly' : audio.direction === 'sendonly' ? 'RecvOnly' : 'SendRecv';
+      const receives = audio.direction !== 'recvonly';
+      const direction = !this.sendMedia ? (receives ? 'RecvOnly' : 'Inactive') : !receives ? 'SendOnly' : audio.direction === 'sendonly' ? 'RecvOnly' : 'SendRecv';
       const description = new ndc.Audio(audio.mid, direction);
       description.addOpusCodec(audio.pt);
-      if (direction !== 'RecvOnly') description.addSSRC(this.audioSsrc, CNAME, `${CNAME}-stream`, `${CNAME}-audio`);
+      const sends = direction === 'SendOnly' || direction === 'SendRecv';
+      if (sends) description.addSSRC(this.audioSsrc, CNAME, `${CNAME}-stream`, `${CNAME}-audio`);
       const track = this.pc.addTrack(description);
-      if (direction !== 'RecvOnly') this.reports.addStream(this.audioSsrc, OPUS_CLOCK_HZ, this.audioTsOffset);
+      if (sends) this.reports.addStream(this.audioSsrc, OPUS_CLOCK_HZ, this.audioTsOffset);
       track.onMessage((message) => this.onAudioMessage(message));
       releaseOnClose(track);
       this.audioTrack = track;
@@ -340,6 +354,15 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       track.onOpen(() => this.requestKeyframe());
       track.onMessage((message) => this.onVideoFeedback(message));
       this.videoTrack = track;
+    }
+    if (this.declinedVideo) {
+      // Without a track of its own libdatachannel would answer the section in the opposite direction.
+      const declined = this.declinedVideo;
+      const description = new ndc.Video(declined.mid, 'Inactive');
+      if (declined.codec === 'h264') description.addH264Codec(declined.pt);
+      else description.addVP8Codec(declined.pt);
+      this.declinedTrack = this.pc.addTrack(description);
+      releaseOnClose(this.declinedTrack);
     }
     this.reportTimer = setInterval(() => this.sendReports(), REPORT_INTERVAL_MS);
     this.reportTimer.unref();
@@ -474,6 +497,7 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
       this.channel?.close();
       this.audioTrack?.close();
       this.videoTrack?.close();
+      this.declinedTrack?.close();
       this.pc.close();
     } catch (err) {
       this.log.warn('closing the peer connection failed', { err });

@@ -377,6 +377,30 @@ Voice('a voice turn of a call is answered as one over WebSocket: from the transc
   await page.close();
 });
 
+Voice('a transcription session over a call: the microphone\'s turns and their transcripts on the data channel, no response and no media back', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  const call = await startCall(ctx, page, { session: { type: 'transcription', audio: { input: { transcription: { model: 'whisper-1', language: 'en' } } } } });
+  assert.is(call.status, 201, call.answer);
+  const video = call.answer.split(/\r?\n(?=m=)/).find((m) => m.startsWith('m=video'));
+  assert.ok(video === undefined || /^m=video 0 /.test(video) || /a=inactive/.test(video), `the answer takes no video: ${video}`);
+  const created = await waitEvent(page, 'session.created');
+  assert.equal([created.session.type, created.session.object], ['transcription', 'realtime.transcription_session']);
+  await waitEvent(page, 'input_audio_buffer.speech_stopped');
+  const completed = await waitEvent(page, 'conversation.item.input_audio_transcription.completed');
+  assert.is(completed.transcript, DEFAULT_TRANSCRIPT);
+  await waitEvent(page, 'conversation.item.done');
+  const heard = ctx.t.asr.requests.at(-1)!;
+  assert.ok(heard.pcm.length / 24_000 > 1, 'the turn is the question from the microphone');
+  // The input buffer is the call's microphone here, as in a realtime call.
+  await callIn(page, 'send', { type: 'input_audio_buffer.commit', event_id: 'ev_commit' });
+  await callIn(page, 'send', { type: 'response.create', event_id: 'ev_response' });
+  const events = await until(() => eventsIn(page), (ev) => ev.filter((e) => e.type === 'error').length >= 2, 'the two refusals');
+  const errors = events.filter((e) => e.type === 'error').map((e) => [e.error.event_id, e.error.code]);
+  assert.equal(errors, [['ev_commit', 'unsupported_on_webrtc'], ['ev_response', 'unsupported_in_transcription_session']]);
+  assert.equal(events.map((e) => e.type).filter((x) => x.startsWith('response.') || x.startsWith('output_audio_buffer.')), []);
+  await page.close();
+});
+
 const BargeIn = suiteNeeding<Ctx>('WebRTC call: barge-in', NO_CHROMIUM, {} as Ctx);
 /** Silence between the question and the interruption: long enough for the reply to be playing by then on a loaded machine (the fake voice speaks the reply below for ~23 s). */
 const BARGE_IN_AFTER_S = 8;

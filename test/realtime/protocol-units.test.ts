@@ -134,7 +134,7 @@ test('every voice field agrees, whichever spelling set it: nested (an OpenAI nam
   assert.equal([d.session.voice, d.session.audio.output.voice], ['alloy', 'alloy']);
 });
 
-test('applySessionUpdate rejects unknown fields, a transcription session, bad VAD values and formats, and bad tools, naming the parameter', () => {
+test('applySessionUpdate rejects unknown fields, a change to a transcription session, bad VAD values and formats, and bad tools, naming the parameter', () => {
   const cases: Array<[Record<string, unknown>, string, string]> = [
     [{ colour: 'red' }, 'unknown_parameter', 'session.colour'],
     [{ type: 'transcription' }, 'invalid_value', 'session.type'],

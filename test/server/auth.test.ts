@@ -122,7 +122,9 @@ Auth('an ephemeral key is refused on REST routes and after it expires', async ({
 Auth('client_secrets validates its request', async ({ t }) => {
   const cases: [unknown, string, string][] = [
     [{ session: 'x' }, 'session', 'invalid_type'],
-    [{ session: { type: 'transcription' } }, 'session.type', 'invalid_value'],
+    [{ session: { type: 'conference' } }, 'session.type', 'invalid_value'],
+    [{ session: { type: 'transcription', model: 'gpt-realtime' } }, 'session.model', 'unknown_parameter'],
+    [{ session: { type: 'transcription', audio: { input: { turn_detection: { type: 'server_vad', idle_timeout_ms: 5000 } } } } }, 'session.audio.input.turn_detection.idle_timeout_ms', 'invalid_value'],
     [{ session: { type: 'realtime', voice: 'ghost' } }, 'session.voice', 'unknown_voice'],
     [{ session: { type: 'realtime', face: 'ghost' } }, 'session.face', 'unknown_face'],
     [{ session: { type: 'realtime', output_modalities: ['smell'] } }, 'session.output_modalities', 'invalid_value'],

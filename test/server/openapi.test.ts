@@ -221,7 +221,7 @@ OpenApi('every bad session field the server refuses for its shape, the document 
   assert.not.ok(legacy({ model: 'm', video: 'yes' }));
   assert.ok(legacy({ model: 'm', video: 'false' }), ctx.ajv.errorsText(legacy.errors));
   const secret = requestSchema(ctx, 'POST', '/v1/realtime/client_secrets');
-  for (const bad of [{ session: 'x' }, { session: { type: 'transcription' } }, { expires_after: { seconds: 0 } }, { expires_after: { seconds: 7201 } }, { expires_after: { anchor: 'now' } }, { expires_after: 5 }]) {
+  for (const bad of [{ session: 'x' }, { session: { type: 'conference' } }, { expires_after: { seconds: 0 } }, { expires_after: { seconds: 7201 } }, { expires_after: { anchor: 'now' } }, { expires_after: 5 }]) {
     assert.not.ok(secret(bad), `ClientSecretRequest accepts ${JSON.stringify(bad)}`);
   }
   const offer = requestSchema(ctx, 'POST', '/v1/realtime/calls');

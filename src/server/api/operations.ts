@@ -36,6 +36,7 @@ export const COMPONENTS: Record<string, TSchema> = {
   AssetDeleted: R.AssetDeleted,
   ClientSecretRequest,
   AvatarSession: R.AvatarSession,
+  TranscriptionSession: R.TranscriptionSession,
   CallOffer,
   CallHangup: R.CallHangup,
   ClientSecret: R.ClientSecret,

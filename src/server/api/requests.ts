@@ -50,10 +50,14 @@ export const ClientSecretRequest = Type.Object({
   ),
   session: Type.Optional(
     Type.Object(
-      { type: Type.Optional(oneOfValues(['realtime', 'avatar'], { description: "'avatar': an avatar-only session (the client supplies the speech)" })) },
+      {
+        type: Type.Optional(
+          oneOfValues(['realtime', 'avatar', 'transcription'], { description: "'avatar': an avatar-only session (the client supplies the speech); 'transcription': a transcription session (no response)" }),
+        ),
+      },
       {
         description:
-          "Realtime session config (GA fields and the flat voice/face/driving) with type 'realtime' (the default), or an avatar-only session (AvatarSession) with type 'avatar'",
+          "Realtime session config (GA fields and the flat voice/face/driving) with type 'realtime' (the default), an avatar-only session (AvatarSession) with type 'avatar', or a transcription session (TranscriptionSession) with type 'transcription'",
       },
     ),
   ),

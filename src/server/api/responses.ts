@@ -112,7 +112,7 @@ export const AssetDeleted = Type.Object({ id: Type.String(), object: Type.String
 export const ClientSecret = Type.Object({
   value: Type.String({ pattern: '^ek_' }),
   expires_at: Type.Integer({ description: 'Unix seconds' }),
-  session: Type.Unsafe<Record<string, unknown>>({ type: 'object', required: ['type', 'object', 'model'] }),
+  session: Type.Unsafe<Record<string, unknown>>({ type: 'object', required: ['type', 'object'] }),
   client_secret: Type.String({ pattern: '^ek_' }),
   expires_in: Type.Integer({ description: 'Seconds' }),
 });
@@ -150,6 +150,36 @@ export const AvatarSession = Type.Object(
     description:
       "An avatar-only session (docs/avatar-mode.md): the client streams an agent's speech (output_audio_buffer.append / commit / clear, avatar.listen) and gets back the played audio and the frames on one clock " +
       '(response.output_audio.delta, response.output_image.delta or binary I420 frames; output_audio_buffer.started / committed / stopped {segment_id, played_ms, interrupted} / cleared). No model, voice or recogniser runs.',
+  },
+);
+
+/**
+ * A transcription session, for the document only: the fields are checked by the transcription
+ * session rules (realtime/transcription-session.ts), which answer session.update too.
+ */
+export const TranscriptionSession = Type.Object(
+  {
+    type: Type.Literal('transcription'),
+    audio: Type.Optional(
+      Type.Object({
+        input: Type.Optional(
+          Type.Object({
+            format: Type.Optional(Type.Object({}, { description: "{type:'audio/pcm', rate: 24000}, {type:'audio/pcmu'} or {type:'audio/pcma'}" })),
+            noise_reduction: Type.Optional(nullable(Type.Object({}, { description: 'Accepted and echoed; not applied' }))),
+            transcription: Type.Optional(nullable(Type.Object({}, { description: "{model, language, prompt}; null: the server's recogniser" }))),
+            turn_detection: Type.Optional(
+              nullable(Type.Object({}, { description: "server_vad (the default: threshold 0.5, prefix_padding_ms 300, silence_duration_ms 500) or semantic_vad; null: the client commits; idle_timeout_ms refused" })),
+            ),
+          }),
+        ),
+      }),
+    ),
+    include: Type.Optional(nullable(Type.Array(Type.Literal('item.input_audio_transcription.logprobs')))),
+  },
+  {
+    description:
+      'A transcription session (docs/realtime.md): input audio in (input_audio_buffer.append / commit / clear, or a call\'s microphone), its turns and their transcripts out ' +
+      '(input_audio_buffer.speech_started / speech_stopped / committed, conversation.item.added / done, conversation.item.input_audio_transcription.delta / completed / failed). No model responds.',
   },
 );
 

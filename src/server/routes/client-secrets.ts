@@ -9,6 +9,7 @@ import { newSessionId } from '../../core/ids.js';
 import { AppError } from '../../core/errors.js';
 import { effectiveRealtimeSession } from '../../realtime/session-object.js';
 import { applyAvatarSessionUpdate, avatarSessionObject } from '../../realtime/avatar-session-update.js';
+import { applyTranscriptionUpdate, transcriptionSessionObject } from '../../realtime/transcription-session.js';
 import { DEFAULT_AVATAR_FPS } from '../../media/avatar-output.js';
 import { outputDimensions } from '../../core/video-size.js';
 import type { Static } from '@sinclair/typebox';
@@ -26,7 +27,12 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
     const body = parseClientSecretRequest(ctx.state.body === undefined ? {} : ctx.state.body);
     const ttl = body.expires_after?.seconds ?? s.config.ephemeralKeyTtlSeconds;
     const sessionIn: Record<string, unknown> = body.session ?? { type: 'realtime' };
-    const session = sessionIn.type === 'avatar' ? avatarSessionFor(sessionIn, outputDimensions(s.config.avatarOutputSize)) : effectiveRealtimeSession(sessionIn, s.config.defaultModel);
+    const session =
+      sessionIn.type === 'avatar'
+        ? avatarSessionFor(sessionIn, outputDimensions(s.config.avatarOutputSize))
+        : sessionIn.type === 'transcription'
+          ? transcriptionSessionFor(sessionIn)
+          : effectiveRealtimeSession(sessionIn, s.config.defaultModel);
     for (const kind of ['voice', 'face', 'driving'] as const) {
       const id = session[kind];
       if (typeof id === 'string') await s.assets.require(kind, id, userId, `session.${kind}`);
@@ -47,6 +53,12 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
       expires_in: ttl,
     } satisfies Static<typeof ClientSecret>;
   });
+}
+
+/** A transcription session's object (transcription-session.ts; a bad field is a 400 naming it). */
+function transcriptionSessionFor(sessionIn: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, expires_at: _expires, ...session } = transcriptionSessionObject(applyTranscriptionUpdate(null, sessionIn), '', 0);
+  return session;
 }
 
 /**

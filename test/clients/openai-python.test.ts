@@ -1,0 +1,62 @@
+/**
+ * openai-python (the `openai` package pinned in test/clients/requirements.txt) against this
+ * server, unchanged but for the base URL and key: test/clients/py/transcription.py opens a
+ * transcription session the way the SDK documents (client.realtime.connect with
+ * intent=transcription and no model), sets it up with the SDK's own params, streams a spoken
+ * question, and validates every server event with pydantic against the SDK's RealtimeServerEvent
+ * union. The server runs in this process with the scripted recogniser of
+ * harness/servers/realtime-server.ts (so the transcript is known); its VAD, protocol and store are
+ * the real ones.
+ *
+ * Needs target/clients-venv (src/cli/setup.sh --fleet); without it the test is registered as
+ * skipped and says why.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import * as assert from 'uvu/assert';
+import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { tempDir } from '../../harness/servers/server.js';
+import { concatSamples, speechPcm24k } from '../../harness/measures/speech.js';
+import { suiteNeeding } from '../helpers/skip.js';
+import { pythonClientsMissing, runPythonClient } from './client-harness.js';
+
+const CLIENT_TIMEOUT_S = 60;
+const RUN_TIMEOUT_MS = (CLIENT_TIMEOUT_S + 30) * 1000;
+
+const Transcription = suiteNeeding<{ t: RealtimeTestServer }>('openai-python realtime: a transcription session', pythonClientsMissing(), {} as { t: RealtimeTestServer });
+
+Transcription.before(async (ctx) => {
+  ctx.t = await startRealtimeTestServer();
+});
+
+Transcription.after(async (ctx) => {
+  await ctx.t?.close();
+});
+
+Transcription('client.realtime.connect(intent=transcription) streams a question and gets its transcript, every event valid in the SDK\'s types', async (ctx) => {
+  const silence = new Int16Array(24_000 * 0.9);
+  const pcm = concatSamples([silence, speechPcm24k('What is the weather like today?'), silence]);
+  const audio = path.join(tempDir('openai-python-'), 'question.pcm');
+  fs.writeFileSync(audio, Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+  const run = await runPythonClient('transcription.py', ['--base-url', `${ctx.t.url}/v1`, '--key', ctx.t.key, '--audio', audio, '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
+  const why = run.describe();
+  assert.is(run.code, 0, why);
+  assert.equal(run.of('invalid'), [], why);
+  assert.equal(run.of('timeout'), [], why);
+  const created = run.server('session.created')[0];
+  assert.equal([created?.session_class, created?.session_type], ['RealtimeTranscriptionSessionCreateRequest', 'transcription'], why);
+  const updated = run.server('session.updated')[0];
+  assert.equal([updated?.session_class, updated?.session_type], ['RealtimeTranscriptionSessionCreateRequest', 'transcription'], why);
+  const completed = run.server('conversation.item.input_audio_transcription.completed');
+  assert.is(completed[0]?.transcript, DEFAULT_TRANSCRIPT, why);
+  assert.is(completed[0]?.model, 'ConversationItemInputAudioTranscriptionCompletedEvent', why);
+  for (const type of ['input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped', 'input_audio_buffer.committed', 'conversation.item.added', 'conversation.item.done']) {
+    assert.ok(run.server(type).length > 0, `${type} seen\n${why}`);
+  }
+  assert.equal(run.lines.filter((l) => l.event === 'server' && String(l.type).startsWith('response.')), [], `no response\n${why}`);
+  assert.equal(run.server('error'), [], why);
+  // The SDK asked for the recogniser the session named.
+  assert.equal([ctx.t.asr.requests.at(-1)?.language], ['en']);
+});
+
+Transcription.run();
