@@ -4,14 +4,16 @@
  * set transcript; real Silero VAD). Cases are built from the real event shapes and then broken:
  * wrong types, missing and unknown fields, huge and tiny numbers, deep nesting, many elements, long
  * strings, unicode, bad base64, odd PCM, unknown types, valid events in odd orders, binary frames,
- * non-JSON, and a few oversize events and 15 MiB audio appends. Several connections run side by side, each sending
+ * non-JSON, and a few oversize events and 15 MiB audio appends. Several connections run side by side (one a
+ * transcription session, which refuses what it has not by name), each sending
  * one case and then a probe event (an item retrieve that must fail with item_retrieve_invalid_item_id naming
  * the probe), so what a case caused is known and the session is shown to answer after every case.
  *
  * Asserts: no `server_error` event (the providers here never fail, so every error is the client's);
  * every error caused by an event that carried an event_id names it, and no error names an event
  * that was not sent; every connection stays open;
- * each session still answers a final valid text turn; /healthz keeps answering in time; nothing
+ * each session still answers a final valid text turn (the transcription session: a committed turn's
+ * transcript); /healthz keeps answering in time; nothing
  * escapes to the process (uncaught exceptions and unhandled rejections are collected while the
  * suite runs, so one escape does not end the run before the others are seen; the listeners are
  * removed afterwards, since `npm test` runs every test file in this one process).
@@ -30,8 +32,12 @@ const CASES = Number(process.env.FUZZ_WS_CASES) || 3000;
 const TIME_BUDGET_MS = Number(process.env.FUZZ_WS_TIME_BUDGET_MS) || 35_000;
 /** A run on a very loaded machine must still have tried this many cases to count. */
 const MIN_CASES = 300;
-/** Connections fuzzed side by side (one ga, one older dialect, two ga with turn detection off at first). */
-const CONNECTIONS = 4;
+/**
+ * Connections fuzzed side by side: one ga, one older dialect, two ga with turn detection off at
+ * first, and a transcription session (TRANSCRIPTION_CONNECTION).
+ */
+const CONNECTIONS = 5;
+const TRANSCRIPTION_CONNECTION = 4;
 /** A case's probe must be answered within this long, or the session is taken as stuck. */
 const CASE_TIMEOUT_MS = 30_000;
 /** /healthz is asked this often while the fuzz runs. */
@@ -44,7 +50,7 @@ const HEALTH_DEADLINE_MS = 2_000;
  * off, so minutes of audio are not run through the VAD.
  */
 const HUGE_APPEND_AT = new Set([98, 1503]);
-const OVERSIZE_AT = new Set([311, 2202]);
+const OVERSIZE_AT = new Set([313, 2202]);
 
 interface ConnState {
   client: RealtimeTestClient;
@@ -55,14 +61,29 @@ interface ConnState {
 }
 
 async function connect(t: RealtimeTestServer, index: number): Promise<RealtimeTestClient> {
-  const query = index === 1 ? 'model=gpt-realtime&voice=default' : 'model=gpt-realtime';
+  const query = index === TRANSCRIPTION_CONNECTION ? 'intent=transcription' : index === 1 ? 'model=gpt-realtime&voice=default' : 'model=gpt-realtime';
   const client = await RealtimeTestClient.connect(t.url, { key: t.key, query });
   await client.waitFor('session.created');
-  if (index >= 2) {
+  if (index === 2 || index === 3) {
     client.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: null } } } });
     await client.waitFor('session.updated');
   }
   return client;
+}
+
+/** The transcription session's last turn: committed by the client, it must be transcribed. */
+async function finalTranscription(client: RealtimeTestClient): Promise<string | null> {
+  client.send({ type: 'session.update', event_id: 'final_update', session: { type: 'transcription', audio: { input: { format: { type: 'audio/pcm', rate: 24_000 }, turn_detection: null } } } });
+  const updated = await client.waitFor((e) => e.type === 'session.updated' || (e.type === 'error' && e.error.event_id === 'final_update'), { from: client.events.length - 1, timeoutMs: CASE_TIMEOUT_MS });
+  if (updated.type === 'error') return `final update refused: ${JSON.stringify(updated.error)}`;
+  const from = client.events.length;
+  client.send({ type: 'input_audio_buffer.clear' });
+  client.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(24_000).toString('base64') });
+  client.send({ type: 'input_audio_buffer.commit', event_id: 'final_commit' });
+  const committed = await client.waitFor((e) => e.type === 'input_audio_buffer.committed' || (e.type === 'error' && e.error.event_id === 'final_commit'), { from, timeoutMs: CASE_TIMEOUT_MS });
+  if (committed.type === 'error') return `final commit refused: ${JSON.stringify(committed.error)}`;
+  const ended = await client.waitFor((e) => e.type.startsWith('conversation.item.input_audio_transcription.') && e.type !== 'conversation.item.input_audio_transcription.delta' && e.item_id === committed.item_id, { from, timeoutMs: CASE_TIMEOUT_MS });
+  return ended.type === 'conversation.item.input_audio_transcription.completed' ? null : `final transcription ${JSON.stringify(ended)}`;
 }
 
 /** One valid text turn at the end: the session must still answer (a response still running is cancelled first). */
@@ -95,7 +116,7 @@ test('thousands of hostile realtime events: no server_error, errors name their e
   const onEscape = (err: unknown) => escaped.push(String((err as Error)?.stack ?? err).slice(0, 500));
   process.on('uncaughtException', onEscape);
   process.on('unhandledRejection', onEscape);
-  const t = await startRealtimeTestServer();
+  const t = await startRealtimeTestServer({ env: { WORKER_CAPACITY: String(CONNECTIONS) } });
   const healthWatch = watchHealth(t.url, HEALTH_DEADLINE_MS, HEALTH_INTERVAL_MS);
   let health = { asked: 0, worstMs: 0, failed: [] as string[] };
   const started = performance.now();
@@ -130,7 +151,8 @@ test('thousands of hostile realtime events: no server_error, errors name their e
     for (const conn of conns) {
       if (conn.client.closeCode !== null) conn.failures.push(`connection closed ${conn.client.closeCode} ${conn.client.closeReason}`);
       else if (conn.failures.length === 0) {
-        const problem = await finalTurn(conn.client).catch((err: Error) => err.message.slice(0, 300));
+        const last = conns.indexOf(conn) === TRANSCRIPTION_CONNECTION ? finalTranscription : finalTurn;
+        const problem = await last(conn.client).catch((err: Error) => err.message.slice(0, 300));
         if (problem) conn.failures.push(problem);
       }
     }
