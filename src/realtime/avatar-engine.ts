@@ -43,8 +43,8 @@ import {
   RealtimeError,
   decodeBase64,
   errorEvent,
-  readClientEvent,
 } from './protocol.js';
+import { EventChain } from './event-chain.js';
 
 /** Speech that may wait ahead of the playout: two minutes (5.8 MB at 24 kHz). */
 export const MAX_QUEUED_AHEAD_NS = 120_000_000_000;
@@ -90,7 +90,7 @@ export function avatarSettingsFrom(initial: Json): AvatarSessionSettings {
 export class AvatarSessionEngine {
   private settings: AvatarSessionSettings;
   private readonly timeline = new SegmentTimeline();
-  private chain: Promise<void> = Promise.resolve();
+  private readonly events: EventChain<string>;
   private closed = false;
   private decoder: InputAudioDecoder | null;
   private encoder: OutputAudioEncoder;
@@ -110,6 +110,8 @@ export class AvatarSessionEngine {
     private readonly deps: AvatarEngineDeps,
   ) {
     this.settings = avatarSettingsFrom(options.initial);
+    // Its own events and the realtime ones, which it refuses by name rather than as unknown.
+    this.events = new EventChain({ types: ALL_CLIENT_EVENT_TYPES, handle: (e) => this.handle(e), emit: (e) => this.emit(e), log: deps.log, sessionId: options.sessionId });
     this.decoder = decoderFor(this.settings);
     this.encoder = new OutputAudioEncoder(this.settings.outputFormat);
     deps.avatar.on('audio', (chunk) => this.guard('audio', () => this.onTick(chunk.data, chunk.ptsNs)));
@@ -135,24 +137,12 @@ export class AvatarSessionEngine {
 
   /** One text message from the client; handled after every earlier one. Never throws. */
   receive(text: string): void {
-    try {
-      // Its own events and the realtime ones, which it refuses by name rather than as unknown.
-      const read = readClientEvent(text, ALL_CLIENT_EVENT_TYPES);
-      if (read.error) {
-        this.emit(errorEvent(read.error, read.eventId));
-        return;
-      }
-      const event = read.event;
-      this.chain = this.chain.then(() => this.handle(event));
-    } catch (err) {
-      this.deps.log.error('reading a client event failed', { sessionId: this.options.sessionId, err });
-      this.emit(errorEvent(err, null));
-    }
+    this.events.receive(text);
   }
 
   /** Resolves once every message received so far has been handled. */
   idle(): Promise<void> {
-    return this.chain;
+    return this.events.idle();
   }
 
   /**

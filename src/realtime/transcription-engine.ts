@@ -29,7 +29,8 @@ import { checkTransport, typedClientEvent } from './client-events.js';
 import { Conversation } from './conversation.js';
 import type { EngineTransport, SessionRecorder } from './engine-ports.js';
 import { type MessageItem, userAudioItem } from './items.js';
-import { type ClientEvent, type Json, type ServerEventDraft, RealtimeError, errorEvent, newConversationId, readClientEvent } from './protocol.js';
+import { EventChain } from './event-chain.js';
+import { type ClientEvent, type ClientEventType, type Json, type ServerEventDraft, RealtimeError, errorEvent, newConversationId } from './protocol.js';
 import { type TranscriptionSessionSettings, applyTranscriptionUpdate, transcriptionSessionObject } from './transcription-session.js';
 
 export interface TranscriptionEngineOptions {
@@ -61,7 +62,7 @@ export class TranscriptionSessionEngine {
   private readonly conversation = new Conversation(newConversationId());
   private readonly input: AudioRecognition;
   private readonly chat: ChatRecord;
-  private chain: Promise<void> = Promise.resolve();
+  private readonly events: EventChain<ClientEventType>;
   private closed = false;
 
   constructor(
@@ -69,6 +70,7 @@ export class TranscriptionSessionEngine {
     private readonly deps: TranscriptionEngineDeps,
   ) {
     this.settings = transcriptionSettingsFrom(options.initial);
+    this.events = new EventChain({ handle: (e) => this.handle(e), emit: (e) => this.emit(e), log: deps.log, sessionId: options.sessionId });
     const log = deps.log.child({ sessionId: options.sessionId });
     this.chat = new ChatRecord(deps.recorder, log);
     this.input = new AudioRecognition({
@@ -102,23 +104,12 @@ export class TranscriptionSessionEngine {
 
   /** One text message from the client; handled after every earlier one. Never throws. */
   receive(text: string): void {
-    try {
-      const read = readClientEvent(text);
-      if (read.error) {
-        this.emit(errorEvent(read.error, read.eventId));
-        return;
-      }
-      const event = read.event;
-      this.chain = this.chain.then(() => this.handle(event));
-    } catch (err) {
-      this.deps.log.error('reading a client event failed', { sessionId: this.options.sessionId, err });
-      this.emit(errorEvent(err, null));
-    }
+    this.events.receive(text);
   }
 
   /** Resolves once every message received so far has been handled. */
   idle(): Promise<void> {
-    return this.chain;
+    return this.events.idle();
   }
 
   /** Stops hearing; transcriptions in progress are waited for, and no event is sent afterwards. */
