@@ -44,7 +44,7 @@ import {
   decodeBase64,
   errorEvent,
 } from './protocol.js';
-import { EventChain } from './event-chain.js';
+import { type MessageReader, clientEventOf } from './client-message.js';
 
 /** Speech that may wait ahead of the playout: two minutes (5.8 MB at 24 kHz). */
 export const MAX_QUEUED_AHEAD_NS = 120_000_000_000;
@@ -90,7 +90,8 @@ export function avatarSettingsFrom(initial: Json): AvatarSessionSettings {
 export class AvatarSessionEngine {
   private settings: AvatarSessionSettings;
   private readonly timeline = new SegmentTimeline();
-  private readonly events: EventChain<string>;
+  private chain: Promise<void> = Promise.resolve();
+  private readonly reader: MessageReader<string>;
   private closed = false;
   private decoder: InputAudioDecoder | null;
   private encoder: OutputAudioEncoder;
@@ -111,7 +112,7 @@ export class AvatarSessionEngine {
   ) {
     this.settings = avatarSettingsFrom(options.initial);
     // Its own events and the realtime ones, which it refuses by name rather than as unknown.
-    this.events = new EventChain({ types: ALL_CLIENT_EVENT_TYPES, handle: (e) => this.handle(e), emit: (e) => this.emit(e), log: deps.log, sessionId: options.sessionId });
+    this.reader = { types: ALL_CLIENT_EVENT_TYPES, emit: (e) => this.emit(e), log: deps.log, sessionId: options.sessionId };
     this.decoder = decoderFor(this.settings);
     this.encoder = new OutputAudioEncoder(this.settings.outputFormat);
     deps.avatar.on('audio', (chunk) => this.guard('audio', () => this.onTick(chunk.data, chunk.ptsNs)));
@@ -137,12 +138,13 @@ export class AvatarSessionEngine {
 
   /** One text message from the client; handled after every earlier one. Never throws. */
   receive(text: string): void {
-    this.events.receive(text);
+    const event = clientEventOf(text, this.reader);
+    if (event) this.chain = this.chain.then(() => this.handle(event));
   }
 
   /** Resolves once every message received so far has been handled. */
   idle(): Promise<void> {
-    return this.events.idle();
+    return this.chain;
   }
 
   /**

@@ -5,7 +5,7 @@
  * sends what it emits; its options, dependencies and ports are in engine-ports.ts.
  *
  * Rules kept here:
- *  - events are handled strictly in arrival order (one chain: event-chain.ts), so a session.update
+ *  - events are handled strictly in arrival order (one chain: client-message.ts), so a session.update
  *    that switches faces completes before the response.create after it;
  *  - every bad event gets an `error` event naming its event_id and the session goes on; a failure
  *    that is not the client's (a bug) is logged and answered with a server_error naming the event:
@@ -34,7 +34,7 @@ import { Conversation } from './conversation.js';
 import type { EngineDeps, EngineOptions } from './engine-ports.js';
 import { type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
 import { PreemptiveGeneration } from './preemptive-generation.js';
-import { EventChain } from './event-chain.js';
+import { type MessageReader, clientEventOf } from './client-message.js';
 import { type ClientEvent, type ClientEventType, type Json, type ServerEventDraft, RealtimeError, errorEvent, newConversationId, newItemId } from './protocol.js';
 import { idleNudge } from './reply-request.js';
 import { type ResponseContext, checkResponse, responseSpec } from './response-request.js';
@@ -46,8 +46,9 @@ import { applySessionUpdate, changedAssets, type SessionSettings } from './sessi
 export class RealtimeSessionEngine {
   private settings: SessionSettings;
   private readonly conversation = new Conversation(newConversationId());
-  /** Client events in arrival order, and the engine's own work ordered with them (event-chain.ts). */
-  private readonly events: EventChain<ClientEventType>;
+  /** Client events in arrival order, and the engine's own work ordered with them (client-message.ts). */
+  private chain: Promise<void> = Promise.resolve();
+  private readonly reader: MessageReader<ClientEventType>;
   private closed = false;
 
   /** The response in progress, and finished ones' audio for truncation. */
@@ -65,7 +66,7 @@ export class RealtimeSessionEngine {
     private readonly deps: EngineDeps,
   ) {
     this.settings = applySessionUpdate(null, options.initial, options.defaultModel);
-    this.events = new EventChain({ handle: (e) => this.handle(e), emit: (e) => this.emit(e), log: deps.log, sessionId: options.sessionId });
+    this.reader = { emit: (e) => this.emit(e), log: deps.log, sessionId: options.sessionId };
     const log = deps.log.child({ sessionId: options.sessionId });
     this.chat = new ChatRecord(deps.recorder, log);
     this.preemptive = new PreemptiveGeneration({
@@ -90,7 +91,7 @@ export class RealtimeSessionEngine {
     this.input.on('speech_started', (e) => this.onSpeechStarted(e));
     this.preemptive.follow(this.input); // speech resuming
     this.input.on('turn_ended', (e) => this.onTurnEnded(e));
-    this.input.on('idle', (e) => this.events.then(() => this.onIdleTimeout(e.startMs, e.idleMs)));
+    this.input.on('idle', (e) => (this.chain = this.chain.then(() => this.onIdleTimeout(e.startMs, e.idleMs))));
     // A run hears the avatar's audio and frames itself while it runs (response.ts).
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
@@ -112,12 +113,13 @@ export class RealtimeSessionEngine {
    * loop while it decodes; the events after it wait their turn).
    */
   receive(text: string): void {
-    this.events.receive(text);
+    const event = clientEventOf(text, this.reader);
+    if (event) this.chain = this.chain.then(() => this.handle(event));
   }
 
   /** Resolves once every message received so far has been handled. */
   idle(): Promise<void> {
-    return this.events.idle();
+    return this.chain;
   }
 
   /** The effective session object, for session.created/updated (session-object.ts). */
@@ -367,7 +369,7 @@ export class RealtimeSessionEngine {
     if (respond && !this.closed) {
       // Chained like a client's response.create, so it is ordered with the client's events.
       const heardWords = transcript !== null && transcript !== '';
-      this.events.then(() => this.respondToTurn(heardWords));
+      this.chain = this.chain.then(() => this.respondToTurn(heardWords));
     }
   }
 

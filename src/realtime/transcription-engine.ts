@@ -29,7 +29,7 @@ import { checkTransport, typedClientEvent } from './client-events.js';
 import { Conversation } from './conversation.js';
 import type { EngineTransport, SessionRecorder } from './engine-ports.js';
 import { type MessageItem, userAudioItem } from './items.js';
-import { EventChain } from './event-chain.js';
+import { type MessageReader, clientEventOf } from './client-message.js';
 import { type ClientEvent, type ClientEventType, type Json, type ServerEventDraft, RealtimeError, errorEvent, newConversationId } from './protocol.js';
 import { type TranscriptionSessionSettings, applyTranscriptionUpdate, transcriptionSessionObject } from './transcription-session.js';
 
@@ -62,7 +62,8 @@ export class TranscriptionSessionEngine {
   private readonly conversation = new Conversation(newConversationId());
   private readonly input: AudioRecognition;
   private readonly chat: ChatRecord;
-  private readonly events: EventChain<ClientEventType>;
+  private chain: Promise<void> = Promise.resolve();
+  private readonly reader: MessageReader<ClientEventType>;
   private closed = false;
 
   constructor(
@@ -70,7 +71,7 @@ export class TranscriptionSessionEngine {
     private readonly deps: TranscriptionEngineDeps,
   ) {
     this.settings = transcriptionSettingsFrom(options.initial);
-    this.events = new EventChain({ handle: (e) => this.handle(e), emit: (e) => this.emit(e), log: deps.log, sessionId: options.sessionId });
+    this.reader = { emit: (e) => this.emit(e), log: deps.log, sessionId: options.sessionId };
     const log = deps.log.child({ sessionId: options.sessionId });
     this.chat = new ChatRecord(deps.recorder, log);
     this.input = new AudioRecognition({
@@ -104,12 +105,13 @@ export class TranscriptionSessionEngine {
 
   /** One text message from the client; handled after every earlier one. Never throws. */
   receive(text: string): void {
-    this.events.receive(text);
+    const event = clientEventOf(text, this.reader);
+    if (event) this.chain = this.chain.then(() => this.handle(event));
   }
 
   /** Resolves once every message received so far has been handled. */
   idle(): Promise<void> {
-    return this.events.idle();
+    return this.chain;
   }
 
   /** Stops hearing; transcriptions in progress are waited for, and no event is sent afterwards. */
