@@ -22,6 +22,7 @@ import type { InputImages } from './input-images.js';
 import { type Item, checkItemImages, parseItem, toMessages } from './items.js';
 import { type Json, RealtimeError, checkMaxLength, isObject, newResponseId, optionalMetadata, optionalString, requireString } from './protocol.js';
 import { replyRequest } from './reply-request.js';
+import { voiceAt } from './session-object.js';
 import type { ResponseSpec } from './response.js';
 import type { SessionSettings } from './session-update.js';
 import { parseToolChoice, parseTools } from './tools.js';
@@ -67,15 +68,15 @@ export function parseResponseRequest(body: unknown, settings: SessionSettings): 
   const instructions =
     r.instructions === undefined ? s.instructions : checkMaxLength(requireString(r, 'instructions', 'response.instructions'), MAX_INSTRUCTIONS_CHARS, 'response.instructions');
   const audioOut = isObject(r.audio) && isObject(r.audio.output) ? r.audio.output : {};
-  const voiceName = (key: string, obj: Json, param: string) => {
-    const v = optionalString(obj, key, param);
-    return v === null ? null : checkMaxLength(v, MAX_VOICE_NAME_CHARS, param);
+  const voiceIn = (obj: Json, param: string, custom: boolean) => {
+    if (!custom) {
+      const v = optionalString(obj, 'voice', param);
+      return v === null ? null : { id: checkMaxLength(v, MAX_VOICE_NAME_CHARS, param), param };
+    }
+    const v = voiceAt(obj, 'voice', param); // a name, or OpenAI's custom voice {id}
+    return v === null ? null : { id: v.id, param: typeof v.ref === 'string' ? param : `${param}.id` };
   };
-  const voiceIn = (obj: Json, param: string) => {
-    const id = voiceName('voice', obj, param);
-    return id === null ? null : { id, param };
-  };
-  const voice = voiceIn(audioOut, 'response.audio.output.voice') ?? voiceIn(r, 'response.voice');
+  const voice = voiceIn(audioOut, 'response.audio.output.voice', true) ?? voiceIn(r, 'response.voice', false);
   const metadata = optionalMetadata(r, 'metadata', 'response.metadata');
   const maxTokens = r.max_output_tokens ?? r.max_response_output_tokens ?? s.max_output_tokens;
   if (maxTokens !== 'inf' && !(typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 1 && maxTokens <= 4096)) {
@@ -137,7 +138,7 @@ export interface CheckedResponse {
 export async function checkResponse(body: unknown, ctx: ResponseContext): Promise<CheckedResponse> {
   const request = parseResponseRequest(body, ctx.settings);
   const { voice } = request;
-  if (voice !== null && voice.id !== ctx.settings.session.audio.output.voice) await ctx.assets.require('voice', voice.id, ctx.userId, voice.param);
+  if (voice !== null && voice.id !== ctx.settings.session.voice) await ctx.assets.require('voice', voice.id, ctx.userId, voice.param);
   return { request, input: request.input === null ? null : await inputItems(request.input, ctx) };
 }
 
@@ -180,7 +181,7 @@ export function responseSpec(checked: CheckedResponse, ctx: ResponseContext, del
     metadata: r.metadata,
     clientEventId,
     // audio.output.voice holds an OpenAI voice name (the speech service maps it) or our voice id.
-    voiceName: r.voice?.id ?? s.audio.output.voice,
+    voiceName: r.voice?.id ?? s.voice,
     speed: s.audio.output.speed,
     images: delivery.imagesWanted && (!r.modalitiesGiven || r.outputModalities.includes('image') || delivery.legacyVideo),
     audioDelivery: delivery.audioDelivery,

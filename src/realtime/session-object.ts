@@ -7,7 +7,9 @@
  * Voices: one voice, named by the flat `voice` (rtAV) or `audio.output.voice` (OpenAI), echoed in
  * both: a standard id, an uploaded UUID, or an OpenAI voice name (alloy ... cedar), which speaks
  * with a standard voice of a fitting character (assets/catalog.ts), so those clients work
- * unchanged.
+ * unchanged. `audio.output.voice` may also be OpenAI's custom-voice form `{"id": ...}` (any of
+ * those ids; an uploaded voice is this server's custom voice, made from an audio sample), echoed
+ * in that form there and as the id in the flat `voice`.
  */
 import { AppError, invalidParam } from '../core/errors.js';
 import { DEFAULT_INSTRUCTIONS, DEFAULT_VOICE, MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
@@ -31,7 +33,7 @@ export interface RealtimeSessionObject {
   driving: string | null;
   audio: {
     input: { format: { type: string; rate?: number }; transcription: unknown; noise_reduction: unknown; turn_detection: unknown };
-    output: { format: { type: string; rate?: number }; voice: string; speed: number };
+    output: { format: { type: string; rate?: number }; voice: VoiceRef; speed: number };
   };
   tools: ReturnType<typeof toolsJson>;
   tool_choice: ToolChoice;
@@ -60,6 +62,23 @@ export const DEFAULT_TURN_DETECTION = {
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+/** A voice as OpenAI names one: a name, or a custom voice `{ "id": ... }`. */
+export type VoiceRef = string | { id: string };
+
+/** The voice at `obj[key]` (a name or `{id}`), as its id and the form it was given in; null when absent. */
+export function voiceAt(obj: Obj, key: string, param: string): { id: string; ref: VoiceRef } | null {
+  const v = obj[key];
+  if (!isObj(v)) {
+    if (v !== undefined && v !== null && typeof v !== 'string') throw invalidParam(param, `'${param}' must be a voice name or {"id": "<voice id>"}.`, 'invalid_type');
+    const id = stringAt(obj, key, param);
+    return id === null ? null : { id, ref: id };
+  }
+  for (const k of Object.keys(v)) if (k !== 'id') throw invalidParam(`${param}.${k}`, `Unknown parameter: '${param}.${k}'.`, 'unknown_parameter');
+  const id = stringAt(v, 'id', `${param}.id`);
+  if (id === null) throw invalidParam(`${param}.id`, `'${param}' as an object needs its voice's 'id'.`, 'missing_required_parameter');
+  return { id, ref: { id } };
+}
+
 /** A model, voice, face or driving name at `obj[key]`: null when absent, else a non-empty string of at most MAX_NAME_CHARS. */
 export function stringAt(obj: Obj, key: string, param: string): string | null {
   const v = obj[key];
@@ -82,10 +101,10 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
   const audio = isObj(input.audio) ? input.audio : {};
   const audioIn = isObj(audio.input) ? audio.input : {};
   const audioOut = isObj(audio.output) ? audio.output : {};
-  const nestedVoice = stringAt(audioOut, 'voice', 'session.audio.output.voice');
+  const nestedVoice = voiceAt(audioOut, 'voice', 'session.audio.output.voice');
   const flatVoice = stringAt(input, 'voice', 'session.voice');
   // One voice, however it was named: the flat and the nested field always agree.
-  const voice = flatVoice ?? nestedVoice ?? DEFAULT_VOICE;
+  const voice = flatVoice ?? nestedVoice?.id ?? DEFAULT_VOICE;
 
   const modalitiesRaw = input.output_modalities ?? input.modalities;
   let modalities = ['audio'];
@@ -124,7 +143,7 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
       },
       output: {
         format: isObj(audioOut.format) ? (audioOut.format as { type: string }) : PCM_24K,
-        voice,
+        voice: flatVoice ?? nestedVoice?.ref ?? voice,
         speed,
       },
     },

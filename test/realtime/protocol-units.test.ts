@@ -134,6 +134,29 @@ test('every voice field agrees, whichever spelling set it: nested (an OpenAI nam
   assert.equal([d.session.voice, d.session.audio.output.voice], ['alloy', 'alloy']);
 });
 
+test("OpenAI's custom voice form {id} names a voice in audio.output.voice, echoed in that form; a bad one is refused naming its field", () => {
+  const a = applySessionUpdate(null, { type: 'realtime', audio: { output: { voice: { id: 'anthony' } } } }, 'm');
+  assert.equal([a.session.voice, a.session.audio.output.voice], ['anthony', { id: 'anthony' }]);
+  const b = applySessionUpdate(a.raw, { type: 'realtime', audio: { output: { voice: 'marin' } } }, 'm');
+  assert.equal([b.session.voice, b.session.audio.output.voice], ['marin', 'marin']);
+  const c = applySessionUpdate(b.raw, { voice: 'alice' }, 'm');
+  assert.equal([c.session.voice, c.session.audio.output.voice], ['alice', 'alice'], 'the flat field names it as a string');
+  const bad: Array<[unknown, string, string]> = [
+    [{ id: 7 }, 'invalid_type', 'session.audio.output.voice.id'],
+    [{}, 'missing_required_parameter', 'session.audio.output.voice.id'],
+    [{ id: 'anthony', name: 'x' }, 'unknown_parameter', 'session.audio.output.voice.name'],
+    [7, 'invalid_type', 'session.audio.output.voice'],
+  ];
+  for (const [voice, code, param] of bad) {
+    try {
+      applySessionUpdate(null, { type: 'realtime', audio: { output: { voice } } }, 'm');
+      assert.unreachable(`accepted ${JSON.stringify(voice)}`);
+    } catch (err) {
+      assert.equal([(err as { code?: string }).code, (err as { param?: string }).param], [code, param], JSON.stringify(voice));
+    }
+  }
+});
+
 test('applySessionUpdate rejects unknown fields, a change to a transcription session, bad VAD values and formats, and bad tools, naming the parameter', () => {
   const cases: Array<[Record<string, unknown>, string, string]> = [
     [{ colour: 'red' }, 'unknown_parameter', 'session.colour'],

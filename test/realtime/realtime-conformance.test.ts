@@ -55,6 +55,10 @@ test('every GA event of the common flows validates against the @openai/agents-re
   await c.waitFor('session.created');
   c.send({ type: 'session.update', session: { type: 'realtime', instructions: 'Be brief.', audio: { output: { voice: 'marin' } }, tracing: 'auto' } });
   await c.waitFor('session.updated');
+  // OpenAI's custom-voice form, echoed as given.
+  c.send({ type: 'session.update', session: { type: 'realtime', audio: { output: { voice: { id: 'marin' } } } } });
+  const custom = await c.waitFor((e) => e.type === 'session.updated' && typeof e.session.audio.output.voice === 'object');
+  assert.equal(custom.session.audio.output.voice, { id: 'marin' });
   // Text turn with audio.
   c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hello' }] } });
   c.send({ type: 'response.create' });
