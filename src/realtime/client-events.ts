@@ -50,7 +50,7 @@ interface Fields {
    * Changes the session's settings; `session.updated` answers with the whole session. Accepted and
    * not used (echoed where OpenAI echoes them, changing nothing): `tracing`, `prompt` (OpenAI's
    * stored prompts), `include`, `truncation` (the server drops the oldest items itself),
-   * `reasoning`, `audio.input.noise_reduction`, `temperature` (beta), and `response.prompt` /
+   * `reasoning` (its effort checked), `audio.input.noise_reduction`, `temperature` (beta), and `response.prompt` /
    * `response.reasoning`. Refused rather than ignored: MCP tools, a change of the session's type
    * (a transcription session, `type: "transcription"`, is opened as one) and audio formats other
    * than PCM16 24 kHz, G.711 µ-law and A-law.

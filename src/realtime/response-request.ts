@@ -7,7 +7,7 @@
  * Fields: output_modalities, instructions, audio.output.voice, max_output_tokens, metadata,
  * conversation ("auto" | "none"), input (items for an out-of-band context: references to
  * conversation items, or items given whole, their images checked), tools, tool_choice,
- * parallel_tool_calls. `prompt` and `reasoning` (OpenAI-hosted features) are accepted and not
+ * parallel_tool_calls. `prompt` and `reasoning` (OpenAI-hosted features; `reasoning.effort` checked) are accepted and not
  * used (docs/realtime.md#accepted-and-not-used).
  *
  * Two steps, so the engine starts a finished run: checkResponse() (the fields, a voice of its own,
@@ -22,7 +22,7 @@ import type { InputImages } from './input-images.js';
 import { type Item, checkItemImages, parseItem, toMessages } from './items.js';
 import { type Json, RealtimeError, checkMaxLength, isObject, newResponseId, optionalMetadata, optionalString, requireString } from './protocol.js';
 import { replyRequest } from './reply-request.js';
-import { voiceAt } from './session-object.js';
+import { reasoningAt, voiceAt } from './session-object.js';
 import type { ResponseSpec } from './response.js';
 import type { SessionSettings } from './session-update.js';
 import { parseToolChoice, parseTools } from './tools.js';
@@ -61,6 +61,7 @@ export function parseResponseRequest(body: unknown, settings: SessionSettings): 
     }
     outputModalities = modalitiesRaw as string[];
   }
+  reasoningAt(r, 'response.reasoning'); // checked like the session's; no model here reasons
   const conversation = r.conversation ?? 'auto';
   if (conversation !== 'auto' && conversation !== 'none') {
     throw new RealtimeError('invalid_value', "'response.conversation' must be 'auto' or 'none'.", 'response.conversation');

@@ -41,6 +41,8 @@ export interface RealtimeSessionObject {
   tracing: unknown;
   prompt: unknown;
   include: unknown;
+  /** gpt-realtime-2's `reasoning` ({effort}), echoed; no model here reasons, so it changes nothing. */
+  reasoning: { effort: ReasoningEffort } | null;
   [key: string]: unknown;
 }
 
@@ -153,7 +155,25 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
     tracing: input.tracing ?? null,
     prompt: input.prompt ?? null,
     include: input.include ?? null,
+    reasoning: reasoningAt(input, 'session.reasoning'),
   };
+}
+
+/** OpenAI's reasoning efforts (gpt-realtime-2; `low` its default). */
+export const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+/** `reasoning` at `obj.reasoning` ({effort}), checked: null when absent. */
+export function reasoningAt(obj: Obj, param: string): { effort: ReasoningEffort } | null {
+  const v = obj.reasoning;
+  if (v === undefined || v === null) return null;
+  if (!isObj(v)) throw invalidParam(param, `'${param}' must be an object such as {"effort": "low"}.`, 'invalid_type');
+  for (const k of Object.keys(v)) if (k !== 'effort') throw invalidParam(`${param}.${k}`, `Unknown parameter: '${param}.${k}'.`, 'unknown_parameter');
+  const effort = v.effort ?? 'low';
+  if (typeof effort !== 'string' || !(REASONING_EFFORTS as readonly string[]).includes(effort)) {
+    throw invalidParam(`${param}.effort`, `'${param}.effort' must be one of ${REASONING_EFFORTS.join(', ')}.`);
+  }
+  return { effort: effort as ReasoningEffort };
 }
 
 /**

@@ -134,6 +134,22 @@ test('every voice field agrees, whichever spelling set it: nested (an OpenAI nam
   assert.equal([d.session.voice, d.session.audio.output.voice], ['alloy', 'alloy']);
 });
 
+test("reasoning ({effort}, gpt-realtime-2's) is echoed on the session, its effort checked", () => {
+  const a = applySessionUpdate(null, { type: 'realtime', reasoning: { effort: 'high' } }, 'm');
+  assert.equal(a.session.reasoning, { effort: 'high' });
+  assert.equal(applySessionUpdate(a.raw, { type: 'realtime', instructions: 'Be brief.' }, 'm').session.reasoning, { effort: 'high' }, 'kept by an update that does not name it');
+  assert.equal(applySessionUpdate(null, { type: 'realtime', reasoning: {} }, 'm').session.reasoning, { effort: 'low' }, "OpenAI's default");
+  assert.is(applySessionUpdate(null, { type: 'realtime' }, 'm').session.reasoning, null);
+  for (const [reasoning, code, param] of [[{ effort: 'extreme' }, 'invalid_value', 'session.reasoning.effort'], ['high', 'invalid_type', 'session.reasoning'], [{ effort: 'low', summary: 'auto' }, 'unknown_parameter', 'session.reasoning.summary']] as const) {
+    try {
+      applySessionUpdate(null, { type: 'realtime', reasoning }, 'm');
+      assert.unreachable(`accepted ${JSON.stringify(reasoning)}`);
+    } catch (err) {
+      assert.equal([(err as { code?: string }).code, (err as { param?: string }).param], [code, param]);
+    }
+  }
+});
+
 test("OpenAI's custom voice form {id} names a voice in audio.output.voice, echoed in that form; a bad one is refused naming its field", () => {
   const a = applySessionUpdate(null, { type: 'realtime', audio: { output: { voice: { id: 'anthony' } } } }, 'm');
   assert.equal([a.session.voice, a.session.audio.output.voice], ['anthony', { id: 'anthony' }]);

@@ -57,6 +57,7 @@ test('bad events get an error naming them and the connection stays usable', asyn
   // A voice for one response is checked when it is asked for, naming the event (not a response failing later).
   await expectError(c, JSON.stringify({ event_id: 'e10v', type: 'response.create', response: { audio: { output: { voice: 'V0PQ1Q5s==' } } } }), 'e10v', 'unknown_voice', 'response.audio.output.voice');
   await expectError(c, JSON.stringify({ event_id: 'e10w', type: 'response.create', response: { voice: 'ghost' } }), 'e10w', 'unknown_voice', 'response.voice');
+  await expectError(c, JSON.stringify({ event_id: 'e10r', type: 'response.create', response: { reasoning: { effort: 'extreme' } } }), 'e10r', 'invalid_value', 'response.reasoning.effort');
   await expectError(c, JSON.stringify({ event_id: 'e10x', type: 'response.create', response: { audio: { output: { voice: { id: 'voice_ghost' } } } } }), 'e10x', 'unknown_voice', 'response.audio.output.voice.id');
   const big = JSON.stringify({ event_id: 'e11', type: 'input_audio_buffer.append', audio: 'A'.repeat(17 * 1024 * 1024) });
   await expectError(c, big, 'e11', 'message_too_large');
