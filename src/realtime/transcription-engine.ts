@@ -150,8 +150,7 @@ export class TranscriptionSessionEngine {
         case 'conversation.item.retrieve':
           return this.emit({ type: 'conversation.item.retrieved', item: this.conversation.require(event.item_id, 'item_id', 'retrieve') });
         case 'conversation.item.delete':
-          this.conversation.delete(event.item_id);
-          return this.emit({ type: 'conversation.item.deleted', item_id: event.item_id });
+          return this.dropItem(event.item_id);
         default:
           throw new RealtimeError(
             'unsupported_in_transcription_session',
@@ -194,9 +193,11 @@ export class TranscriptionSessionEngine {
 
   /** Drops the oldest items beyond the conversation's bound, announcing each (conversation.ts). */
   private enforceConversationBound(): void {
-    for (const id of this.conversation.overflow(() => false)) {
-      this.conversation.delete(id);
-      this.emit({ type: 'conversation.item.deleted', item_id: id });
-    }
+    for (const id of this.conversation.overflow(() => false)) this.dropItem(id);
+  }
+
+  private dropItem(itemId: string): void {
+    this.conversation.delete(itemId);
+    this.emit({ type: 'conversation.item.deleted', item_id: itemId });
   }
 }
