@@ -15,6 +15,7 @@ import { modelsDirFrom } from './models/manifest.js';
 import { LLM_CONFIG_VARS, loadLlmConfig, type LlmConfig } from './providers/llm/config.js';
 import { TTS_CONFIG_VARS, loadTtsConfig, type TtsConfig } from './providers/tts/config.js';
 import { ASR_CONFIG_VARS, loadAsrConfig, type AsrConfig } from './providers/asr/config.js';
+import { MCP_CONFIG_VARS, loadMcpConfig, type McpConfig } from './providers/mcp/config.js';
 
 // For setup:models (src/cli/fetch-models.ts), which fetches the local model the operator chose and reads no other setting.
 export { DEFAULT_LLM_MODEL_NAME, loadLocalLlmModel } from './providers/llm/config.js';
@@ -74,6 +75,8 @@ export interface Config {
   llm: LlmConfig;
   tts: TtsConfig;
   asr: AsrConfig;
+  /** Which MCP servers sessions may have this server call, and its time bounds. */
+  mcp: McpConfig;
 }
 
 const DATA_DIR_PLACEHOLDER = '$DATA_DIR';
@@ -161,7 +164,7 @@ const VARS = {
 };
 
 /** Every documented variable, in docs/configuration.md's order: the server's, then the providers'. */
-export const CONFIG_VARS: EnvVar[] = [...Object.values(VARS), ...LLM_CONFIG_VARS, ...TTS_CONFIG_VARS, ...ASR_CONFIG_VARS];
+export const CONFIG_VARS: EnvVar[] = [...Object.values(VARS), ...LLM_CONFIG_VARS, ...TTS_CONFIG_VARS, ...ASR_CONFIG_VARS, ...MCP_CONFIG_VARS];
 
 export { ConfigError };
 
@@ -207,6 +210,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     llm: loadLlmConfig(env, cwd),
     tts: loadTtsConfig(env),
     asr: loadAsrConfig(env),
+    mcp: loadMcpConfig(env),
   };
 }
 

@@ -36,7 +36,7 @@ import * as assert from 'uvu/assert';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SRC = path.join(ROOT, 'src');
 
-const PROVIDER_KINDS = ['providers/llm', 'providers/tts', 'providers/asr', 'providers/vad', 'providers/turn'];
+const PROVIDER_KINDS = ['providers/llm', 'providers/tts', 'providers/asr', 'providers/vad', 'providers/turn', 'providers/mcp'];
 
 /** Which parts each part may import (besides itself). Lower layers first. */
 const MAY_IMPORT: Record<string, string[]> = {
@@ -51,6 +51,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   'providers/turn': ['core', 'audio', 'providers', 'models'],
   'providers/asr': ['core', 'audio', 'providers', 'models', 'media'],
   'providers/tts': ['core', 'audio', 'providers', 'models', 'media', 'assets'],
+  'providers/mcp': ['core', 'providers'],
   config: ['core', 'models', ...PROVIDER_KINDS],
   auth: ['core', 'store'],
   assets: ['core', 'store'],
@@ -116,6 +117,7 @@ const PACKAGE_OWNERS: Record<string, string> = {
   'better-sqlite3': 'store',
   pg: 'store',
   ioredis: 'fleet',
+  '@modelcontextprotocol/sdk': 'providers/mcp',
 };
 
 /** The part a source file belongs to, or null for a file outside src/. */

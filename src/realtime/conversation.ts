@@ -72,7 +72,8 @@ export class Conversation {
 
   /**
    * Refuses what insert() would refuse of `item` after `previousItemId` but for its id: a
-   * `previous_item_id` not in the conversation, a function_call_output whose call is not. The
+   * `previous_item_id` not in the conversation, a function_call_output whose call is not, an
+   * mcp_approval_response whose request is not or was answered already. The
    * engine asks before decoding an item's audio or images.
    */
   checkPlace(item: Item, previousItemId: string | null): void {
@@ -83,6 +84,15 @@ export class Conversation {
         `No function_call item with call_id '${item.call_id}' is in the conversation; a function_call_output answers a call the model made (or one you added first).`,
         'item.call_id',
       );
+    }
+    if (item.type === 'mcp_approval_response') {
+      const requestId = item.approval_request_id;
+      if (!this.items.some((i) => i.type === 'mcp_approval_request' && i.id === requestId)) {
+        throw new RealtimeError('invalid_approval_request_id', `No mcp_approval_request item '${requestId}' is in the conversation.`, 'item.approval_request_id');
+      }
+      if (this.items.some((i) => i.type === 'mcp_approval_response' && i.approval_request_id === requestId)) {
+        throw new RealtimeError('approval_already_answered', `The approval request '${requestId}' has already been answered.`, 'item.approval_request_id');
+      }
     }
   }
 

@@ -20,8 +20,9 @@
  * turn, and a reply so preempted is never taken (its turn's response asks the model anew).
  *
  * Invariants: the model's stream is read by exactly one consumer (the pump here); `take()` is
- * allowed once, and the stream it returns replays every chunk in order, then the live rest, and
- * ends with the model's own `done` (or its error). Aborting the taken stream's signal aborts the
+ * allowed once, and the stream its model's first generate() returns replays every chunk in order,
+ * then the live rest, and ends with the model's own `done` (or its error); a second generate() of
+ * the same response (the step after its MCP calls) goes to the model itself. Aborting the taken stream's signal aborts the
  * generation, as for a direct request.
  */
 import type { GenerateChunk, GenerateRequest, LanguageModel } from '../providers/llm/base.js';
@@ -74,11 +75,17 @@ export class EarlyReply {
   take(): LanguageModel {
     if (this.taken) throw new Error('EarlyReply.take() called twice');
     this.taken = true;
+    let replayed = false;
     return {
       id: this.model.id,
       local: this.model.local,
       speculative: false,
-      generate: (request: GenerateRequest) => this.replay(request.signal),
+      // The response's first request is this reply; a later one (the step after an MCP call) is the model's.
+      generate: (request: GenerateRequest) => {
+        if (replayed) return this.model.generate(request);
+        replayed = true;
+        return this.replay(request.signal);
+      },
       close: async () => {},
     };
   }

@@ -11,6 +11,7 @@ import type { SpeechService } from '../providers/tts/base.js';
 import type { SpeechRecognizers } from '../providers/asr/base.js';
 import type { VoiceActivityDetector } from '../providers/vad/base.js';
 import type { EndOfTurnModel } from '../providers/turn/base.js';
+import type { McpConnector } from '../providers/mcp/base.js';
 import type { AvatarOutput } from './avatar-output.js';
 import type { InputImages } from './input-images.js';
 import type { Dialect, Json, ServerEventDraft } from './protocol.js';
@@ -78,6 +79,8 @@ export interface EngineProviders {
   endOfTurnModel(): Promise<EndOfTurnModel | null>;
   /** Checks input_image parts before the engine keeps them (src/media/input-images.ts). */
   images: InputImages;
+  /** Reaches the MCP servers sessions declare, as the operator's policy allows (providers/mcp). */
+  mcp: McpConnector;
 }
 
 export interface EngineDeps extends EngineProviders {

@@ -8,6 +8,10 @@
  *                         input_image (user), output_text, output_audio (assistant), input_text (system)
  *   function_call         a call the model made (or a client replays): call_id, name, arguments (JSON text)
  *   function_call_output  the client's answer to a call: call_id, output
+ *   mcp_list_tools        an MCP server's tools, as this server listed them (mcp-toolbox.ts)
+ *   mcp_call              a call this server made to an MCP tool: arguments, output or error
+ *   mcp_approval_request  a call waiting for the client's approval (require_approval)
+ *   mcp_approval_response the client's answer to one: approve, reason (the only MCP item a client creates)
  *
  * What is kept: text, transcripts, the function call fields, and images as the checked data URL
  * (input-images.ts; the engine substitutes it after checking). Input audio bytes are not kept
@@ -20,9 +24,12 @@
  * message just before them, so text + calls, or parallel calls, are one turn, as the model made
  * them); function_call_output items become `tool` messages. A call that has no output, and an
  * output whose call is not in the conversation, are left out: chat-completions servers refuse
- * either (400), and the model can do nothing with half a pair.
+ * either (400), and the model can do nothing with half a pair. An mcp_call that has finished is
+ * both: the call and its output (or error); a call the client declined is the call and the
+ * refusal; tool listings and approvals themselves are not shown.
  */
 import type { ChatImage, ChatMessage, ToolCall } from '../providers/llm/base.js';
+import type { McpCallError } from '../providers/mcp/base.js';
 import { IMAGE_NOTE } from '../providers/llm/base.js';
 import type { InputImages } from './input-images.js';
 import { type Json, RealtimeError, checkMaxLength, describeValue, isObject, newItemId } from './protocol.js';
@@ -81,7 +88,61 @@ export interface FunctionCallOutputItem {
   output: string;
 }
 
-export type Item = MessageItem | FunctionCallItem | FunctionCallOutputItem;
+/** A listed tool, as the mcp_list_tools item shows it. */
+export interface McpListedTool {
+  name: string;
+  description: string | null;
+  input_schema: Record<string, unknown>;
+  annotations: Record<string, unknown> | null;
+}
+
+export interface McpListToolsItem {
+  id: string;
+  object: 'realtime.item';
+  type: 'mcp_list_tools';
+  server_label: string;
+  tools: McpListedTool[];
+}
+
+export interface McpCallItem {
+  id: string;
+  object: 'realtime.item';
+  type: 'mcp_call';
+  server_label: string;
+  name: string;
+  arguments: string;
+  /** The approval request it answers (null: it needed none). */
+  approval_request_id: string | null;
+  output: string | null;
+  error: McpCallError | null;
+}
+
+export interface McpApprovalRequestItem {
+  id: string;
+  object: 'realtime.item';
+  type: 'mcp_approval_request';
+  server_label: string;
+  name: string;
+  arguments: string;
+}
+
+export interface McpApprovalResponseItem {
+  id: string;
+  object: 'realtime.item';
+  type: 'mcp_approval_response';
+  approval_request_id: string;
+  approve: boolean;
+  reason: string | null;
+}
+
+export type Item =
+  | MessageItem
+  | FunctionCallItem
+  | FunctionCallOutputItem
+  | McpListToolsItem
+  | McpCallItem
+  | McpApprovalRequestItem
+  | McpApprovalResponseItem;
 
 /** An item a client sent, parsed; what still needs work before it is stored. */
 export interface ParsedItem {
@@ -105,14 +166,28 @@ export function functionCallItem(callId: string, name: string): FunctionCallItem
 /** The item as the wire shows it while it is being built: a copy without its content so far. */
 export function openedItem(item: Item): Item {
   if (item.type === 'message') return { ...item, content: [] };
-  if (item.type === 'function_call') return { ...item, arguments: '' };
+  if (item.type === 'function_call' || item.type === 'mcp_call') return { ...item, arguments: '' };
+  if (item.type === 'mcp_list_tools') return { ...item, tools: [] };
   return { ...item };
 }
 
 /** Characters of text an item holds (what counts against the conversation's bounds). */
 export function itemTextChars(item: Item): number {
-  if (item.type === 'function_call') return item.name.length + item.arguments.length;
-  if (item.type === 'function_call_output') return item.output.length;
+  switch (item.type) {
+    case 'function_call':
+    case 'mcp_approval_request':
+      return item.name.length + item.arguments.length;
+    case 'function_call_output':
+      return item.output.length;
+    case 'mcp_call':
+      return item.name.length + item.arguments.length + (item.output?.length ?? 0) + (item.error?.message.length ?? 0);
+    case 'mcp_list_tools':
+      return JSON.stringify(item.tools).length;
+    case 'mcp_approval_response':
+      return item.reason?.length ?? 0;
+    case 'message':
+      break;
+  }
   let total = 0;
   for (const part of item.content) {
     if (part.type === 'input_text' || part.type === 'output_text') total += part.text.length;
@@ -150,6 +225,7 @@ function callIds(items: readonly Item[]): Set<string> {
 export function toMessages(items: readonly Item[]): ChatMessage[] {
   const answered = new Set(items.flatMap((i) => (i.type === 'function_call_output' ? [i.call_id] : [])));
   const calls = callIds(items);
+  const declined = new Map(items.flatMap((i) => (i.type === 'mcp_approval_response' && !i.approve ? [[i.approval_request_id, i] as const] : [])));
   // The newest images are shown; older ones only noted.
   let imagesLeft = MAX_IMAGES_IN_PROMPT;
   const shown = new Set<object>();
@@ -165,15 +241,30 @@ export function toMessages(items: readonly Item[]): ChatMessage[] {
     }
   }
   const out: ChatMessage[] = [];
+  const addCall = (call: ToolCall): void => {
+    const last = out.at(-1);
+    if (last?.role === 'assistant') last.toolCalls = [...(last.toolCalls ?? []), call];
+    else out.push({ role: 'assistant', content: '', toolCalls: [call] });
+  };
   for (const item of items) {
     if (item.type === 'function_call') {
-      if (!answered.has(item.call_id)) continue;
-      const call: ToolCall = { id: item.call_id, name: item.name, arguments: item.arguments };
-      const last = out.at(-1);
-      if (last?.role === 'assistant') last.toolCalls = [...(last.toolCalls ?? []), call];
-      else out.push({ role: 'assistant', content: '', toolCalls: [call] });
+      if (answered.has(item.call_id)) addCall({ id: item.call_id, name: item.name, arguments: item.arguments });
       continue;
     }
+    if (item.type === 'mcp_call') {
+      if (item.output === null && item.error === null) continue; // still running, or cut off
+      addCall({ id: item.id, name: item.name, arguments: item.arguments });
+      out.push({ role: 'tool', toolCallId: item.id, content: item.output ?? `The tool failed: ${item.error?.message ?? 'unknown error'}` });
+      continue;
+    }
+    if (item.type === 'mcp_approval_request') {
+      const refusal = declined.get(item.id);
+      if (!refusal) continue; // approved: its mcp_call carries it; unanswered: nothing happened yet
+      addCall({ id: item.id, name: item.name, arguments: item.arguments });
+      out.push({ role: 'tool', toolCallId: item.id, content: `The user did not approve this call${refusal.reason ? `: ${refusal.reason}` : '.'}` });
+      continue;
+    }
+    if (item.type === 'mcp_list_tools' || item.type === 'mcp_approval_response') continue;
     if (item.type === 'function_call_output') {
       if (calls.has(item.call_id)) out.push({ role: 'tool', toolCallId: item.call_id, content: item.output });
       continue;
@@ -237,10 +328,28 @@ export function parseItem(raw: unknown, param: string): ParsedItem {
       checkMaxLength(output, MAX_ITEM_TEXT_CHARS, `${param}.output`);
       return { item: { id, object: 'realtime.item', type: 'function_call_output', status: 'completed', call_id: callId, output }, audio: null, images: [] };
     }
+    case 'mcp_approval_response': {
+      const requestId = boundedString(raw, 'approval_request_id', MAX_ITEM_ID_CHARS, param);
+      if (typeof raw.approve !== 'boolean') {
+        throw new RealtimeError(raw.approve === undefined ? 'missing_required_parameter' : 'invalid_type', `'${param}.approve' must be true or false.`, `${param}.approve`);
+      }
+      const reason = raw.reason ?? null;
+      if (reason !== null && typeof reason !== 'string') throw new RealtimeError('invalid_type', `Invalid type for '${param}.reason': expected a string.`, `${param}.reason`);
+      if (reason !== null) checkMaxLength(reason, MAX_ITEM_TEXT_CHARS, `${param}.reason`);
+      return { item: { id, object: 'realtime.item', type: 'mcp_approval_response', approval_request_id: requestId, approve: raw.approve, reason }, audio: null, images: [] };
+    }
+    case 'mcp_list_tools':
+    case 'mcp_call':
+    case 'mcp_approval_request':
+      throw new RealtimeError(
+        'unsupported_item_type',
+        `Items of type '${type}' are made by the server (it lists and calls MCP tools itself); a client answers an approval request with an 'mcp_approval_response' item.`,
+        `${param}.type`,
+      );
     default:
       throw new RealtimeError(
         'unsupported_item_type',
-        `Item type ${describeValue(type)} is not supported: items are 'message', 'function_call' or 'function_call_output' (MCP items are not supported).`,
+        `Item type ${describeValue(type)} is not supported: items are 'message', 'function_call', 'function_call_output' or 'mcp_approval_response'.`,
         `${param}.type`,
       );
   }

@@ -23,9 +23,10 @@ import { type Item, checkItemImages, parseItem, toMessages } from './items.js';
 import { type Json, RealtimeError, checkMaxLength, isObject, newResponseId, optionalMetadata, optionalString, requireString } from './protocol.js';
 import { replyRequest } from './reply-request.js';
 import { reasoningAt, voiceAt } from './session-object.js';
-import type { ResponseSpec } from './response.js';
+import type { ApprovedCall, ResponseSpec } from './response.js';
+import { type McpOffer, NO_MCP } from './mcp-toolbox.js';
 import type { SessionSettings } from './session-update.js';
-import { parseToolChoice, parseTools } from './tools.js';
+import { type McpServerDeclaration, parseToolChoice, parseTools } from './tools.js';
 
 /** Voice names in a response.create: at most this long (as in session.update). */
 const MAX_VOICE_NAME_CHARS = 200;
@@ -43,6 +44,8 @@ export interface ResponseRequest {
   /** Out-of-band context items as sent (null: the conversation). */
   input: unknown[] | null;
   tools: ToolDefinition[];
+  /** The MCP servers whose tools are offered (the response's own `tools`, else the session's). */
+  mcp: McpServerDeclaration[];
   toolChoice: ToolChoice;
   parallelToolCalls: boolean;
 }
@@ -96,7 +99,8 @@ export function parseResponseRequest(body: unknown, settings: SessionSettings): 
   } else if (r.input !== undefined && r.input !== null) {
     throw new RealtimeError('invalid_type', "'response.input' must be an array of items.", 'response.input');
   }
-  const tools = r.tools === undefined ? settings.tools : parseTools(r.tools, 'response.tools');
+  const own = r.tools === undefined ? null : parseTools(r.tools, 'response.tools');
+  const tools = own?.functions ?? settings.tools;
   const toolChoice = r.tool_choice === undefined ? (r.tools === undefined ? settings.toolChoice : 'auto') : parseToolChoice(r.tool_choice, tools, 'response.tool_choice');
   const parallel = r.parallel_tool_calls ?? settings.parallelToolCalls;
   if (typeof parallel !== 'boolean') throw new RealtimeError('invalid_type', "Invalid type for 'response.parallel_tool_calls': expected a boolean.", 'response.parallel_tool_calls');
@@ -110,6 +114,7 @@ export function parseResponseRequest(body: unknown, settings: SessionSettings): 
     maxOutputTokens: maxTokens as number | 'inf',
     input,
     tools,
+    mcp: own?.mcp ?? settings.mcp,
     toolChoice,
     parallelToolCalls: parallel,
   };
@@ -167,17 +172,30 @@ export interface ResponseDelivery {
   audioDelivery: ResponseSpec['audioDelivery'];
 }
 
+/** The MCP side of a response: the tools offered from its servers, and the calls the client approved. */
+export interface ResponseMcp {
+  offer: McpOffer;
+  approvedCalls: ApprovedCall[];
+}
+
 /** The run's whole spec for a checked request, over the conversation as it is now; `clientEventId` names the response.create (null: automatic). */
-export function responseSpec(checked: CheckedResponse, ctx: ResponseContext, delivery: ResponseDelivery, clientEventId: string | null): ResponseSpec {
+export function responseSpec(
+  checked: CheckedResponse,
+  ctx: ResponseContext,
+  delivery: ResponseDelivery,
+  clientEventId: string | null,
+  mcp: ResponseMcp = { offer: NO_MCP, approvedCalls: [] },
+): ResponseSpec {
   const { request: r, input } = checked;
   const { settings, conversation } = ctx;
   const s = settings.session;
   const context = input === null ? conversation.messages() : toMessages(input);
+  const tools = { tools: [...r.tools, ...mcp.offer.tools], toolChoice: r.toolChoice, parallelToolCalls: r.parallelToolCalls };
   return {
     id: newResponseId(),
     conversation: r.inConversation ? { id: conversation.id, insert: (item) => conversation.insert(item, null) } : null,
     outputModalities: r.outputModalities,
-    request: replyRequest(r.instructions, r.outputModalities, context, r.maxOutputTokens, r),
+    request: replyRequest(r.instructions, r.outputModalities, context, r.maxOutputTokens, tools),
     maxOutputTokens: r.maxOutputTokens,
     metadata: r.metadata,
     clientEventId,
@@ -187,5 +205,7 @@ export function responseSpec(checked: CheckedResponse, ctx: ResponseContext, del
     images: delivery.imagesWanted && (!r.modalitiesGiven || r.outputModalities.includes('image') || delivery.legacyVideo),
     audioDelivery: delivery.audioDelivery,
     outputFormat: settings.outputFormat,
+    mcp: mcp.offer,
+    approvedCalls: mcp.approvedCalls,
   };
 }

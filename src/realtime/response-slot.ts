@@ -3,10 +3,11 @@
  * finished ones whose audio can still be truncated.
  *
  * conversation.item.truncate of an assistant message: where the user stopped listening.
- *  - The response still playing (how the openai-agents SDK interrupts): its audio stops now, the
- *    transcript heard up to `audio_end_ms` is kept (clamped to what was played: a client's playback
- *    clock can run a little ahead of the server's count), and the response ends cancelled before
- *    conversation.item.truncated (ResponseRun.truncate).
+ *  - A message of the response still playing (how the openai-agents SDK interrupts): its audio
+ *    stops now, the transcript heard up to `audio_end_ms` is kept (clamped to what was played: a
+ *    client's playback clock can run a little ahead of the server's count), and the response ends
+ *    cancelled before conversation.item.truncated (ResponseRun.truncate). A response may hold
+ *    several messages (a preamble, then the answer after its MCP calls): each is cut on its own clock.
  *  - A response that has finished: its transcript is cut at `audio_end_ms`, which may not be past
  *    what was played; the latest few finished responses are kept for this.
  */
@@ -75,11 +76,9 @@ export class ResponseSlot {
     return this.active?.hasItem(itemId) ?? false;
   }
 
-  /** A finished run whose message is in the conversation. */
-  remember(run: ResponseRun): void {
-    const itemId = run.messageItemId;
-    if (itemId === null) return;
-    this.played.set(itemId, run);
+  /** A finished run whose messages are in the conversation (`inConversation` says which still are). */
+  remember(run: ResponseRun, inConversation: (itemId: string) => boolean): void {
+    for (const itemId of run.messageItemIds) if (inConversation(itemId)) this.played.set(itemId, run);
     while (this.played.size > KEPT_RESPONSES) this.played.delete(this.played.keys().next().value as string);
   }
 
@@ -94,9 +93,9 @@ export class ResponseSlot {
    */
   truncate(item: Item, contentIndex: number, audioEndMs: number): number {
     const running = this.active;
-    if (running?.messageItemId === item.id) {
+    if (running?.messageItemIds.includes(item.id)) {
       if (contentIndex !== 0) throw new RealtimeError('invalid_value', `Item '${item.id}' has its audio at content_index 0.`, 'content_index');
-      return running.truncate(audioEndMs);
+      return running.truncate(item.id, audioEndMs);
     }
     const part = item.type === 'message' ? item.content[contentIndex] : undefined;
     if (item.type !== 'message' || item.role !== 'assistant' || !part || part.type !== 'output_audio') {
@@ -104,10 +103,11 @@ export class ResponseSlot {
     }
     const run = this.played.get(item.id);
     if (!run) throw new RealtimeError('invalid_value', `Item '${item.id}' has no audio that can be truncated.`, 'item_id');
-    if (audioEndMs > run.playedMs) {
-      throw new RealtimeError('invalid_value', `audio_end_ms ${audioEndMs} is past the end of the item's audio (${run.playedMs} ms).`, 'audio_end_ms');
+    const playedMs = run.playedMsOf(item.id);
+    if (audioEndMs > playedMs) {
+      throw new RealtimeError('invalid_value', `audio_end_ms ${audioEndMs} is past the end of the item's audio (${playedMs} ms).`, 'audio_end_ms');
     }
-    item.content[contentIndex] = { type: 'output_audio', transcript: run.transcriptAt(audioEndMs) };
+    item.content[contentIndex] = { type: 'output_audio', transcript: run.transcriptAt(item.id, audioEndMs) };
     item.status = 'incomplete';
     return audioEndMs;
   }

@@ -107,6 +107,11 @@ export class MessageOutput {
     return this.options.item;
   }
 
+  /** Everything the model wrote for this message. */
+  get writtenText(): string {
+    return this.text;
+  }
+
   /** Samples of audio sent to the client so far. */
   get samples(): number {
     return this.samplesSent;

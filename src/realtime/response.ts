@@ -1,8 +1,17 @@
 /**
  * One response: the language model writes, and what it writes becomes the response's output
- * items in the order it writes them: an assistant message (response-speech.ts: spoken sentence by
- * sentence through the avatar, or written) and function calls (response-function-call.ts). The
- * run owns the lifecycle, the output list and `response.done`; the parts own their own events.
+ * items in the order it writes them: assistant messages (response-speech.ts: spoken sentence by
+ * sentence through the avatar, or written), function calls (response-function-call.ts) and MCP
+ * calls this server runs (response-mcp-call.ts). The run owns the lifecycle, the output list and
+ * `response.done`; the parts own their own events.
+ *
+ * Steps: when the model calls MCP tools (and nothing else), the run calls them while what it said
+ * first (a preamble: "Let me look that up.") is spoken, then asks the model again with their
+ * outcomes, and the answer is a new message item of the same response: one response, several
+ * items (message, mcp_call, message), as gpt-realtime-2 makes them. A message's closing events
+ * come when its audio has played out, which may be after the next item has opened. At most
+ * MAX_STEPS model requests per response (the last one is offered no tools). A response may also
+ * begin with calls the client approved (spec.approvedCalls), run before the model is asked.
  *
  * Order of events (GA names; the connection renames them for the older dialect):
  *   response.created →
@@ -10,10 +19,11 @@
  *     response.output_item.added → conversation.item.added → (the part's events) →
  *     response.output_item.done → conversation.item.done
  *   → response.done (always last, `output` listing every item, with usage).
- * The message item opens with the model's first words (not before: a reply that is only a call
- * has no message); a reply with neither words nor calls still gets one empty message. Function
- * calls are done as soon as the model has written them; a spoken message is done when its audio
- * has played out, so a call made after the words may be done before them.
+ * A message item opens with the model's first words of a step (not before: a reply that is only a
+ * call has no message); a reply with neither words nor calls still gets one empty message.
+ * Function calls are done as soon as the model has written them, MCP calls when they have run; a
+ * spoken message is done when its audio has played out, so a call made after the words may be done
+ * before them.
  *
  * Ending: completed once the model is done and the speech has played out; cancelled (client,
  * barge-in, or a truncate of its message while it plays) at once — the avatar is interrupted so
@@ -40,10 +50,12 @@ import type { Logger } from '../core/log.js';
 import type { ChatMessage, LanguageModel, TokenUsage, ToolChoice, ToolDefinition } from '../providers/llm/base.js';
 import { AppError } from '../core/errors.js';
 import { type AvatarAudioChunk, type AvatarFrame, type AvatarOutput } from './avatar-output.js';
-import { type Item, type MessageItem, assistantMessage, functionCallItem, openedItem } from './items.js';
+import { type Item, type McpApprovalRequestItem, type McpCallItem, type MessageItem, assistantMessage, functionCallItem, openedItem } from './items.js';
+import type { McpOffer, McpRoute } from './mcp-toolbox.js';
 import { type ServerEventDraft, errorEvent } from './protocol.js';
 import { MessageOutput, type ResponseTiming, type VoiceSource } from './response-speech.js';
 import { FunctionCallOutput } from './response-function-call.js';
+import { McpApprovalOutput, McpCallOutput, afterCalls, mcpCallItem } from './response-mcp-call.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 import { OutputAudioEncoder, type WireAudioFormat } from '../audio/wire-format.js';
 import type { UsageDelta } from './engine-ports.js';
@@ -51,6 +63,15 @@ import type { UsageDelta } from './engine-ports.js';
 export type { ResponseTiming } from './response-speech.js';
 
 export type ResponseStatus = 'completed' | 'cancelled' | 'failed' | 'incomplete';
+
+/** Model requests one response may make (its MCP calls' outcomes read between them). */
+export const MAX_STEPS = 4;
+
+/** A call the client approved (its mcp_approval_request), run first; `route` null when its tool is no longer offered. */
+export interface ApprovedCall {
+  request: McpApprovalRequestItem;
+  route: McpRoute | null;
+}
 export type CancelReason = 'client_cancelled' | 'turn_detected';
 
 /** What the model is asked: the prompt and the tools it may call. */
@@ -94,6 +115,10 @@ export interface ResponseSpec {
   audioDelivery: 'deltas' | 'rtp';
   /** The session's output audio format (audio deltas are encoded in it). */
   outputFormat: WireAudioFormat;
+  /** The MCP tools offered (their definitions are in `request.tools`); NO_MCP when none. */
+  mcp?: McpOffer;
+  /** Approved MCP calls to run before the model is asked. */
+  approvedCalls?: ApprovedCall[];
 }
 
 export interface ResponseDeps {
@@ -129,15 +154,21 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
 
   /** Output items in output_index order. */
   private readonly outputs: Item[] = [];
+  /** Every message of the response, in order, with its item's closer; `message` is the one the model is writing now. */
+  private readonly messages: Array<{ output: MessageOutput; close: () => void; closed: boolean }> = [];
   private message: MessageOutput | null = null;
-  /** Function calls by the model's index of the call in this reply. */
-  private readonly calls = new Map<number, FunctionCallOutput>();
+  /** The current step's calls by the model's index of the call in its reply. */
+  private readonly calls = new Map<number, FunctionCallOutput | McpCallOutput | McpApprovalOutput>();
+  /** Every MCP call the response ran or runs (closed if it ends first). */
+  private readonly mcpCalls: McpCallOutput[] = [];
+  /** Set once the model is done for good: how the response ends once every message has played out. */
+  private ending: { status: 'completed' | 'incomplete'; details: unknown } | null = null;
   /** Whitespace the model wrote before anything else (not worth a message of its own). */
   private leadingSpace = '';
   private usage: TokenUsage | null = null;
   private finishReason: 'stop' | 'length' | 'aborted' | 'tool_calls' = 'stop';
-  /** Where a truncation cut the audio (ms of this response's audio); null: not truncated. */
-  private cutAtMs: number | null = null;
+  /** Where a truncation cut a playing message's audio (ms of that message's audio); null: not truncated. */
+  private cut: { itemId: string; atMs: number } | null = null;
   /** The critical path, ms since start() (see the header). */
   private readonly timing: ResponseTiming = { firstTextMs: null, firstClauseMs: null, firstVoiceChunkMs: null, firstAudioMs: null };
   private startedAt = 0;
@@ -158,9 +189,9 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     return this.state === 'finished';
   }
 
-  /** The id of the assistant message item, once the model has started writing one. */
-  get messageItemId(): string | null {
-    return this.message?.item.id ?? null;
+  /** The ids of the response's assistant message items, in order. */
+  get messageItemIds(): string[] {
+    return this.messages.map((m) => m.output.item.id);
   }
 
   /** Whether `itemId` is one of this response's output items. */
@@ -168,9 +199,13 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
     return this.outputs.some((item) => item.id === itemId);
   }
 
-  /** Milliseconds of this response's audio sent to the client so far. */
-  get playedMs(): number {
-    return this.message?.playedMs ?? 0;
+  /** Milliseconds of message `itemId`'s audio sent to the client so far. */
+  playedMsOf(itemId: string): number {
+    return this.messageOf(itemId)?.playedMs ?? 0;
+  }
+
+  private messageOf(itemId: string): MessageOutput | null {
+    return this.messages.find((m) => m.output.item.id === itemId)?.output ?? null;
   }
 
   /**
@@ -199,25 +234,34 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
    * SDK interrupts): the audio stops now, the transcript kept is what was heard up to
    * `audioEndMs` (clamped to what was played), and the response ends cancelled. Returns the cut, in ms.
    */
-  truncate(audioEndMs: number): number {
-    this.cutAtMs = Math.min(audioEndMs, this.playedMs);
+  truncate(itemId: string, audioEndMs: number): number {
+    const entry = this.messages.find((m) => m.output.item.id === itemId);
+    const cut = Math.min(audioEndMs, entry?.output.playedMs ?? 0);
+    if (entry?.closed) {
+      // A message of this response that already played out: its transcript is cut; the rest was not heard either.
+      entry.output.item.content = [{ type: 'output_audio', transcript: entry.output.transcriptAt(cut) }];
+      entry.output.item.status = 'incomplete';
+    } else this.cut = { itemId, atMs: cut };
     this.cancel('client_cancelled');
-    return this.cutAtMs;
+    return cut;
   }
 
-  /** The message's transcript as heard up to `audioEndMs` (see MessageOutput.transcriptAt). */
-  transcriptAt(audioEndMs: number): string {
-    return this.message?.transcriptAt(audioEndMs) ?? '';
+  /** Message `itemId`'s transcript as heard up to `audioEndMs` (see MessageOutput.transcriptAt). */
+  transcriptAt(itemId: string, audioEndMs: number): string {
+    return this.messageOf(itemId)?.transcriptAt(audioEndMs) ?? '';
   }
 
-  /** Audio the avatar played in one tick (a listener while the run runs: start(), finish()). */
+  /** Audio the avatar played in one tick (a listener while the run runs: start(), finish()); each open message takes its own span. */
   private readonly onAudio = (chunk: AvatarAudioChunk): void => {
-    if (this.state === 'running' && this.message) this.guarded(() => this.message?.onAudio(chunk));
+    if (this.state !== 'running') return;
+    for (const m of this.messages) if (!m.closed) this.guarded(() => m.output.onAudio(chunk));
   };
 
-  /** A frame the avatar rendered (a listener while the run runs). */
+  /** A frame the avatar rendered (a listener while the run runs): the earliest open message's. */
   private readonly onFrame = (frame: AvatarFrame): void => {
-    if (this.state === 'running' && this.message) this.guarded(() => this.message?.onFrame(frame));
+    if (this.state !== 'running') return;
+    const playing = this.messages.find((m) => !m.closed);
+    if (playing) this.guarded(() => playing.output.onFrame(frame));
   };
 
   /** Marks the first time a step of the critical path happened. */
@@ -228,45 +272,95 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   private async generate(): Promise<void> {
     try {
       const { request } = this.spec;
-      const hasTools = request.tools.length > 0 && request.toolChoice !== 'none';
-      const stream = this.deps.llm.generate({
-        messages: request.messages,
-        maxOutputTokens: request.maxOutputTokens,
-        signal: this.abort.signal,
-        ...(hasTools ? { tools: request.tools, toolChoice: request.toolChoice, parallelToolCalls: request.parallelToolCalls } : {}),
-      });
-      for await (const chunk of stream) {
-        if (this.state !== 'running') break;
-        switch (chunk.type) {
-          case 'text':
-            this.onText(chunk.text);
-            break;
-          case 'tool_call_start':
-            this.openCall(chunk.index, chunk.callId, chunk.name);
-            break;
-          case 'tool_call_arguments':
-            this.calls.get(chunk.index)?.append(chunk.delta);
-            break;
-          case 'done':
-            this.usage = chunk.usage;
-            this.finishReason = chunk.finishReason;
-            if (chunk.usage) this.deps.addUsage({ inputTokens: chunk.usage.inputTokens, outputTokens: chunk.usage.outputTokens });
-            break;
+      let messages = request.messages;
+      const approved = await this.runApproved();
+      if (approved.length > 0) messages = [...messages, ...afterCalls('', approved)];
+      for (let step = 0; this.state === 'running'; step++) {
+        const last = step === MAX_STEPS - 1;
+        await this.generateStep(messages, last ? 'none' : step === 0 ? request.toolChoice : 'auto');
+        if (this.state !== 'running') return;
+        const cutShort = this.finishReason === 'length';
+        const calls = [...this.calls.values()];
+        this.calls.clear();
+        // The model is done with this step: calls it finished are done now (a cut-off one stays open: incomplete).
+        if (!cutShort) for (const call of calls) call.complete();
+        if (!this.message && calls.length === 0 && this.messages.length === 0) this.openMessage();
+        const message = this.message;
+        this.message = null;
+        const running = calls.flatMap((c) => (c instanceof McpCallOutput ? [c.execute(this.abort.signal)] : []));
+        // The words so far are spoken while the MCP calls run.
+        const [toPlay] = await Promise.all([message ? message.endOfText() : false, ...running]);
+        if (this.state !== 'running') return;
+        if (message && !toPlay) this.closeMessage(message, !cutShort);
+        const ran = calls.filter((c): c is McpCallOutput => c instanceof McpCallOutput && c.ran);
+        // Another step when every call of this one was an MCP call that ran: the model reads their outcomes.
+        if (cutShort || ran.length === 0 || ran.length !== calls.length) {
+          this.ending = cutShort ? { status: 'incomplete', details: { type: 'incomplete', reason: 'max_output_tokens' } } : { status: 'completed', details: null };
+          this.finishWhenPlayed();
+          return;
         }
+        messages = [...messages, ...afterCalls(message?.writtenText ?? '', ran.map((c) => c.item))];
       }
-      if (this.state !== 'running') return;
-      const cutShort = this.finishReason === 'length';
-      // The model is done: calls it finished are done now (a cut-off one stays open: incomplete).
-      if (!cutShort) for (const call of this.calls.values()) call.complete();
-      if (!this.message && this.calls.size === 0) this.openMessage();
-      const message = this.message;
-      const toPlay = message ? await message.endOfText() : false;
-      if (this.state !== 'running') return;
-      // Otherwise the message finishes the response once its last sentence has played.
-      if (!toPlay) this.finish(cutShort ? 'incomplete' : 'completed', cutShort ? { type: 'incomplete', reason: 'max_output_tokens' } : null);
     } catch (err) {
       this.fail(err);
     }
+  }
+
+  /** One model request: its text and calls become output items as they come. */
+  private async generateStep(messages: ChatMessage[], toolChoice: ToolChoice): Promise<void> {
+    const { request } = this.spec;
+    const hasTools = request.tools.length > 0 && toolChoice !== 'none';
+    this.finishReason = 'stop';
+    const stream = this.deps.llm.generate({
+      messages,
+      maxOutputTokens: request.maxOutputTokens,
+      signal: this.abort.signal,
+      ...(hasTools ? { tools: request.tools, toolChoice, parallelToolCalls: request.parallelToolCalls } : {}),
+    });
+    for await (const chunk of stream) {
+      if (this.state !== 'running') break;
+      switch (chunk.type) {
+        case 'text':
+          this.onText(chunk.text);
+          break;
+        case 'tool_call_start':
+          this.openCall(chunk.index, chunk.callId, chunk.name);
+          break;
+        case 'tool_call_arguments':
+          this.calls.get(chunk.index)?.append(chunk.delta);
+          break;
+        case 'done':
+          this.addModelUsage(chunk.usage);
+          this.finishReason = chunk.finishReason;
+          if (chunk.usage) this.deps.addUsage({ inputTokens: chunk.usage.inputTokens, outputTokens: chunk.usage.outputTokens });
+          break;
+      }
+    }
+  }
+
+  /** Runs the calls the client approved (spec.approvedCalls), each as an mcp_call item; returns those that ran. */
+  private async runApproved(): Promise<McpCallItem[]> {
+    const approved = this.spec.approvedCalls ?? [];
+    const outputs = approved.map(({ request, route }) => {
+      const stand: McpRoute = route ?? {
+        server: { label: request.server_label } as McpRoute['server'],
+        tool: { name: request.name } as McpRoute['tool'],
+        approval: false,
+        call: async () => ({ output: null, error: { type: 'protocol_error', code: -32601, message: `Tool '${request.name}' of MCP server '${request.server_label}' is no longer offered to this session.` } }),
+      };
+      const call = new McpCallOutput(mcpCallItem(stand, request.arguments, request.id), stand, this.id, (e) => this.deps.emit(e), (item) => this.addOutput(item));
+      this.mcpCalls.push(call);
+      call.complete();
+      return call;
+    });
+    await Promise.all(outputs.map((c) => c.execute(this.abort.signal)));
+    return outputs.filter((c) => c.ran).map((c) => c.item);
+  }
+
+  /** Adds the model's reported tokens of one step to the response's. */
+  private addModelUsage(usage: TokenUsage | null): void {
+    if (!usage) return;
+    this.usage = { inputTokens: (this.usage?.inputTokens ?? 0) + usage.inputTokens, outputTokens: (this.usage?.outputTokens ?? 0) + usage.outputTokens };
   }
 
   private onText(text: string): void {
@@ -302,8 +396,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   private openMessage(): void {
     const item: MessageItem = assistantMessage();
     const { outputIndex, close } = this.addOutput(item);
-    this.messageClose = close;
-    this.message = new MessageOutput(
+    const output: MessageOutput = new MessageOutput(
       {
         responseId: this.id,
         item,
@@ -322,20 +415,48 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         mark: (step) => this.mark(step),
         onProgress: this.deps.onProgress,
         addUsage: (delta) => this.deps.addUsage(delta),
-        onPlayedOut: () => this.finish('completed', null),
+        onPlayedOut: () => {
+          this.closeMessage(output, true);
+          this.finishWhenPlayed();
+        },
       },
     );
-    this.message.open();
+    this.message = output;
+    this.messages.push({ output, close, closed: false });
+    output.open();
   }
 
-  /** Sends the message item's output_item.done / conversation.item.done. */
-  private messageClose: (() => void) | null = null;
+  /** Closes a message that has played out (or was written): its part's closing events, then output_item.done. */
+  private closeMessage(output: MessageOutput, complete: boolean, cutAtMs: number | null = null): void {
+    const entry = this.messages.find((m) => m.output === output);
+    if (!entry || entry.closed) return;
+    entry.closed = true;
+    output.close(complete, cutAtMs);
+    output.item.status = complete ? 'completed' : 'incomplete';
+    entry.close();
+  }
+
+  /** Ends the response once the model is done for good and every message has played out. */
+  private finishWhenPlayed(): void {
+    if (this.state !== 'running' || !this.ending || this.messages.some((m) => !m.closed)) return;
+    this.finish(this.ending.status, this.ending.details);
+  }
 
   private openCall(index: number, callId: string, name: string): void {
     if (this.calls.has(index)) return;
-    const item = functionCallItem(callId, name);
-    const { outputIndex, close } = this.addOutput(item);
-    this.calls.set(index, new FunctionCallOutput(item, outputIndex, this.id, (e) => this.deps.emit(e), close));
+    const route = this.spec.mcp?.route(name) ?? null;
+    const emit = (e: ServerEventDraft) => this.deps.emit(e);
+    if (route?.approval) {
+      this.calls.set(index, new McpApprovalOutput(route, (item) => this.addOutput(item)));
+    } else if (route) {
+      const call = new McpCallOutput(mcpCallItem(route), route, this.id, emit, (item) => this.addOutput(item));
+      this.mcpCalls.push(call);
+      this.calls.set(index, call);
+    } else {
+      const item = functionCallItem(callId, name);
+      const { outputIndex, close } = this.addOutput(item);
+      this.calls.set(index, new FunctionCallOutput(item, outputIndex, this.id, emit, close));
+    }
   }
 
   /** Runs `step`; anything it throws fails the run instead of escaping to the caller. */
@@ -390,19 +511,19 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         status,
         items: this.outputs,
         usage: this.usage,
-        audioSeconds: (this.message?.samples ?? 0) / PCM_RATE_HZ,
-        frames: this.message?.frames ?? 0,
+        audioSeconds: this.messages.reduce((sum, m) => sum + m.output.samples, 0) / PCM_RATE_HZ,
+        frames: this.messages.reduce((sum, m) => sum + m.output.frames, 0),
       });
     }
   }
 
   private sendClosingEvents(status: ResponseStatus, statusDetails: unknown): void {
-    if (this.message) {
-      this.message.close(status === 'completed', this.cutAtMs);
-      this.message.item.status = status === 'completed' ? 'completed' : 'incomplete';
-      this.messageClose?.();
+    for (const m of this.messages) {
+      if (m.closed) continue;
+      this.closeMessage(m.output, status === 'completed', this.cut?.itemId === m.output.item.id ? this.cut.atMs : null);
     }
     for (const call of this.calls.values()) call.abandon();
+    for (const call of this.mcpCalls) call.abandon();
     this.deps.emit({ type: 'response.done', response: this.responseObject(status, statusDetails) });
   }
 

@@ -13,8 +13,8 @@
  *    tests instead.
  *  - The avatar's own events (`response.output_image.delta` / `.done`) have no OpenAI type; they
  *    are declared here beside the GA ones with the same part reference fields.
- *  - Events the server never sends (MCP, DTMF, rate limits) are left out, so emitting one by
- *    mistake is also a type error.
+ *  - Events the server never sends (DTMF, rate limits) are left out, so emitting one by mistake
+ *    is also a type error.
  */
 import type {
   ConversationItemAdded,
@@ -29,6 +29,9 @@ import type {
   InputAudioBufferSpeechStartedEvent,
   InputAudioBufferSpeechStoppedEvent,
   InputAudioBufferTimeoutTriggered,
+  McpListToolsCompleted,
+  McpListToolsFailed,
+  McpListToolsInProgress,
   RealtimeErrorEvent,
   RealtimeServerEvent as OpenAIServerEvent,
   ResponseAudioDeltaEvent,
@@ -41,6 +44,11 @@ import type {
   ResponseDoneEvent,
   ResponseFunctionCallArgumentsDeltaEvent,
   ResponseFunctionCallArgumentsDoneEvent,
+  ResponseMcpCallArgumentsDelta,
+  ResponseMcpCallArgumentsDone,
+  ResponseMcpCallCompleted,
+  ResponseMcpCallFailed,
+  ResponseMcpCallInProgress,
   ResponseOutputItemAddedEvent,
   ResponseOutputItemDoneEvent,
   ResponseTextDeltaEvent,
@@ -169,6 +177,14 @@ export type ServerEvent =
   | ResponseAudioTranscriptDoneEvent
   | ResponseFunctionCallArgumentsDeltaEvent
   | ResponseFunctionCallArgumentsDoneEvent
+  | McpListToolsInProgress
+  | McpListToolsCompleted
+  | McpListToolsFailed
+  | ResponseMcpCallArgumentsDelta
+  | ResponseMcpCallArgumentsDone
+  | ResponseMcpCallInProgress
+  | ResponseMcpCallCompleted
+  | ResponseMcpCallFailed
   | ResponseOutputImageDeltaEvent
   | ResponseOutputImageDoneEvent
   | AvatarSegmentStartedEvent

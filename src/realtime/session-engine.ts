@@ -23,8 +23,10 @@
  * voice input, its turns and the idle timer (audio-recognition.ts); the reply begun before a turn
  * is decided (preemptive-generation.ts); response.create checked and finished into a run's spec
  * (response-request.ts, reply-request.ts) and run (response.ts); the response in progress and
- * finished responses' audio for truncation (response-slot.ts); the chat history written to the
- * store (chat-record.ts).
+ * finished responses' audio for truncation (response-slot.ts); the MCP servers declared, listed
+ * and offered (mcp-toolbox.ts); the chat history written to the store (chat-record.ts).
+ * An mcp_approval_response a client adds is answered by a response of its own when none is in
+ * progress (otherwise by the next one): it runs the approved call, then the model speaks.
  */
 import { AppError } from '../core/errors.js';
 import { AudioRecognition, type PauseTranscription, type UserTurn } from './audio-recognition.js';
@@ -32,7 +34,9 @@ import { ChatRecord } from './chat-record.js';
 import { type ClientEventOf, checkTransport, typedClientEvent } from './client-events.js';
 import { Conversation } from './conversation.js';
 import type { EngineDeps, EngineOptions } from './engine-ports.js';
-import { type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
+import { type McpApprovalRequestItem, type McpApprovalResponseItem, type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
+import { McpToolbox } from './mcp-toolbox.js';
+import type { McpServerDeclaration } from './tools.js';
 import { PreemptiveGeneration } from './preemptive-generation.js';
 import { type MessageReader, clientEventOf } from './client-message.js';
 import { type ClientEvent, type ClientEventType, type Json, type ServerEventDraft, RealtimeError, errorEvent, newConversationId, newItemId } from './protocol.js';
@@ -60,6 +64,10 @@ export class RealtimeSessionEngine {
   /** The words' reading, the early reply of a turn being decided, the session's prompt prepared. */
   private readonly preemptive: PreemptiveGeneration;
   private readonly chat: ChatRecord;
+  /** The MCP servers the session and its responses declare. */
+  private readonly mcp: McpToolbox;
+  /** Approval answers not yet acted on: the next response runs the approved calls. */
+  private approvals: McpApprovalResponseItem[] = [];
 
   constructor(
     private readonly options: EngineOptions,
@@ -88,6 +96,12 @@ export class RealtimeSessionEngine {
       emit: (e) => this.emit(e),
       log,
     });
+    this.mcp = new McpToolbox({
+      connector: deps.mcp,
+      emit: (e) => this.emit(e),
+      insert: (item) => this.conversation.insert(item, null),
+      log,
+    });
     this.input.on('speech_started', (e) => this.onSpeechStarted(e));
     this.preemptive.follow(this.input); // speech resuming
     this.input.on('turn_ended', (e) => this.onTurnEnded(e));
@@ -105,6 +119,23 @@ export class RealtimeSessionEngine {
     await this.input.configure(this.settings.turnDetection); // the VAD and the idle timeout, as the settings say
     this.emit({ type: 'session.created', session: this.sessionObject() });
     this.preemptive.prepareSession();
+    try {
+      this.checkMcp(this.settings.mcp, 'session.tools', this.settings.raw.tools); // an ephemeral key's or a REST session's tools
+      this.listMcp(this.settings.mcp, null);
+    } catch (err) {
+      this.emit(errorEvent(err, null));
+    }
+  }
+
+  /** Refuses MCP servers the operator's policy does not allow, naming the tool (`param`[i].server_url; `rawTools` as sent). */
+  private checkMcp(servers: McpServerDeclaration[], param: string, rawTools: unknown): void {
+    this.mcp.check(servers, param, (server) => (Array.isArray(rawTools) ? rawTools.findIndex((t) => isMcp(t, server.label)) : -1));
+  }
+
+  /** Lists the servers not listed yet: their mcp_list_tools items join the conversation. */
+  private listMcp(servers: McpServerDeclaration[], eventId: string | null): void {
+    this.mcp.list(servers, eventId);
+    this.enforceConversationBound();
   }
 
   /**
@@ -134,7 +165,7 @@ export class RealtimeSessionEngine {
     this.closed = true;
     this.responses.cancel('client_cancelled');
     this.preemptive.close();
-    await this.input.close();
+    await Promise.all([this.input.close(), this.mcp.close()]);
   }
 
   /**
@@ -201,11 +232,13 @@ export class RealtimeSessionEngine {
     await Promise.all(changedAssets(before, after, update).map((a) => this.deps.assets.require(a.kind, a.id, this.options.userId, a.param)));
     // Switch the avatar before committing the settings: a face that fails to load leaves the old one.
     if (after.face !== before.face) await this.deps.avatar.setFace(after.face ?? 'default');
+    this.checkMcp(next.mcp, 'session.tools', next.raw.tools);
     if (after.driving !== before.driving) await this.deps.avatar.setDriving(after.driving ?? 'default');
     this.settings = next;
     await this.input.configure(this.settings.turnDetection); // the VAD and the idle timeout, as the settings say
     this.emit({ type: 'session.updated', session: this.sessionObject() });
     this.preemptive.prepareSession();
+    this.listMcp(next.mcp, event.event_id);
   }
 
   private imagesWanted(): boolean {
@@ -258,6 +291,10 @@ export class RealtimeSessionEngine {
     this.emit({ type: 'conversation.item.done', previous_item_id: previousItemId, item });
     this.enforceConversationBound();
     if (item.type === 'message' && item.role !== 'system') this.chat.turn(item.role, itemText(item));
+    if (item.type === 'mcp_approval_response') {
+      this.approvals.push(item);
+      if (!this.responses.active) await this.startResponse(null, event.event_id);
+    }
   }
 
   /** conversation.item.truncate (response-slot.ts): the response playing stops, a finished one's transcript is cut. */
@@ -407,14 +444,27 @@ export class RealtimeSessionEngine {
     this.responses.refuseWhileActive();
     const ctx: ResponseContext = { settings: this.settings, conversation: this.conversation, userId: this.options.userId, assets: this.deps.assets, images: this.deps.images };
     const checked = await checkResponse(body, ctx);
-    // Wait for transcriptions in progress so the model hears what was said, and for the model's
-    // reading of the turn's words, which holds the sequence the reply continues.
+    const servers = checked.request.mcp;
+    if (servers !== this.settings.mcp) {
+      this.checkMcp(servers, 'response.tools', (body as { tools?: unknown } | null)?.tools);
+      this.listMcp(servers, clientEventId);
+    }
+    // Wait for transcriptions in progress so the model hears what was said, for the model's
+    // reading of the turn's words, which holds the sequence the reply continues, and for the
+    // listings of its MCP servers.
     await this.input.settled();
     await this.preemptive.settled();
+    await this.mcp.settled(servers);
     if (this.closed) return;
     this.responses.refuseWhileActive();
     const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: this.options.transport === 'webrtc' ? 'rtp' : 'deltas' } as const;
-    const spec = responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId);
+    const offer = this.mcp.offer(servers, new Set(checked.request.tools.map((t) => t.name)));
+    const approvedCalls = this.approvals.flatMap((answer) => {
+      const request = this.conversation.get(answer.approval_request_id) as McpApprovalRequestItem | undefined;
+      return answer.approve && request ? [{ request, route: offer.find(request.server_label, request.name) }] : [];
+    });
+    this.approvals = [];
+    const spec = responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId, { offer, approvedCalls });
     const model = this.deps.llm.forModel(this.settings.session.model);
     const { userId, ttsSource } = this.options;
     const run = new ResponseRun(spec, {
@@ -436,8 +486,7 @@ export class RealtimeSessionEngine {
 
   private onResponseDone(run: ResponseRun, outcome: ResponseOutcome): void {
     if (outcome.status === 'completed' && run.inConversation) this.input.armIdle();
-    const messageId = run.messageItemId;
-    if (run.inConversation && messageId !== null && this.conversation.get(messageId)) this.responses.remember(run);
+    if (run.inConversation) this.responses.remember(run, (itemId) => this.conversation.get(itemId) !== undefined);
     if (run.inConversation) {
       for (const item of outcome.items) if (item.type === 'message') this.chat.turn('assistant', itemText(item));
       this.enforceConversationBound();
@@ -445,4 +494,9 @@ export class RealtimeSessionEngine {
     // Its usage was counted as it was delivered (ResponseDeps.addUsage), committed before response.done went out.
     this.chat.progress('');
   }
+}
+
+/** Whether `tool` (an element of a raw tools array) is the MCP server labelled `label`. */
+function isMcp(tool: unknown, label: string): boolean {
+  return typeof tool === 'object' && tool !== null && (tool as { type?: unknown }).type === 'mcp' && (tool as { server_label?: unknown }).server_label === label;
 }

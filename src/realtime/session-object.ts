@@ -14,8 +14,8 @@
 import { AppError, invalidParam } from '../core/errors.js';
 import { DEFAULT_INSTRUCTIONS, DEFAULT_VOICE, MAX_INSTRUCTIONS_CHARS } from '../sessions/session-config.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
-import type { ToolChoice, ToolDefinition } from '../providers/llm/base.js';
-import { parseToolChoice, parseTools, toolsJson } from './tools.js';
+import type { ToolChoice } from '../providers/llm/base.js';
+import { parseToolChoice, parseTools } from './tools.js';
 
 /** model, voice, face and driving names: at most this long (as in POST /v1/sessions). */
 const MAX_NAME_CHARS = 200;
@@ -35,7 +35,7 @@ export interface RealtimeSessionObject {
     input: { format: { type: string; rate?: number }; transcription: unknown; noise_reduction: unknown; turn_detection: unknown };
     output: { format: { type: string; rate?: number }; voice: VoiceRef; speed: number };
   };
-  tools: ReturnType<typeof toolsJson>;
+  tools: Record<string, unknown>[];
   tool_choice: ToolChoice;
   max_output_tokens: number | 'inf';
   tracing: unknown;
@@ -126,7 +126,7 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
       param: 'session.max_output_tokens',
     });
   }
-  const tools: ToolDefinition[] = parseTools(input.tools, 'session.tools');
+  const tools = parseTools(input.tools, 'session.tools');
   return {
     type: 'realtime',
     object: 'realtime.session',
@@ -149,8 +149,8 @@ export function effectiveRealtimeSession(input: Obj, defaultModel: string): Real
         speed,
       },
     },
-    tools: toolsJson(tools),
-    tool_choice: parseToolChoice(input.tool_choice, tools, 'session.tool_choice'),
+    tools: tools.json,
+    tool_choice: parseToolChoice(input.tool_choice, tools.functions, 'session.tool_choice'),
     max_output_tokens: maxTokens as number | 'inf',
     tracing: input.tracing ?? null,
     prompt: input.prompt ?? null,

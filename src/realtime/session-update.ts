@@ -16,6 +16,7 @@ import { AppError } from '../core/errors.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 import { type WireAudioFormat, wireFormat } from '../audio/wire-format.js';
 import type { ToolChoice, ToolDefinition } from '../providers/llm/base.js';
+import { type McpServerDeclaration, parseTools } from './tools.js';
 
 type WireAudioType = WireAudioFormat['type'];
 
@@ -79,6 +80,8 @@ export interface SessionSettings {
   session: RealtimeSessionObject;
   /** The functions the model may call, and how (session.tools, session.tool_choice). */
   tools: ToolDefinition[];
+  /** The MCP servers this server calls for the session (session.tools of type mcp). */
+  mcp: McpServerDeclaration[];
   toolChoice: ToolChoice;
   /** session.parallel_tool_calls (default true). */
   parallelToolCalls: boolean;
@@ -125,10 +128,12 @@ export function applySessionUpdate(previous: Json | null, update: Json, defaultM
     throw asRealtimeError(err);
   }
   const audioIn = session.audio.input;
+  const tools = parseTools(raw.tools, 'session.tools'); // checked above; the MCP servers' headers are not in the echo
   return {
     raw,
     session,
-    tools: session.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+    tools: tools.functions,
+    mcp: tools.mcp,
     toolChoice: session.tool_choice,
     parallelToolCalls: raw.parallel_tool_calls !== false,
     inputFormat: wireFormat(session.audio.input.format.type as WireAudioType),

@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import type { Config } from '../config.js';
+import { StreamableHttpMcp } from '../providers/mcp/streamable-http.js';
 import type { Logger } from '../core/log.js';
 import { MEDIA_UNSET } from '../core/media-options.js';
 import type { AssetService } from '../assets/asset-service.js';
@@ -66,6 +67,7 @@ export async function createRealtimeRuntime(deps: RuntimeDeps, overrides: Partia
     tts,
     asr,
     images: new InputImageChecker(),
+    mcp: overrides.mcp ?? new StreamableHttpMcp(config.mcp, log.child({ module: 'mcp' })),
     createVad: overrides.createVad ?? (() => SileroVad.create()),
     endOfTurnModel,
     startAvatar: overrides.startAvatar ?? ((o) => media.startAvatar(o)),

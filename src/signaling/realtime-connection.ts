@@ -335,6 +335,7 @@ export class RealtimeConnection {
         endOfTurnModel: () => runtime.endOfTurnModel(),
         assets: this.deps.assets,
         images: runtime.images,
+        mcp: runtime.mcp,
         recorder: this.recorder(session),
         log: this.log,
       },

@@ -19,6 +19,8 @@ import { tempDir } from '../../harness/servers/server.js';
 import { concatSamples, speechPcm24k } from '../../harness/measures/speech.js';
 import { suiteNeeding } from '../helpers/skip.js';
 import { pythonClientsMissing, runPythonClient } from './client-harness.js';
+import { startMcpServer, type TestMcpServer } from '../helpers/mcp-server.js';
+import type { GenerateRequest } from '../../src/providers/llm/base.js';
 
 const CLIENT_TIMEOUT_S = 60;
 const RUN_TIMEOUT_MS = (CLIENT_TIMEOUT_S + 30) * 1000;
@@ -60,3 +62,40 @@ Transcription('client.realtime.connect(intent=transcription) streams a question 
 });
 
 Transcription.run();
+
+const Mcp = suiteNeeding<{ t: RealtimeTestServer; mcp: TestMcpServer }>('openai-python realtime: MCP tools the server runs', pythonClientsMissing(), {} as { t: RealtimeTestServer; mcp: TestMcpServer });
+
+Mcp.before(async (ctx) => {
+  ctx.mcp = await startMcpServer();
+  ctx.t = await startRealtimeTestServer({ env: { MCP_ALLOWED_HOSTS: '127.0.0.1', MCP_ALLOW_PRIVATE_ADDRESSES: 'true' } });
+  // The model calls the weather tool when the user has spoken, and reads its outcome after.
+  ctx.t.llm.options = {
+    reply: (r: GenerateRequest) => (r.messages.at(-1)?.role === 'tool' ? `It is ${r.messages.at(-1)!.content}` : ''),
+    toolCalls: (r: GenerateRequest) => (r.messages.at(-1)?.role === 'user' ? [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] : []),
+  };
+});
+
+Mcp.after(async (ctx) => {
+  await ctx.t?.close();
+  await ctx.mcp?.close();
+});
+
+Mcp('a tool needing approval: listed, asked for, approved with an mcp_approval_response, called and answered; every event valid in the SDK\'s types', async (ctx) => {
+  const run = await runPythonClient('mcp.py', ['--base-url', `${ctx.t.url}/v1`, '--key', ctx.t.key, '--mcp-url', ctx.mcp.url, '--approval', 'always', '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
+  const why = run.describe();
+  assert.is(run.code, 0, why);
+  assert.equal(run.of('invalid'), [], why);
+  assert.equal(run.of('timeout'), [], why);
+  assert.equal(run.server('error'), [], why);
+  for (const type of ['mcp_list_tools.in_progress', 'mcp_list_tools.completed', 'response.mcp_call_arguments.done', 'response.mcp_call.in_progress', 'response.mcp_call.completed']) {
+    assert.ok(run.server(type).length > 0, `${type} seen\n${why}`);
+  }
+  const done = run.server('response.done');
+  assert.equal(done.map((d) => d.output), [['mcp_approval_request'], ['mcp_call', 'message']], why);
+  assert.is(done.at(-1)?.call_output, 'Sunny and 21 degrees in Paris.', why);
+  assert.ok(run.server('conversation.item.done').some((e) => e.item_class === 'RealtimeMcpListTools'), why);
+  assert.equal(ctx.mcp.calls, [{ name: 'get_weather', arguments: { city: 'Paris' } }]);
+  assert.ok(ctx.mcp.headers.every((h) => h['x-api-key'] === 'py-secret'));
+});
+
+Mcp.run();

@@ -15,6 +15,7 @@ import type { Json } from '../../src/realtime/protocol.js';
 import type { EngineDeps, EngineOptions } from '../../src/realtime/engine-ports.js';
 import { RealtimeSessionEngine } from '../../src/realtime/session-engine.js';
 import { PCM_RATE_HZ } from '../../src/audio/pcm.js';
+import { StreamableHttpMcp } from '../../src/providers/mcp/streamable-http.js';
 import { InputImageChecker } from '../../src/media/input-images.js';
 
 const TICK_SAMPLES = PCM_RATE_HZ / 25;
@@ -128,6 +129,8 @@ export async function engineHarness(options: HarnessOptions = {}): Promise<Harne
       createVad: async () => vad,
       endOfTurnModel: async () => null,
       images: new InputImageChecker(),
+      // The server's default policy: no MCP server allowed (a test that needs one passes its own).
+      mcp: new StreamableHttpMcp({ allowedHosts: [], allowPrivateAddresses: false, listTimeoutMs: 5000, callTimeoutMs: 5000 }, new Logger('silent')),
       assets: { require: async () => undefined },
       recorder: { appendTurn: async () => undefined, setCurrentTranscript: async () => undefined, addUsage: async () => undefined },
       log: new Logger('silent'),

@@ -138,6 +138,12 @@ interface SeenEvent {
 }
 
 /**
+ * Errors that come later than the event that caused them, naming it when it had an event_id (null
+ * when it had none): they may arrive during any later case. An MCP server's listing that failed.
+ */
+const LATER_ERRORS = new Set(['mcp_list_tools_failed']);
+
+/**
  * Checks the errors one fuzz case caused: none is a server_error, each is well formed, and each
  * names the case's event (`eventId`) when it had one, or an event whose id starts with
  * `otherIdPrefix` (earlier cases' events whose work is still going on); failures are appended.
@@ -151,7 +157,7 @@ export function checkCaseErrors(events: readonly SeenEvent[], built: { eventId: 
     if (typeof err.code !== 'string' || typeof err.message !== 'string' || err.message === '') failures.push(`malformed error from ${what}`);
     const id = err.event_id ?? null;
     if (id !== null && id !== built.eventId && !(otherIdPrefix !== null && String(id).startsWith(otherIdPrefix))) failures.push(`error names an event that was not sent, ${what}`);
-    if (id === null && built.eventId !== null) failures.push(`error does not name its event ${built.eventId}, ${what}`);
+    if (id === null && built.eventId !== null && !LATER_ERRORS.has(String(err.code))) failures.push(`error does not name its event ${built.eventId}, ${what}`);
   }
 }
 
@@ -177,6 +183,8 @@ export interface RealtimeKnown {
   itemIds: string[];
   assistantItemIds: string[];
   responseIds: string[];
+  /** A live MCP server the session may declare (the fuzz test starts one), else an unreachable URL is used. */
+  mcpUrl?: string;
 }
 
 const pcm = (rng: Rng, samples: number): string => {
@@ -195,8 +203,16 @@ const PNG_1X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8B
 const imageUrl = (rng: Rng) =>
   rng.pick([`data:image/png;base64,${PNG_1X1}`, 'data:image/png;base64,AAAA', 'data:image/jpeg;base64,' + PNG_1X1, 'https://example.com/x.png', 'data:text/plain;base64,aGk=', oddString(rng, 200)]);
 
-function validItem(rng: Rng): Record<string, unknown> {
-  switch (rng.int(0, 8)) {
+function validItem(rng: Rng, known?: RealtimeKnown): Record<string, unknown> {
+  switch (rng.int(0, 10)) {
+    case 9:
+      return { type: 'mcp_approval_response', approval_request_id: rng.pick([known && known.itemIds.length > 0 ? rng.pick(known.itemIds) : 'item_x', 'mcpr_unknown', oddString(rng, 80)]), approve: rng.pick<unknown>([true, false, 'yes']), reason: rng.pick<unknown>([undefined, 'no', 7]) };
+    case 10:
+      return rng.pick<Record<string, unknown>>([
+        { type: 'mcp_call', server_label: 'x', name: 'get_weather', arguments: '{}' },
+        { type: 'mcp_list_tools', server_label: 'x', tools: [] },
+        { type: 'mcp_approval_request', server_label: 'x', name: 'send_email', arguments: '{}' },
+      ]);
     case 6:
       return { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Look:' }, { type: 'input_image', image_url: imageUrl(rng), detail: rng.pick(['auto', 'low', 'high', 'huge']) }] };
     case 7:
@@ -218,8 +234,21 @@ function validItem(rng: Rng): Record<string, unknown> {
   }
 }
 
-function validSession(rng: Rng): Record<string, unknown> {
+function mcpTool(rng: Rng, known: RealtimeKnown): Record<string, unknown> {
+  return {
+    type: 'mcp',
+    server_label: rng.pick(['tools', 'other', 'bad label!']),
+    server_url: rng.pick([known.mcpUrl ?? 'http://127.0.0.1:1/mcp', 'http://127.0.0.1:1/mcp', 'https://example.com/mcp', 'file:///etc/passwd', oddString(rng, 100)]),
+    require_approval: rng.pick<unknown>(['always', 'never', { never: { read_only: true } }, { always: { tool_names: ['send_email'] } }, 'sometimes']),
+    ...(rng.chance(0.3) ? { allowed_tools: rng.pick<unknown>([['get_weather'], { read_only: true }, 'x']) } : {}),
+    ...(rng.chance(0.3) ? { headers: rng.pick<unknown>([{ 'X-Key': 'k' }, { Host: 'evil' }, { 'X-Key': 'a\r\nb' }, 7]) } : {}),
+    ...(rng.chance(0.1) ? { connector_id: 'connector_gmail' } : {}),
+  };
+}
+
+function validSession(rng: Rng, known: RealtimeKnown): Record<string, unknown> {
   return rng.pick<() => Record<string, unknown>>([
+    () => ({ type: 'realtime', tools: [mcpTool(rng, known), ...(rng.chance(0.3) ? [mcpTool(rng, known)] : [])], tool_choice: rng.pick<unknown>(['auto', 'required', { type: 'mcp', server_label: 'tools' }]) }),
     () => ({ type: 'realtime', instructions: rng.pick(['Be brief.', oddString(rng, 3000)]) }),
     () => ({ type: 'realtime', output_modalities: rng.pick([['text'], ['audio'], ['audio', 'image'], ['text', 'image']]) }),
     () => ({ type: 'realtime', audio: { input: { turn_detection: rng.chance(0.5) ? null : { type: 'server_vad', threshold: rng.next(), silence_duration_ms: rng.int(0, 2000) } } } }),
@@ -254,6 +283,7 @@ function validResponse(rng: Rng, known: RealtimeKnown): Record<string, unknown> 
   if (rng.chance(0.2)) r.max_output_tokens = rng.pick([1, 3, 'inf', 4096]);
   if (rng.chance(0.2)) r.audio = { output: { voice: rng.pick(['alloy', 'default']) } };
   if (rng.chance(0.15)) r.tools = [{ type: 'function', name: rng.pick(['lookup', 'x y']), parameters: rng.pick<unknown>([{ type: 'object', properties: {} }, 'nope']) }];
+  else if (rng.chance(0.05)) r.tools = [mcpTool(rng, known)];
   if (rng.chance(0.15)) r.tool_choice = rng.pick<unknown>(['auto', 'none', 'required', { type: 'function', name: 'lookup' }, {}]);
   if (rng.chance(0.2)) {
     r.input = [validItem(rng), ...(known.itemIds.length > 0 ? [{ type: 'item_reference', id: rng.pick(known.itemIds) }] : [])];
@@ -271,10 +301,10 @@ function validEvent(rng: Rng, known: RealtimeKnown): Record<string, unknown> {
   switch (rng.int(0, 13)) {
     case 0:
     case 1:
-      return { type: 'session.update', session: validSession(rng) };
+      return { type: 'session.update', session: validSession(rng, known) };
     case 2:
     case 3:
-      return { type: 'conversation.item.create', item: validItem(rng), ...(rng.chance(0.2) ? { previous_item_id: rng.chance(0.5) ? 'root' : anyItemId(rng, known) } : {}) };
+      return { type: 'conversation.item.create', item: validItem(rng, known), ...(rng.chance(0.2) ? { previous_item_id: rng.chance(0.5) ? 'root' : anyItemId(rng, known) } : {}) };
     case 4: {
       const assistant = known.assistantItemIds.length > 0 ? rng.pick(known.assistantItemIds) : anyItemId(rng, known);
       return { type: 'conversation.item.truncate', item_id: assistant, content_index: rng.pick([0, 0, 1]), audio_end_ms: rng.pick([0, 10, 500, 100_000]) };

@@ -197,7 +197,8 @@ Calls('function_call_output for an unknown call id, and missing items, get named
       [{ type: 'conversation.item.retrieve', item_id: 'item_nope' }, 'item_retrieve_invalid_item_id', 'item_id'],
       [{ type: 'conversation.item.delete', item_id: 'item_nope' }, 'item_delete_invalid_item_id', 'item_id'],
       [{ type: 'conversation.item.truncate', item_id: 'item_nope', content_index: 0, audio_end_ms: 0 }, 'item_truncate_invalid_item_id', 'item_id'],
-      [{ type: 'conversation.item.create', item: { type: 'mcp_approval_response', approve: true } }, 'unsupported_item_type', 'item.type'],
+      [{ type: 'conversation.item.create', item: { type: 'mcp_approval_response', approve: true } }, 'missing_required_parameter', 'item.approval_request_id'],
+      [{ type: 'conversation.item.create', item: { type: 'mcp_call', name: 'x', server_label: 'y' } }, 'unsupported_item_type', 'item.type'],
     ];
     for (const [i, [event, code, param]] of cases.entries()) {
       const from = h.events.length;

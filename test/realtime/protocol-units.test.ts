@@ -183,7 +183,14 @@ test('applySessionUpdate rejects unknown fields, a change to a transcription ses
     [{ tools: [{ type: 'function', name: 'ok' }, { type: 'function', name: 'x', parameters: { type: 'string' } }] }, 'invalid_value', 'session.tools[1].parameters.type'],
     [{ tools: [{ type: 'function', name: 'bad name' }] }, 'invalid_value', 'session.tools[0].name'],
     [{ tools: [{ type: 'function', name: 'a' }, { type: 'function', name: 'a' }] }, 'duplicate_tool_name', 'session.tools[1].name'],
-    [{ tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://example.com' }] }, 'unsupported_tool_type', 'session.tools[0].type'],
+    [{ tools: [{ type: 'mcp', server_label: 'x', connector_id: 'connector_gmail' }] }, 'unsupported_mcp_target', 'session.tools[0].connector_id'],
+    [{ tools: [{ type: 'mcp', server_url: 'https://example.com' }] }, 'missing_required_parameter', 'session.tools[0].server_label'],
+    [{ tools: [{ type: 'mcp', server_label: 'x', server_url: 'ftp://example.com' }] }, 'invalid_value', 'session.tools[0].server_url'],
+    [{ tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://a.example' }, { type: 'mcp', server_label: 'x', server_url: 'https://b.example' }] }, 'duplicate_server_label', 'session.tools[1].server_label'],
+    [{ tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://example.com', headers: { Host: 'evil' } }] }, 'invalid_value', 'session.tools[0].headers.Host'],
+    [{ tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://example.com', require_approval: 'sometimes' }] }, 'invalid_value', 'session.tools[0].require_approval'],
+    [{ tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://example.com', allowed_tools: { names: ['a'] } }] }, 'unknown_parameter', 'session.tools[0].allowed_tools.names'],
+    [{ tools: [{ type: 'function', name: 'a' }], tool_choice: { type: 'mcp', server_label: 'x' } }, 'invalid_value', 'session.tool_choice.type'],
     [{ tools: [{ type: 'function', name: 'a' }], tool_choice: { type: 'function', name: 'b' } }, 'invalid_value', 'session.tool_choice.name'],
     [{ tools: [{ type: 'function', name: 'a', parameters: { type: 'object', properties: { x: { description: 'y'.repeat(70_000) } } } }] }, 'string_above_max_length', 'session.tools[0].parameters'],
     [{ parallel_tool_calls: 'yes' }, 'invalid_type', 'session.parallel_tool_calls'],
@@ -378,8 +385,8 @@ test('server events: misspelt names and fields are type errors', () => {
   const wrongField: ServerEventDraft = { type: 'conversation.item.truncated', item_id: 'item_1', content_index: 0, audio_end: 120 };
   // @ts-expect-error a required field missing (response_id)
   const missingField: ServerEventDraft = { type: 'response.output_audio.delta', item_id: 'item_1', output_index: 0, content_index: 0, delta: '' };
-  // @ts-expect-error an event this server never sends (MCP)
-  const notOurs: ServerEventDraft = { type: 'mcp_list_tools.in_progress', item_id: 'item_1' };
+  // @ts-expect-error an event this server never sends (DTMF)
+  const notOurs: ServerEventDraft = { type: 'input_audio_buffer.dtmf_event_received', event: '1', received_at: 0 };
   // The drafts are values too: each is stamped and renamed like any other event.
   for (const draft of [...good, misspeltName, wrongField, missingField, notOurs]) assert.type(draft.type, 'string');
 });

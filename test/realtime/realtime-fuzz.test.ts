@@ -26,6 +26,7 @@ import { Rng, buildRealtimeCase, checkCaseErrors, fuzzSeed, learnRealtime, type 
 import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
 import { watchHealth } from '../helpers/health.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
 
 const CASES = Number(process.env.FUZZ_WS_CASES) || 3000;
 /** Cases stop being issued after this long, so a loaded machine bounds the suite's time, not its coverage. */
@@ -116,13 +117,15 @@ test('thousands of hostile realtime events: no server_error, errors name their e
   const onEscape = (err: unknown) => escaped.push(String((err as Error)?.stack ?? err).slice(0, 500));
   process.on('uncaughtException', onEscape);
   process.on('unhandledRejection', onEscape);
-  const t = await startRealtimeTestServer({ env: { WORKER_CAPACITY: String(CONNECTIONS) } });
+  // A live MCP server the fuzzed sessions may declare (and unreachable or refused ones beside it).
+  const mcp = await startMcpServer();
+  const t = await startRealtimeTestServer({ env: { WORKER_CAPACITY: String(CONNECTIONS), MCP_ALLOWED_HOSTS: '127.0.0.1', MCP_ALLOW_PRIVATE_ADDRESSES: 'true', MCP_LIST_TIMEOUT_MS: '2000' } });
   const healthWatch = watchHealth(t.url, HEALTH_DEADLINE_MS, HEALTH_INTERVAL_MS);
   let health = { asked: 0, worstMs: 0, failed: [] as string[] };
   const started = performance.now();
   const conns: ConnState[] = [];
   try {
-    for (let i = 0; i < CONNECTIONS; i++) conns.push({ client: await connect(t, i), known: { itemIds: [], assistantItemIds: [], responseIds: [] }, failures: [], cases: 0 });
+    for (let i = 0; i < CONNECTIONS; i++) conns.push({ client: await connect(t, i), known: { itemIds: [], assistantItemIds: [], responseIds: [], mcpUrl: mcp.url }, failures: [], cases: 0 });
     const worker = async (conn: ConnState, index: number) => {
       // Each connection draws its own cases (index, index + CONNECTIONS, ...) from its own stream,
       // so a seed replays the same cases on the same connection.
@@ -160,6 +163,7 @@ test('thousands of hostile realtime events: no server_error, errors name their e
     health = await healthWatch.stop();
     for (const conn of conns) await conn.client.close();
     await t.close();
+    await mcp.close();
     process.off('uncaughtException', onEscape);
     process.off('unhandledRejection', onEscape);
   }
