@@ -25,8 +25,8 @@
  * (response-request.ts, reply-request.ts) and run (response.ts); the response in progress and
  * finished responses' audio for truncation (response-slot.ts); the MCP servers declared, listed
  * and offered (mcp-toolbox.ts); the chat history written to the store (chat-record.ts).
- * An mcp_approval_response a client adds is answered by a response of its own when none is in
- * progress (otherwise by the next one): it runs the approved call, then the model speaks.
+ * An mcp_approval_response a client adds is answered by a response of its own, at once or when
+ * the response in progress ends: it runs the approved call, then the model speaks.
  */
 import { AppError } from '../core/errors.js';
 import { AudioRecognition, type PauseTranscription, type UserTurn } from './audio-recognition.js';
@@ -293,7 +293,7 @@ export class RealtimeSessionEngine {
     if (item.type === 'message' && item.role !== 'system') this.chat.turn(item.role, itemText(item));
     if (item.type === 'mcp_approval_response') {
       this.approvals.push(item);
-      if (!this.responses.active) await this.startResponse(null, event.event_id);
+      await this.answerApprovals(event.event_id);
     }
   }
 
@@ -493,6 +493,18 @@ export class RealtimeSessionEngine {
     }
     // Its usage was counted as it was delivered (ResponseDeps.addUsage), committed before response.done went out.
     this.chat.progress('');
+    // Approvals answered while it ran: their calls run now, in a response of their own.
+    if (this.approvals.length > 0 && !this.closed) this.chain = this.chain.then(() => this.answerApprovals(null));
+  }
+
+  /** A response for the approvals answered (mcp_approval_response items), unless one is already in progress. */
+  private async answerApprovals(eventId: string | null): Promise<void> {
+    if (this.responses.active || this.approvals.length === 0) return;
+    try {
+      await this.startResponse(null, eventId);
+    } catch (err) {
+      this.emit(errorEvent(err, eventId));
+    }
   }
 }
 

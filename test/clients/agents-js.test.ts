@@ -6,12 +6,19 @@
  * server as its language model (client-harness.ts); the SDK must run the tool the model calls,
  * send its output (function_call_output, then response.create once the call's response is done)
  * and hear the answer built from it. A second test sends a camera image first (addImage without a
- * response) in a text-only session.
+ * response) in a text-only session. A third has the agent hold a hosted MCP tool (hostedMcpTool,
+ * require approval): the server lists and calls it on a real MCP server, the SDK approves the call
+ * (tool_approval_requested → session.approve, which sends only the mcp_approval_response item), and
+ * the server's own next response runs the call and speaks its outcome.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
 import { OpenAIRealtimeWebSocket, RealtimeAgent, RealtimeSession, tool } from '@openai/agents-realtime';
+import { hostedMcpTool } from '@openai/agents-core';
+import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
+import { startMcpServer, type TestMcpServer } from '../helpers/mcp-server.js';
+import type { GenerateRequest } from '../../src/providers/llm/base.js';
 import { until } from '../../harness/servers/wait.js';
 import { startWeatherServer, toolRequests, WEATHER_MARK, type WeatherServer } from './client-harness.js';
 
@@ -153,3 +160,86 @@ Js('addImage (no response) then a question: the image is accepted and the tool r
 });
 
 Js.run();
+
+interface McpCtx {
+  t: RealtimeTestServer;
+  mcp: TestMcpServer;
+}
+
+const JsMcp = suite<McpCtx>('@openai/agents-realtime (JS) with a hosted MCP tool the server runs', {} as McpCtx);
+
+JsMcp.before(async (ctx) => {
+  ctx.mcp = await startMcpServer();
+  ctx.t = await startRealtimeTestServer({ env: { MCP_ALLOWED_HOSTS: '127.0.0.1', MCP_ALLOW_PRIVATE_ADDRESSES: 'true', } });
+  // A spoken preamble and the weather tool when the user has spoken; the tool's outcome read after.
+  ctx.t.llm.options = {
+    reply: (r: GenerateRequest) => (r.messages.at(-1)?.role === 'tool' ? `It is ${r.messages.at(-1)!.content}` : 'Let me check.'),
+    toolCalls: (r: GenerateRequest) => (r.messages.at(-1)?.role === 'user' ? [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] : []),
+  };
+});
+
+JsMcp.after(async (ctx) => {
+  await ctx.t?.close();
+  await ctx.mcp?.close();
+});
+
+JsMcp('hostedMcpTool with approval: listed, approved by session.approve, called by the server, its outcome spoken', async (ctx) => {
+  const events: Array<{ type: string; [field: string]: any }> = [];
+  const errors: unknown[] = [];
+  const approvals: string[] = [];
+  const completed: Array<{ name: string; output: string | null }> = [];
+  const agent = new RealtimeAgent({
+    name: 'Weather assistant',
+    instructions: 'Use the weather tool.',
+    tools: [hostedMcpTool({ serverLabel: 'weather', serverUrl: ctx.mcp.url, requireApproval: 'always', headers: { 'X-Api-Key': 'js-secret' } })],
+  });
+  const transport = new OpenAIRealtimeWebSocket();
+  const sent: string[] = [];
+  const send = transport.sendEvent.bind(transport);
+  transport.sendEvent = (event) => {
+    sent.push(event.type);
+    send(event);
+  };
+  const session = new RealtimeSession(agent, { transport, model: 'gpt-realtime' });
+  session.on('transport_event', (event) => events.push(event as (typeof events)[number]));
+  session.on('error', (error) => errors.push(error.error instanceof Error ? error.error.message : error.error));
+  session.on('tool_approval_requested', (_context, _agent, request) => {
+    if (request.type !== 'mcp_approval_request') return;
+    approvals.push((request.approvalItem.rawItem as { name?: string }).name ?? '');
+    void session.approve(request.approvalItem);
+  });
+  session.on('mcp_tool_call_completed', (_context, _agent, call) => completed.push({ name: call.name, output: call.output }));
+  const describe = () => `server events: ${events.map((e) => e.type).join(', ')}\nclient events: ${sent.join(', ')}\nerrors: ${JSON.stringify(errors).slice(0, 2000)}`;
+  try {
+    await session.connect({ apiKey: ctx.t.key, url: `${ctx.t.url.replace(/^http/, 'ws')}/v1/realtime?model=gpt-realtime` });
+    await until(
+      async () => events.some((e) => e.type === 'mcp_list_tools.completed'),
+      (listed) => listed || errors.length > 0,
+      `the MCP server listed\n${describe()}`,
+      ANSWER_TIMEOUT_MS,
+    );
+    session.sendMessage("What's the weather in Paris?");
+    const answer = await until(
+      async () => events.find((e) => e.type === 'response.done' && e.response.output.some((o: any) => o.type === 'mcp_call')) ?? null,
+      (done) => done !== null || errors.length > 0,
+      'a response with the call and its answer',
+      ANSWER_TIMEOUT_MS,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}\n${describe()}`);
+    });
+    const why = describe();
+    assert.equal(errors, [], why);
+    assert.equal(approvals, ['get_weather'], why);
+    assert.equal(answer!.response.output.map((o: any) => o.type), ['mcp_call', 'message'], why);
+    assert.is(answer!.response.output[1].content[0].transcript, 'It is Sunny and 21 degrees in Paris.', why);
+    assert.ok(events.some((e) => e.type === 'response.output_audio.delta' && e.item_id === answer!.response.output[1].id), `the answer is spoken\n${why}`);
+    assert.equal(ctx.mcp.calls, [{ name: 'get_weather', arguments: { city: 'Paris' } }], why);
+    assert.ok(ctx.mcp.headers.every((h) => h['x-api-key'] === 'js-secret'), why);
+    await until(async () => completed.length, (n) => n > 0, `mcp_tool_call_completed\n${why}`, 5000);
+    assert.equal(completed[0], { name: 'get_weather', output: 'Sunny and 21 degrees in Paris.' }, why);
+  } finally {
+    session.close();
+  }
+});
+
+JsMcp.run();
