@@ -16,13 +16,18 @@
  * session.update applies: a refused URL is an `error` naming `session.tools[i].server_url`
  * (mcp_server_not_allowed), and nothing of the update applies.
  *
+ * Approvals: a client's mcp_approval_response is kept (answered) until a response takes it
+ * (takeApproved): the approved calls run first in that response, the declined ones only tell the
+ * model (items.ts shows them).
+ *
  * Names: the model calls an MCP tool by its own name. A name that a function tool, or an earlier
  * server's tool, already has is not offered (logged), so every call routes to exactly one tool.
  */
 import type { Logger } from '../core/log.js';
 import type { ToolDefinition } from '../providers/llm/base.js';
 import { McpFailure, RefusedTarget, type McpCallOutcome, type McpConnection, type McpConnector, type McpToolInfo } from '../providers/mcp/base.js';
-import { type Item, type McpListToolsItem, openedItem } from './items.js';
+import { type Item, type McpApprovalResponseItem, type McpListToolsItem, openedItem } from './items.js';
+import type { ApprovedCall } from './response.js';
 import { RealtimeError, type ServerEventDraft, errorEvent, newItemId } from './protocol.js';
 import { type McpServerDeclaration, filterMatches, needsApproval } from './tools.js';
 
@@ -68,14 +73,18 @@ interface Entry {
 
 export class McpToolbox {
   private readonly entries = new Map<string, Entry>();
+  /** Approval answers not yet acted on. */
+  private answers: McpApprovalResponseItem[] = [];
 
   constructor(private readonly deps: McpToolboxDeps) {}
 
   /**
    * Refuses declarations the operator does not allow, or more servers than a session may have;
-   * `param` is the tools array's place ('session.tools'), `at(i)` the index of the i-th MCP tool in it.
+   * `param` is the tools array's place ('session.tools'), `rawTools` that array as sent (a refusal
+   * names `param[i].server_url`).
    */
-  check(servers: readonly McpServerDeclaration[], param: string, indexOf: (server: McpServerDeclaration) => number): void {
+  check(servers: readonly McpServerDeclaration[], param: string, rawTools: unknown): void {
+    const indexOf = (server: McpServerDeclaration) => (Array.isArray(rawTools) ? rawTools.findIndex((t) => isMcp(t, server.label)) : -1);
     const fresh = servers.filter((s) => !this.entries.has(fingerprint(s)));
     for (const server of fresh) {
       try {
@@ -137,6 +146,26 @@ export class McpToolbox {
     };
   }
 
+  /** A client's answer to an approval request: the next response acts on it (takeApproved). */
+  answered(answer: McpApprovalResponseItem): void {
+    this.answers.push(answer);
+  }
+
+  /** Whether answers wait for a response. */
+  get answersWaiting(): boolean {
+    return this.answers.length > 0;
+  }
+
+  /** The approved calls among the answers waiting (their requests looked up by `request`), routed by `offer`; the answers are taken. */
+  takeApproved(offer: McpOffer, request: (id: string) => Item | undefined): ApprovedCall[] {
+    const answers = this.answers;
+    this.answers = [];
+    return answers.flatMap((answer) => {
+      const asked = request(answer.approval_request_id);
+      return answer.approve && asked?.type === 'mcp_approval_request' ? [{ request: asked, route: offer.find(asked.server_label, asked.name) }] : [];
+    });
+  }
+
   /** Closes every connection (the session is over). */
   async close(): Promise<void> {
     const entries = [...this.entries.values()];
@@ -184,4 +213,9 @@ function describe(server: McpServerDeclaration, tool: McpToolInfo): string {
 /** A tool's input schema as a function's parameters (an object schema; anything else becomes one with no properties). */
 function objectSchema(schema: Record<string, unknown>): Record<string, unknown> {
   return schema && typeof schema === 'object' && (schema.type === undefined || schema.type === 'object') ? schema : { type: 'object', properties: {} };
+}
+
+/** Whether `tool` (an element of a tools array as sent) is the MCP server labelled `label`. */
+function isMcp(tool: unknown, label: string): boolean {
+  return typeof tool === 'object' && tool !== null && (tool as { type?: unknown }).type === 'mcp' && (tool as { server_label?: unknown }).server_label === label;
 }

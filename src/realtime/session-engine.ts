@@ -34,7 +34,7 @@ import { ChatRecord } from './chat-record.js';
 import { type ClientEventOf, checkTransport, typedClientEvent } from './client-events.js';
 import { Conversation } from './conversation.js';
 import type { EngineDeps, EngineOptions } from './engine-ports.js';
-import { type McpApprovalRequestItem, type McpApprovalResponseItem, type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
+import { type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
 import { McpToolbox } from './mcp-toolbox.js';
 import type { McpServerDeclaration } from './tools.js';
 import { PreemptiveGeneration } from './preemptive-generation.js';
@@ -64,10 +64,8 @@ export class RealtimeSessionEngine {
   /** The words' reading, the early reply of a turn being decided, the session's prompt prepared. */
   private readonly preemptive: PreemptiveGeneration;
   private readonly chat: ChatRecord;
-  /** The MCP servers the session and its responses declare. */
+  /** The MCP servers the session and its responses declare, and the approvals answered. */
   private readonly mcp: McpToolbox;
-  /** Approval answers not yet acted on: the next response runs the approved calls. */
-  private approvals: McpApprovalResponseItem[] = [];
 
   constructor(
     private readonly options: EngineOptions,
@@ -120,16 +118,11 @@ export class RealtimeSessionEngine {
     this.emit({ type: 'session.created', session: this.sessionObject() });
     this.preemptive.prepareSession();
     try {
-      this.checkMcp(this.settings.mcp, 'session.tools', this.settings.raw.tools); // an ephemeral key's or a REST session's tools
+      this.mcp.check(this.settings.mcp, 'session.tools', this.settings.raw.tools); // an ephemeral key's or a REST session's tools
       this.listMcp(this.settings.mcp, null);
     } catch (err) {
       this.emit(errorEvent(err, null));
     }
-  }
-
-  /** Refuses MCP servers the operator's policy does not allow, naming the tool (`param`[i].server_url; `rawTools` as sent). */
-  private checkMcp(servers: McpServerDeclaration[], param: string, rawTools: unknown): void {
-    this.mcp.check(servers, param, (server) => (Array.isArray(rawTools) ? rawTools.findIndex((t) => isMcp(t, server.label)) : -1));
   }
 
   /** Lists the servers not listed yet: their mcp_list_tools items join the conversation. */
@@ -232,7 +225,7 @@ export class RealtimeSessionEngine {
     await Promise.all(changedAssets(before, after, update).map((a) => this.deps.assets.require(a.kind, a.id, this.options.userId, a.param)));
     // Switch the avatar before committing the settings: a face that fails to load leaves the old one.
     if (after.face !== before.face) await this.deps.avatar.setFace(after.face ?? 'default');
-    this.checkMcp(next.mcp, 'session.tools', next.raw.tools);
+    this.mcp.check(next.mcp, 'session.tools', next.raw.tools);
     if (after.driving !== before.driving) await this.deps.avatar.setDriving(after.driving ?? 'default');
     this.settings = next;
     await this.input.configure(this.settings.turnDetection); // the VAD and the idle timeout, as the settings say
@@ -292,7 +285,7 @@ export class RealtimeSessionEngine {
     this.enforceConversationBound();
     if (item.type === 'message' && item.role !== 'system') this.chat.turn(item.role, itemText(item));
     if (item.type === 'mcp_approval_response') {
-      this.approvals.push(item);
+      this.mcp.answered(item);
       await this.answerApprovals(event.event_id);
     }
   }
@@ -446,7 +439,7 @@ export class RealtimeSessionEngine {
     const checked = await checkResponse(body, ctx);
     const servers = checked.request.mcp;
     if (servers !== this.settings.mcp) {
-      this.checkMcp(servers, 'response.tools', (body as { tools?: unknown } | null)?.tools);
+      this.mcp.check(servers, 'response.tools', (body as { tools?: unknown } | null)?.tools);
       this.listMcp(servers, clientEventId);
     }
     // Wait for transcriptions in progress so the model hears what was said, for the model's
@@ -459,11 +452,7 @@ export class RealtimeSessionEngine {
     this.responses.refuseWhileActive();
     const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: this.options.transport === 'webrtc' ? 'rtp' : 'deltas' } as const;
     const offer = this.mcp.offer(servers, new Set(checked.request.tools.map((t) => t.name)));
-    const approvedCalls = this.approvals.flatMap((answer) => {
-      const request = this.conversation.get(answer.approval_request_id) as McpApprovalRequestItem | undefined;
-      return answer.approve && request ? [{ request, route: offer.find(request.server_label, request.name) }] : [];
-    });
-    this.approvals = [];
+    const approvedCalls = this.mcp.takeApproved(offer, (id) => this.conversation.get(id));
     const spec = responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId, { offer, approvedCalls });
     const model = this.deps.llm.forModel(this.settings.session.model);
     const { userId, ttsSource } = this.options;
@@ -494,21 +483,16 @@ export class RealtimeSessionEngine {
     // Its usage was counted as it was delivered (ResponseDeps.addUsage), committed before response.done went out.
     this.chat.progress('');
     // Approvals answered while it ran: their calls run now, in a response of their own.
-    if (this.approvals.length > 0 && !this.closed) this.chain = this.chain.then(() => this.answerApprovals(null));
+    if (this.mcp.answersWaiting && !this.closed) this.chain = this.chain.then(() => this.answerApprovals(null));
   }
 
   /** A response for the approvals answered (mcp_approval_response items), unless one is already in progress. */
   private async answerApprovals(eventId: string | null): Promise<void> {
-    if (this.responses.active || this.approvals.length === 0) return;
+    if (this.responses.active || !this.mcp.answersWaiting) return;
     try {
       await this.startResponse(null, eventId);
     } catch (err) {
       this.emit(errorEvent(err, eventId));
     }
   }
-}
-
-/** Whether `tool` (an element of a raw tools array) is the MCP server labelled `label`. */
-function isMcp(tool: unknown, label: string): boolean {
-  return typeof tool === 'object' && tool !== null && (tool as { type?: unknown }).type === 'mcp' && (tool as { server_label?: unknown }).server_label === label;
 }
