@@ -54,6 +54,7 @@ import { AvatarSessionEngine, avatarSettingsFrom } from '../realtime/avatar-engi
 import { isAvatarConfig } from '../realtime/avatar-session-update.js';
 import { TranscriptionSessionEngine, transcriptionSettingsFrom } from '../realtime/transcription-engine.js';
 import { isTranscriptionConfig } from '../realtime/transcription-session.js';
+import { LiveDialect, USAGE_INTERVAL_MS, isLiveConfig } from '../realtime/live-dialect.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 
@@ -89,7 +90,7 @@ export function sessionConfigFrom(initial: Json, defaultModel: string, transport
     ? avatarConfig(initial, defaultModel, transport)
     : isTranscriptionConfig(initial)
       ? transcriptionConfig(initial, defaultModel)
-      : applySessionUpdate(null, initial, defaultModel).session;
+      : applySessionUpdate(null, isLiveConfig(initial) ? {} : initial, defaultModel).session; // a Live session's config comes with session.start
   return {
     model: session.model,
     voice: session.voice,
@@ -130,7 +131,7 @@ interface ConnectionEngine {
 }
 
 /** Why a connection is ended from outside. */
-export type EndReason = 'session_ended' | 'key_revoked' | 'shutdown';
+export type EndReason = 'session_ended' | 'key_revoked' | 'shutdown' | 'close_requested';
 
 /** What a transport does for the core. */
 export interface ConnectionTransport {
@@ -252,6 +253,10 @@ export class RealtimeConnection {
     this.log = this.deps.log.child({ sessionId: session.id });
   }
 
+  /** A GPT-Live session (/v1/live/sessions): its events are translated both ways (realtime/live-dialect.ts). */
+  private liveDialect: LiveDialect | null = null;
+  private usageTimer: NodeJS.Timeout | null = null;
+
   /** The session's dialect can change once the session is known (an older-form REST session). */
   setDialect(dialect: Dialect): void {
     this.dialect = dialect;
@@ -273,6 +278,10 @@ export class RealtimeConnection {
     const avatarOnly = isAvatarConfig(options.initial) ? avatarSettingsFrom(options.initial) : null;
     const transcription = isTranscriptionConfig(options.initial);
     if (avatarOnly || transcription) this.dialect = 'ga';
+    if (isLiveConfig(options.initial)) {
+      this.liveDialect = new LiveDialect({ id: session.id, expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6) });
+      options = { ...options, initial: {} };
+    }
     try {
       if (!transcription) this.avatar = await runtime.startAvatar({
         userId: this.userId,
@@ -305,9 +314,30 @@ export class RealtimeConnection {
     this.engine = engine;
     for (const pcm of this.earlyMicrophone.splice(0)) engine.pushMicrophone(pcm);
     this.earlyMicrophoneSamples = 0;
-    this.gate.open((text) => engine.receive(text));
+    this.gate.open((text) => this.toEngine(text));
     for (const listener of this.listeners.values()) listener.gate.open((text) => this.deliverFrom(listener, text));
+    if (this.liveDialect) this.usageTimer = setInterval(() => this.sendLive(this.liveDialect!.usage()), USAGE_INTERVAL_MS);
     return true;
+  }
+
+  /** A client event into the engine; a Live one translated first (its immediate answers sent, a close carried out). */
+  private toEngine(text: string): void {
+    const engine = this.engine;
+    if (!engine) return;
+    if (!this.liveDialect) return engine.receive(text);
+    const { engine: events, send, close } = this.liveDialect.clientEvent(text);
+    for (const event of events) engine.receive(JSON.stringify(event));
+    for (const event of send) this.sendLive(event);
+    if (close) this.delivery.inOrder(() => this.endWith('close_requested', null));
+  }
+
+  /** A Live event (already Live-shaped), stamped, to the transport and every listener. */
+  private sendLive(event: Json): void {
+    const text = JSON.stringify({ ...event, event_id: newServerEventId() });
+    this.delivery.inOrder(() => {
+      this.transport.sendText(text);
+      for (const listener of this.listeners.values()) listener.sink.sendText(text);
+    });
   }
 
   private realtimeEngine(session: SessionRecord, options: RunOptions): ConnectionEngine {
@@ -424,7 +454,7 @@ export class RealtimeConnection {
 
   /** One client event (JSON text) of the transport; held (bounded, in order) until the engine runs. */
   receive(text: string): void {
-    if (this.engine && this.gate.isOpen) this.engine.receive(text);
+    if (this.engine && this.gate.isOpen) this.toEngine(text);
     else this.gate.receive(text);
   }
 
@@ -511,6 +541,10 @@ export class RealtimeConnection {
    */
   send(draft: ServerEventDraft): void {
     if (draft.type === 'session.created') this.greeted = true;
+    if (this.liveDialect && draft.type !== 'error') {
+      for (const event of this.liveDialect.serverEvent(draft)) this.sendLive(event);
+      return;
+    }
     if (draft.type === 'error' && this.attribution) {
       const origin = this.attribution.resolve(draft.error.event_id);
       if (origin) {
@@ -537,6 +571,10 @@ export class RealtimeConnection {
   }
 
   private stamp(draft: ServerEventDraft): string | null {
+    if (this.liveDialect) {
+      const [event] = this.liveDialect.serverEvent(draft); // one Live event or none
+      return event === undefined ? null : JSON.stringify({ ...event, event_id: newServerEventId() });
+    }
     const type = renameForDialect(draft.type, this.dialect);
     return type === null ? null : JSON.stringify({ ...draft, type, event_id: newServerEventId() });
   }
@@ -555,6 +593,9 @@ export class RealtimeConnection {
   private endWith(reason: EndReason, error: unknown): void {
     if (this.ended) return;
     this.ended = true;
+    if (this.usageTimer) clearInterval(this.usageTimer);
+    // A Live client hears why the session ended (a close it asked for was answered already).
+    if (this.liveDialect && reason !== 'close_requested') this.transport.sendText(JSON.stringify({ ...this.liveDialect.closed(reason === 'shutdown' ? 'connection_lost' : 'close_requested'), event_id: newServerEventId() }));
     const event =
       reason === 'key_revoked'
         ? errorEvent(new AppError('api_key_revoked', 'The API key of this connection has been revoked.', { status: 401 }), null)

@@ -30,6 +30,7 @@ export const END_CODES: Record<EndReason, [number, string]> = {
   session_ended: [CLOSE.SESSION_ENDED, 'session ended'],
   key_revoked: [CLOSE.KEY_REVOKED, 'API key revoked'],
   shutdown: [CLOSE.GOING_AWAY, 'server shutting down'],
+  close_requested: [CLOSE.NORMAL, 'session closed'],
 };
 
 /** Sends a server event outside a connection (auth, session and call refusals). */

@@ -46,6 +46,7 @@ import type { AuthThrottle } from '../auth/throttle.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
+import { LIVE_INITIAL } from '../realtime/live-dialect.js';
 import { type Dialect, type Json, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
 import type { CallGateway } from './realtime-calls.js';
@@ -58,6 +59,8 @@ import { CLOSE, closeSocket } from './realtime-socket.js';
 import { type FleetRouting, type RelayedRun, type RemoteWorker, FLEET_TOKEN_HEADER, INTERNAL_REALTIME_PATH, hasFleetToken, keepRelayAlive, readRelayedRun } from './worker-relay.js';
 
 export const REALTIME_PATH = '/v1/realtime';
+/** GPT-Live's WebSocket (realtime/live-dialect.ts translates it for the engine). */
+export const LIVE_PATH = '/v1/live/sessions';
 /** A connection without credentials must authenticate within this time. */
 export const AUTH_TIMEOUT_MS = 10_000;
 /** Hard frame limit of the socket (the engine answers larger events than MAX_CLIENT_EVENT_BYTES with an error). */
@@ -130,7 +133,7 @@ export class RealtimeGateway {
         this.wss.handleUpgrade(req, socket, head, (ws) => void this.onRelayed(ws, run));
         return;
       }
-      if (url.pathname !== REALTIME_PATH && url.pathname !== '/realtime') {
+      if (url.pathname !== REALTIME_PATH && url.pathname !== '/realtime' && url.pathname !== LIVE_PATH) {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
@@ -184,7 +187,7 @@ export class RealtimeGateway {
     // 2. Create or attach the session.
     let placed: Awaited<ReturnType<RealtimeGateway['sessionFor']>>;
     try {
-      placed = await this.sessionFor(principal, query, legacyQuery, client.dialect);
+      placed = url.pathname === LIVE_PATH ? await this.liveSession(principal) : await this.sessionFor(principal, query, legacyQuery, client.dialect);
     } catch (err) {
       const status = err instanceof AppError ? err.status : 500;
       client.refuse(err, status === 503 ? CLOSE.TRY_AGAIN_LATER : status === 404 ? CLOSE.NOT_FOUND : status === 409 || status === 400 ? CLOSE.SESSION_UNUSABLE : CLOSE.INTERNAL, 'session unavailable');
@@ -318,6 +321,16 @@ export class RealtimeGateway {
       },
     );
     return { session, owns: true, initial, dialect };
+  }
+
+  /** A GPT-Live session: created for the socket, configured by its session.start (Live has no ephemeral keys, and no query parameters). */
+  private async liveSession(principal: Principal): Promise<{ session: SessionRecord; owns: boolean; initial: Json; dialect: Dialect }> {
+    if (principal.kind === 'ephemeral') {
+      throw new AppError('invalid_api_key', 'GPT-Live sessions are opened with an API key; ephemeral client keys are for /v1/realtime.', { status: 401 });
+    }
+    const { sessions, defaultModel } = this.deps.connection;
+    const session = await sessions.create(principal.userId, sessionConfigFrom(LIVE_INITIAL, defaultModel), 'realtime', { start: true, apiKeyId: apiKeyIdOf(principal), preferredId: null });
+    return { session, owns: true, initial: LIVE_INITIAL, dialect: 'ga' };
   }
 
   /**

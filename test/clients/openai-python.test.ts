@@ -99,3 +99,42 @@ Mcp('a tool needing approval: listed, asked for, approved with an mcp_approval_r
 });
 
 Mcp.run();
+
+const Live = suiteNeeding<{ t: RealtimeTestServer }>('openai-python GPT-Live: client.live with the avatar', pythonClientsMissing(), {} as { t: RealtimeTestServer });
+
+Live.before(async (ctx) => {
+  ctx.t = await startRealtimeTestServer();
+});
+
+Live.after(async (ctx) => {
+  await ctx.t?.close();
+});
+
+Live('client.live.connect: session.start, a spoken question, the avatar answers by itself; transcripts, audio, frames, usage, session.closed; every event valid in the SDK\'s live types', async (ctx) => {
+  const silence = new Int16Array(24_000 * 0.9);
+  const pcm = concatSamples([silence, speechPcm24k('What is the weather like today?'), silence, silence]);
+  const audio = path.join(tempDir('openai-live-'), 'question.pcm');
+  fs.writeFileSync(audio, Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+  const run = await runPythonClient('live.py', ['--base-url', `${ctx.t.url}/v1`, '--key', ctx.t.key, '--audio', audio, '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
+  const why = run.describe();
+  assert.is(run.code, 0, why);
+  assert.equal(run.of('invalid'), [], why);
+  assert.equal(run.of('timeout'), [], why);
+  assert.equal(run.server('error'), [], why);
+  const started = run.server('session.started')[0];
+  assert.equal([started?.model, started?.client_event_id], ['SessionStartedEvent', 'start_1'], why);
+  const heard = run.server('session.input_transcript.delta');
+  assert.is(heard.map((d) => d.delta).join(''), DEFAULT_TRANSCRIPT, why);
+  assert.ok((heard[0]?.end_ms as number) > (heard[0]?.start_ms as number), `the words are timed on the session timeline\n${why}`);
+  const said = run.server('session.output_transcript.delta').map((d) => d.delta).join('');
+  assert.ok(said.length > 0, why);
+  assert.ok(run.server('session.output_audio.delta').reduce((n, d) => n + (d.bytes as number), 0) > 24_000, `at least half a second of speech\n${why}`);
+  assert.ok(run.of('frame').length > 5, `the avatar's frames arrive on the socket\n${why}`);
+  assert.ok((run.server('session.usage.updated')[0]?.seconds as number) > 0, why);
+  const closed = run.server('session.closed')[0];
+  assert.equal(closed?.reason, 'close_requested', why);
+  // The model answered the question the recogniser heard.
+  assert.ok(ctx.t.llm.requests.some((r) => r.messages.some((m) => m.role === 'user' && m.content.includes(DEFAULT_TRANSCRIPT))), why);
+});
+
+Live.run();
