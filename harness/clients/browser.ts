@@ -2,7 +2,8 @@
  * Headless Debian Chromium (playwright-core, /usr/bin/chromium, installed by setup) as a real
  * WebRTC client for tests and benchmarks. The page is served from a small local server of its own
  * (another origin than the avatar server, as a web app would be) and holds `window.call`, a client
- * that posts its offer to /v1/realtime/calls the ways real clients do (multipart, raw SDP, JSON),
+ * that posts its offer to /v1/realtime/calls the ways real clients do (multipart, raw SDP, JSON)
+ * or to /v1/live/sessions as GPT-Live clients do,
  * applies the answer, keeps every data-channel event, and reads what the browser decoded
  * (getStats, pixels of the video element, audio level).
  *
@@ -177,7 +178,7 @@ export interface CallStartOptions {
   baseUrl: string;
   key: string;
   /** How the offer is posted. */
-  form: 'multipart' | 'sdp' | 'json';
+  form: 'multipart' | 'sdp' | 'json' | 'live';
   /** The `session` config sent with it (multipart and JSON forms). */
   session?: Record<string, unknown>;
   audio: boolean;
@@ -301,12 +302,16 @@ const call = {
     let body, headers = { Authorization: 'Bearer ' + o.key };
     if (o.form === 'multipart') { body = new FormData(); body.set('sdp', sdp); if (o.session) body.set('session', JSON.stringify(o.session)); }
     else if (o.form === 'sdp') { body = sdp; headers['Content-Type'] = 'application/sdp'; }
+    else if (o.form === 'live') { body = JSON.stringify({ session: o.session, transport: { type: 'webrtc', sdp } }); headers['Content-Type'] = 'application/json'; }
     else { body = JSON.stringify({ sdp, session: o.session }); headers['Content-Type'] = 'application/json'; }
     const t0 = performance.now();
-    const res = await fetch(o.baseUrl + '/v1/realtime/calls', { method: 'POST', body, headers });
-    const answer = await res.text();
+    const res = await fetch(o.baseUrl + (o.form === 'live' ? '/v1/live/sessions' : '/v1/realtime/calls'), { method: 'POST', body, headers });
+    let answer = await res.text();
+    // GPT-Live answers JSON: {session: {id}, transport: {sdp}}.
+    const live = o.form === 'live' && res.status === 201 ? JSON.parse(answer) : null;
+    if (live) answer = live.transport.sdp;
     const postMs = performance.now() - t0;
-    const result = { status: res.status, answer, location: res.headers.get('location'), sessionId: res.headers.get('x-session-id'), contentType: res.headers.get('content-type'), postMs };
+    const result = { status: res.status, answer, location: res.headers.get('location'), sessionId: live ? live.session.id : res.headers.get('x-session-id'), contentType: res.headers.get('content-type'), postMs };
     if (res.status === 201) { await pc.setRemoteDescription({ type: 'answer', sdp: answer }); this.answeredAt = performance.now(); }
     return result;
   },

@@ -60,11 +60,24 @@ export const USAGE_INTERVAL_MS = 15_000;
 
 const START_FIELDS = new Set(['model', 'instructions', 'audio', 'input', 'client', 'delegation', 'triggers', 'store', 'safety_identifier']);
 
-/** A Live session's marker in a connection's initial config (the gateway sets it; its real config comes with session.start). */
+/**
+ * A Live session's marker in a connection's initial config (the gateway sets it): over WebSocket
+ * its config comes with the client's session.start; a WebRTC session's (POST /v1/live/sessions)
+ * is `session`, started as soon as the call runs.
+ */
 export const LIVE_INITIAL: Json = { type: 'live' };
 
 export function isLiveConfig(config: Json): boolean {
   return config.type === 'live';
+}
+
+/** The config a WebRTC Live session starts with (checked as session.start checks it); throws the RealtimeError session.start would send. */
+export function liveCallConfig(session: unknown): Json {
+  const probe = new LiveDialect({ id: 'probe', expiresAt: 0 });
+  const { send } = probe.clientEvent(JSON.stringify({ type: 'session.start', session }));
+  const refused = send.find((e) => e.type === 'error') as { error: { code: string; message: string; param: string | null } } | undefined;
+  if (refused) throw new RealtimeError(refused.error.code, refused.error.message, refused.error.param);
+  return { ...LIVE_INITIAL, session: session as Json };
 }
 
 /** A Live server event before its event_id is stamped. */
@@ -223,7 +236,7 @@ export class LiveDialect {
 
   private start(body: Json, eventId: string | null, out: LiveTranslation): LiveTranslation {
     try {
-      if (this.started !== 'no') throw new RealtimeError('session_already_started', 'session.start may be sent once.', null);
+      if (this.started !== 'no') throw new RealtimeError('session_already_started', 'session.start may be sent once (a WebRTC session is started by its POST /v1/live/sessions).', null);
       const s = body.session;
       if (!isObject(s)) throw new RealtimeError('missing_required_parameter', "Missing required parameter: 'session'.", 'session');
       for (const key of Object.keys(s)) if (!START_FIELDS.has(key)) throw new RealtimeError('unknown_parameter', `Unknown parameter: 'session.${key}'.`, `session.${key}`);

@@ -44,6 +44,7 @@ import type { Logger } from '../core/log.js';
 import { apiKeyIdOf, type Principal } from '../auth/keys.js';
 import { MicrophoneDecoder } from '../media/opus-decoder.js';
 import { type Json, RealtimeError, binaryMessageRefused, isObject } from '../realtime/protocol.js';
+import { liveCallConfig } from '../realtime/live-dialect.js';
 import { isTranscriptionConfig } from '../realtime/transcription-session.js';
 import { MEDIA_FIELDS, parseMediaOptions, resolveMedia } from '../core/media-options.js';
 import type { SessionRecord } from '../store/store.js';
@@ -395,6 +396,32 @@ export const CallOffer = Type.Object({
   ),
 });
 const readOffer = compileRequest(CallOffer);
+
+/** POST /v1/live/sessions: a GPT-Live session over WebRTC (its config is session.start's; realtime/live-dialect.ts). */
+export const LiveSessionOffer = Type.Object({
+  session: Type.Object({ model: Type.String({ description: 'gpt-live-1 or any model name this server routes' }) }, { description: "The Live session config (session.start's `session`): model, instructions, audio.output.voice, input" }),
+  transport: Type.Object({
+    type: Type.Literal('webrtc', { 'x-error-code': 'invalid_value' }),
+    sdp: Type.String({ pattern: '\\S', description: 'The SDP offer (audio, video, a data channel)', 'x-error-code': 'missing_required_parameter' }),
+  }),
+});
+const readLiveOffer = compileRequest(LiveSessionOffer);
+
+/** Reads the JSON body of POST /v1/live/sessions into a call request whose session runs the Live dialect. */
+export function parseLiveBody(body: Buffer): CallRequest {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new AppError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`, { status: 400 });
+  }
+  const transport = isObject(value) && isObject(value.transport) ? value.transport : null;
+  if (typeof transport?.sdp === 'string' && Buffer.byteLength(transport.sdp) > MAX_OFFER_BYTES) {
+    throw new AppError('request_too_large', `The SDP offer is over ${MAX_OFFER_BYTES} bytes (real ones are a few kB).`, { status: 413, param: 'transport.sdp' });
+  }
+  const offer = readLiveOffer(value);
+  return { sdp: offer.transport.sdp, session: asBadRequest(() => liveCallConfig(offer.session)) };
+}
 
 /** Reads the body of POST /v1/realtime/calls in any of its three forms. */
 export function parseCallBody(contentType: string, body: Buffer, multipartFields: Record<string, string> | null): CallRequest {

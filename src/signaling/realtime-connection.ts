@@ -278,6 +278,8 @@ export class RealtimeConnection {
     const avatarOnly = isAvatarConfig(options.initial) ? avatarSettingsFrom(options.initial) : null;
     const transcription = isTranscriptionConfig(options.initial);
     if (avatarOnly || transcription) this.dialect = 'ga';
+    // A Live session: a WebRTC one starts with its POST's config, a WebSocket one with the client's session.start.
+    const liveStart = isLiveConfig(options.initial) && options.initial.session !== undefined ? JSON.stringify({ type: 'session.start', session: options.initial.session }) : null;
     if (isLiveConfig(options.initial)) {
       this.liveDialect = new LiveDialect({ id: session.id, expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6) });
       options = { ...options, initial: {} };
@@ -314,6 +316,7 @@ export class RealtimeConnection {
     this.engine = engine;
     for (const pcm of this.earlyMicrophone.splice(0)) engine.pushMicrophone(pcm);
     this.earlyMicrophoneSamples = 0;
+    if (liveStart !== null) this.toEngine(liveStart);
     this.gate.open((text) => this.toEngine(text));
     for (const listener of this.listeners.values()) listener.gate.open((text) => this.deliverFrom(listener, text));
     if (this.liveDialect) this.usageTimer = setInterval(() => this.sendLive(this.liveDialect!.usage()), USAGE_INTERVAL_MS);

@@ -190,7 +190,8 @@ export class RealtimeGateway {
       placed = url.pathname === LIVE_PATH ? await this.liveSession(principal) : await this.sessionFor(principal, query, legacyQuery, client.dialect);
     } catch (err) {
       const status = err instanceof AppError ? err.status : 500;
-      client.refuse(err, status === 503 ? CLOSE.TRY_AGAIN_LATER : status === 404 ? CLOSE.NOT_FOUND : status === 409 || status === 400 ? CLOSE.SESSION_UNUSABLE : CLOSE.INTERNAL, 'session unavailable');
+      const code = status === 503 ? CLOSE.TRY_AGAIN_LATER : status === 404 ? CLOSE.NOT_FOUND : status === 409 || status === 400 ? CLOSE.SESSION_UNUSABLE : status === 401 ? CLOSE.AUTH_FAILED : CLOSE.INTERNAL;
+      client.refuse(err, code, code === CLOSE.AUTH_FAILED ? 'authentication failed' : 'session unavailable');
       return;
     }
     const { session, owns, initial, dialect } = placed;

@@ -81,7 +81,7 @@ Mcp.after(async (ctx) => {
 });
 
 Mcp('a tool needing approval: listed, asked for, approved with an mcp_approval_response, called and answered; every event valid in the SDK\'s types', async (ctx) => {
-  const run = await runPythonClient('mcp.py', ['--base-url', `${ctx.t.url}/v1`, '--key', ctx.t.key, '--mcp-url', ctx.mcp.url, '--approval', 'always', '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
+  const run = await runPythonClient('openai_mcp.py', ['--base-url', `${ctx.t.url}/v1`, '--key', ctx.t.key, '--mcp-url', ctx.mcp.url, '--approval', 'always', '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
   const why = run.describe();
   assert.is(run.code, 0, why);
   assert.equal(run.of('invalid'), [], why);
@@ -115,7 +115,7 @@ Live('client.live.connect: session.start, a spoken question, the avatar answers 
   const pcm = concatSamples([silence, speechPcm24k('What is the weather like today?'), silence, silence]);
   const audio = path.join(tempDir('openai-live-'), 'question.pcm');
   fs.writeFileSync(audio, Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
-  const run = await runPythonClient('live.py', ['--base-url', `${ctx.t.url}/v1`, '--key', ctx.t.key, '--audio', audio, '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
+  const run = await runPythonClient('openai_live.py', ['--base-url', `${ctx.t.url}/v1`, '--key', ctx.t.key, '--audio', audio, '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
   const why = run.describe();
   assert.is(run.code, 0, why);
   assert.equal(run.of('invalid'), [], why);

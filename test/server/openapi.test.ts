@@ -378,7 +378,7 @@ OpenApi('the 413, 415 and 429 answers of JSON-body and rate-limited operations a
       .filter(([, op]) => 'application/json' in ((op as { requestBody?: { content?: object } }).requestBody?.content ?? {}))
       .map(([method]) => [method.toUpperCase(), template] as const),
   );
-  assert.equal(jsonOps.map(([m, p]) => `${m} ${p}`).sort(), ['POST /sessions', 'POST /v1/realtime/calls', 'POST /v1/realtime/client_secrets', 'POST /v1/sessions']);
+  assert.equal(jsonOps.map(([m, p]) => `${m} ${p}`).sort(), ['POST /sessions', 'POST /v1/live/sessions', 'POST /v1/realtime/calls', 'POST /v1/realtime/client_secrets', 'POST /v1/sessions']);
   const failures: string[] = [];
   const check = (res: TestResponse, method: string, template: string) => {
     try {

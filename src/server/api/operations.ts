@@ -11,7 +11,7 @@
  */
 import type { TObject, TSchema } from '@sinclair/typebox';
 import { LegacySessionCreateRequest, SessionCreateRequest } from '../../sessions/session-config.js';
-import { CallOffer } from '../../signaling/realtime-calls.js';
+import { CallOffer, LiveSessionOffer } from '../../signaling/realtime-calls.js';
 import { UsageRecord } from '../../usage/usage-view.js';
 import { FILE_FIELDS } from '../upload.js';
 import { ClientSecretRequest, SessionListQuery, UploadQuery, UsageQuery } from './requests.js';
@@ -39,6 +39,8 @@ export const COMPONENTS: Record<string, TSchema> = {
   TranscriptionSession: R.TranscriptionSession,
   CallOffer,
   CallHangup: R.CallHangup,
+  LiveSessionOffer,
+  LiveSessionCreated: R.LiveSessionCreated,
   ClientSecret: R.ClientSecret,
   UsageRecord,
   UsageList: R.UsageList,
@@ -249,6 +251,24 @@ export const OPERATIONS: Record<string, Operation> = {
       '413': errorResponse('Body larger than MAX_JSON_BYTES, or an SDP offer over 64 KiB (param sdp)'),
       '415': errorResponse('Not multipart/form-data, application/sdp or application/json'),
       '503': errorResponse('No worker slot free (no_worker_available), or in fleet mode Redis or PostgreSQL unavailable (redis_unavailable, postgres_unavailable); see Retry-After'),
+    },
+  },
+  'POST /v1/live/sessions': {
+    tags: ['realtime'],
+    summary: 'Start a GPT-Live session over WebRTC (API key): answer an SDP offer',
+    description:
+      "OpenAI's GPT-Live protocol (docs/realtime.md#gpt-live): the session config is session.start's, the session starts when the media connects (do not send session.start on the data channel), " +
+      'audio and the avatar video travel as RTP, Live events on the data channel. The WebSocket form is GET /v1/live/sessions. CORS: any origin.',
+    security: authed,
+    body: { required: true, content: { 'application/json': 'LiveSessionOffer' } },
+    responses: {
+      '201': json(ref('LiveSessionCreated')),
+      ...ERRORS,
+      '400': errorResponse('Invalid SDP offer, no usable codec, or an invalid Live session config (param names the field: session.model, session.audio.format, session.delegation)'),
+      '401': errorResponse('No or invalid API key, or an ephemeral key (Live takes API keys)'),
+      '413': errorResponse('Body larger than MAX_JSON_BYTES, or an SDP offer over 64 KiB (param transport.sdp)'),
+      '415': errorResponse('Not application/json'),
+      '503': errorResponse('No worker slot free (no_worker_available); see Retry-After'),
     },
   },
   'POST /v1/realtime/calls/{call_id}/hangup': {

@@ -117,6 +117,12 @@ export const ClientSecret = Type.Object({
   expires_in: Type.Integer({ description: 'Seconds' }),
 });
 
+/** POST /v1/live/sessions: the Live session and the SDP answer (openai-python's LiveCreateResponse). */
+export const LiveSessionCreated = Type.Object({
+  session: Type.Object({ id: Type.String({ description: 'The session id (sideband and controls use it)' }) }),
+  transport: Type.Object({ type: Type.Literal('webrtc'), sdp: Type.String({ description: 'The SDP answer' }) }),
+});
+
 export const CallHangup = Type.Object({
   id: Type.String(),
   object: Type.Literal('realtime.call'),

@@ -8,7 +8,7 @@
  * key in Authorization is the credential; no cookies are involved).
  */
 import type Koa from 'koa';
-import { OFFER_BODY_DEADLINE_MS, parseCallBody } from '../../signaling/realtime-calls.js';
+import { OFFER_BODY_DEADLINE_MS, parseCallBody, parseLiveBody } from '../../signaling/realtime-calls.js';
 import { FLEET_TOKEN_HEADER, INTERNAL_CALLS_PATH, hasFleetToken, type ForwardedCall } from '../../signaling/worker-relay.js';
 import { AppError } from '../../core/errors.js';
 import type { AppContext, AppRouter, AppState } from '../context.js';
@@ -17,9 +17,9 @@ import type { Services } from '../services.js';
 import { discardRest, readBody, readMultipart } from '../upload.js';
 import type { RouteGuards } from './guards.js';
 import type { Static } from '@sinclair/typebox';
-import type { CallHangup } from '../api/responses.js';
+import type { CallHangup, LiveSessionCreated } from '../api/responses.js';
 
-const CALLS_PATH = /^\/v1\/realtime\/calls(\/[^/]+\/hangup)?$/;
+const CALLS_PATH = /^\/v1\/(realtime\/calls(\/[^/]+\/hangup)?|live\/sessions)$/;
 /** The form parts of an offer. */
 const CALL_PARTS = ['sdp', 'session'];
 
@@ -33,6 +33,25 @@ export function callRoutes(router: AppRouter, s: Services, g: RouteGuards): void
     ctx.set('Location', `/v1/realtime/calls/${answer.callId}`);
     ctx.set('X-Session-Id', answer.sessionId);
     ctx.body = answer.sdp;
+  });
+
+  // GPT-Live over WebRTC: the offer in JSON with the Live session config; the session starts when the media connects.
+  router.post('/v1/live/sessions', ...g.realtime, async (ctx) => {
+    const principal = principalOf(ctx);
+    if (principal.kind === 'ephemeral') throw new AppError('invalid_api_key', 'GPT-Live sessions are opened with an API key; ephemeral client keys are for /v1/realtime.', { status: 401 });
+    if (!ctx.get('content-type').toLowerCase().startsWith('application/json')) {
+      discardRest(ctx.req);
+      throw new AppError('unsupported_media_type', 'Send {"session": {...}, "transport": {"type": "webrtc", "sdp": ...}} as application/json.', { status: 415 });
+    }
+    if (Number(ctx.get('content-length') || 0) > s.config.maxJsonBytes) {
+      discardRest(ctx.req);
+      throw tooLarge(s.config.maxJsonBytes);
+    }
+    const request = parseLiveBody(await readBody(ctx.req, s.config.maxJsonBytes, OFFER_BODY_DEADLINE_MS));
+    const answer = await s.calls.create(principal, request);
+    ctx.status = 201;
+    ctx.set('X-Session-Id', answer.sessionId);
+    ctx.body = { session: { id: answer.sessionId }, transport: { type: 'webrtc', sdp: answer.sdp } } satisfies Static<typeof LiveSessionCreated>;
   });
 
   router.post('/v1/realtime/calls/:call_id/hangup', ...g.realtime, async (ctx) => {
