@@ -75,6 +75,8 @@ export class McpToolbox {
   private readonly entries = new Map<string, Entry>();
   /** Approval answers not yet acted on. */
   private answers: McpApprovalResponseItem[] = [];
+  /** Tools not offered because their name is taken (logged once each). */
+  private readonly unoffered = new Set<string>();
 
   constructor(private readonly deps: McpToolboxDeps) {}
 
@@ -126,7 +128,9 @@ export class McpToolbox {
       if (!entry) continue;
       for (const tool of entry.tools) {
         if (taken.has(tool.name) || byName.has(tool.name)) {
-          this.deps.log.warn('mcp tool not offered: its name is taken', { server: server.label, tool: tool.name });
+          const key = `${server.label}/${tool.name}`;
+          if (!this.unoffered.has(key)) this.deps.log.warn('mcp tool not offered: its name is taken', { server: server.label, tool: tool.name });
+          this.unoffered.add(key);
           continue;
         }
         const route: McpRoute = {

@@ -77,7 +77,7 @@ export class RealtimeSessionEngine {
     this.chat = new ChatRecord(deps.recorder, log);
     this.preemptive = new PreemptiveGeneration({
       sessionId: options.sessionId,
-      settings: () => this.settings,
+      settings: () => this.offeredSettings(),
       llm: deps.llm,
       log: deps.log,
       closed: () => this.closed,
@@ -232,6 +232,14 @@ export class RealtimeSessionEngine {
     this.emit({ type: 'session.updated', session: this.sessionObject() });
     this.preemptive.prepareSession();
     this.listMcp(next.mcp, event.event_id);
+  }
+
+  /** The settings with the session's MCP tools among its tools, as an automatic response offers them (so an early reply asks what the response will). */
+  private offeredSettings(): SessionSettings {
+    const { settings } = this;
+    if (settings.mcp.length === 0) return settings;
+    const { tools } = this.mcp.offer(settings.mcp, new Set(settings.tools.map((t) => t.name)));
+    return tools.length === 0 ? settings : { ...settings, tools: [...settings.tools, ...tools] };
   }
 
   private imagesWanted(): boolean {

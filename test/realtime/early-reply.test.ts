@@ -73,6 +73,17 @@ test('take(): the chunks ready and those still coming, in order, ending with the
   assert.throws(() => early.take());
 });
 
+test("take(): the model's second request (the step after an MCP call) is the model's own, not the replay", async () => {
+  const model = new FakeLlm({ reply: (r) => (r.messages.length > 2 ? 'Second step.' : 'First step.') });
+  const early = new EarlyReply(model, REQUEST);
+  const taken = early.take();
+  const signal = new AbortController().signal;
+  assert.is(textOf(await read(taken.generate({ ...REQUEST, signal }))), 'First step.');
+  const next = { ...REQUEST, messages: [...REQUEST.messages, { role: 'assistant' as const, content: 'x' }], signal };
+  assert.is(textOf(await read(taken.generate(next))), 'Second step.');
+  assert.is(model.requests.length, 2);
+});
+
 test('discard(): the generation is aborted and nothing of it can be taken', async () => {
   const model = new FakeLlm({ chunks: ['It ', 'is ', 'noon.'], chunkDelayMs: 20 });
   const early = new EarlyReply(model, REQUEST);

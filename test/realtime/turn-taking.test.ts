@@ -37,6 +37,9 @@ import { startChatCompletionsServer } from '../../harness/servers/chat-completio
 import { concatSamples, silence, toPcm16, tone } from '../../harness/measures/speech.js';
 import { FliteVoice } from '../../src/providers/tts/flite.js';
 import { fliteSpeech, pausedSpeech } from '../../harness/measures/voices.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
+import { StreamableHttpMcp } from '../../src/providers/mcp/streamable-http.js';
+import { Logger } from '../../src/core/log.js';
 
 const IN_HZ = 24000;
 const SAMPLES_PER_MS = IN_HZ / 1000;
@@ -664,6 +667,34 @@ Engine('early reply: the model starts on the pause’s transcript before the tur
   assert.is(replyTranscript(done), 'You asked: What time is it?');
   const t = events.map((e) => e.type);
   assert.ok(t.indexOf('response.created') > t.indexOf('conversation.item.input_audio_transcription.completed'), 'events in the usual order');
+});
+
+Engine('early reply in a session with an MCP tool: it is offered the MCP tools the response offers, so it is taken; the step after the call is asked of the model', async () => {
+  const server = await startMcpServer();
+  const llm = new FakeLanguageModels({
+    reply: (r) => (r.messages.at(-1)!.role === 'tool' ? `It is ${r.messages.at(-1)!.content}` : ''),
+    toolCalls: (r) => (r.messages.at(-1)!.role === 'user' ? [{ name: 'get_weather', arguments: '{"city":"Oslo"}' }] : []),
+  });
+  const asr = new FakeSpeechRecognizers({ transcript: 'What is the weather in Oslo?' });
+  const mcp = new StreamableHttpMcp({ allowedHosts: [{ host: '127.0.0.1', port: null }], allowPrivateAddresses: true, listTimeoutMs: 3000, callTimeoutMs: 3000 }, new Logger('silent'));
+  const h = await engineHarness({ deps: { asr, llm, mcp, endOfTurnModel: async () => new FakeTurnModel({ script: () => 0.9, delayMs: 150 }) } });
+  try {
+    h.send({ type: 'session.update', session: { type: 'realtime', tools: [{ type: 'mcp', server_label: 'w', server_url: server.url, require_approval: 'never' }] } });
+    await h.waitFor((e) => e.type === 'mcp_list_tools.completed');
+    h.send(VAD_UPDATE({ type: 'semantic_vad', eagerness: 'auto', create_response: true }));
+    await speak(h, [silence(200, IN_HZ), loud(1200), silence(1200, IN_HZ)]);
+    const done = await h.waitFor((e) => e.type === 'response.done', { tick: true });
+    const output = (done.response as { output: Array<{ type: string }> }).output;
+    assert.equal(output.map((o) => o.type), ['mcp_call', 'message']);
+    assert.is(llm.requests.length, 2, 'the early reply, then the step after the call');
+    assert.ok(llm.requests[0]!.speculation && !llm.requests[0]!.speculation.isSpeculative(), 'the first request was the early reply, taken');
+    assert.equal(llm.requests[0]!.tools?.map((t) => t.name), ['get_weather', 'send_email', 'fail', 'slow']);
+    assert.is(llm.requests[1]!.speculation, undefined);
+    assert.equal(server.calls, [{ name: 'get_weather', arguments: { city: 'Oslo' } }]);
+  } finally {
+    await h.close();
+    await server.close();
+  }
 });
 
 Engine('a turn that ends while the local model still reads its words has its response wait for that reading (it holds the conversation\'s sequence)', async () => {
