@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { OpenAIRealtimeWebSocket, RealtimeAgent, RealtimeSession, tool } from '@openai/agents-realtime';
 import { hostedMcpTool } from '@openai/agents-core';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
-import { startMcpServer, type TestMcpServer } from '../helpers/mcp-server.js';
+import { startMcpServer, type TestMcpServer } from '../../harness/servers/mcp-server.js';
 import type { GenerateRequest } from '../../src/providers/llm/base.js';
 import { until } from '../../harness/servers/wait.js';
 import { startWeatherServer, toolRequests, WEATHER_MARK, type WeatherServer } from './client-harness.js';

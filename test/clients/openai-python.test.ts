@@ -19,7 +19,7 @@ import { tempDir } from '../../harness/servers/server.js';
 import { concatSamples, speechPcm24k } from '../../harness/measures/speech.js';
 import { suiteNeeding } from '../helpers/skip.js';
 import { pythonClientsMissing, runPythonClient } from './client-harness.js';
-import { startMcpServer, type TestMcpServer } from '../helpers/mcp-server.js';
+import { startMcpServer, type TestMcpServer } from '../../harness/servers/mcp-server.js';
 import type { GenerateRequest } from '../../src/providers/llm/base.js';
 
 const CLIENT_TIMEOUT_S = 60;

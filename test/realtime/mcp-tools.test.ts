@@ -1,6 +1,6 @@
 /**
  * MCP tools run by the server (issue 41), against a real MCP server (the SDK's server side on
- * loopback, test/helpers/mcp-server.ts) through the real client (providers/mcp/streamable-http.ts),
+ * loopback, harness/servers/mcp-server.ts) through the real client (providers/mcp/streamable-http.ts),
  * over the engine with the src fakes: listing with OpenAI's items and events, the operator's
  * outbound policy, a call the server makes and the model's answer in the same response (a spoken
  * preamble, the mcp_call, the answer), approvals granted and declined, the error kinds (a tool's
@@ -10,7 +10,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { engineHarness, type Harness, type SeenEvent } from '../helpers/engine-harness.js';
-import { startMcpServer, type TestMcpServer } from '../helpers/mcp-server.js';
+import { startMcpServer, type TestMcpServer } from '../../harness/servers/mcp-server.js';
 import { FakeLanguageModels, type FakeLlmOptions } from '../../src/providers/llm/fake-llm.js';
 import type { GenerateRequest } from '../../src/providers/llm/base.js';
 import { StreamableHttpMcp } from '../../src/providers/mcp/streamable-http.js';

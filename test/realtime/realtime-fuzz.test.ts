@@ -26,7 +26,7 @@ import { Rng, buildRealtimeCase, checkCaseErrors, fuzzSeed, learnRealtime, type 
 import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
 import { watchHealth } from '../helpers/health.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
-import { startMcpServer } from '../helpers/mcp-server.js';
+import { startMcpServer } from '../../harness/servers/mcp-server.js';
 
 const CASES = Number(process.env.FUZZ_WS_CASES) || 3000;
 /** Cases stop being issued after this long, so a loaded machine bounds the suite's time, not its coverage. */

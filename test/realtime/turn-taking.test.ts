@@ -37,7 +37,7 @@ import { startChatCompletionsServer } from '../../harness/servers/chat-completio
 import { concatSamples, silence, toPcm16, tone } from '../../harness/measures/speech.js';
 import { FliteVoice } from '../../src/providers/tts/flite.js';
 import { fliteSpeech, pausedSpeech } from '../../harness/measures/voices.js';
-import { startMcpServer } from '../helpers/mcp-server.js';
+import { startMcpServer } from '../../harness/servers/mcp-server.js';
 import { StreamableHttpMcp } from '../../src/providers/mcp/streamable-http.js';
 import { Logger } from '../../src/core/log.js';
 

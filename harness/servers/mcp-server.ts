@@ -1,5 +1,5 @@
 /**
- * A real MCP server for tests: the official SDK's server side over streamable HTTP (a session per
+ * A real MCP server for tests and benchmarks: the official SDK's server side over streamable HTTP (a session per
  * client, as real servers keep them), on 127.0.0.1 with a port of its own. Its tools:
  *   get_weather {city}   read-only; answers "Sunny and 21 degrees in <city>."
  *   send_email {to, body} not read-only; answers "Sent to <to>."
