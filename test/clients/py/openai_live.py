@@ -14,17 +14,13 @@ validate, then {"event": "done"}.
 import argparse
 import asyncio
 import base64
-import json
 
 from openai import AsyncOpenAI
 from openai.types.live import ServerEvent
-from pydantic import TypeAdapter, ValidationError
+
+from sdk_events import emit, validated_events, within
 
 CHUNK_BYTES = 9600  # 200 ms of PCM16 at 24 kHz
-
-
-def emit(**line):
-    print(json.dumps(line), flush=True)
 
 
 async def main() -> None:
@@ -35,7 +31,6 @@ async def main() -> None:
     p.add_argument("--timeout", type=float, default=60)
     args = p.parse_args()
 
-    adapter = TypeAdapter(ServerEvent)
     client = AsyncOpenAI(base_url=args.base_url, api_key=args.key, max_retries=0)
     with open(args.audio, "rb") as f:
         pcm = f.read()
@@ -45,17 +40,9 @@ async def main() -> None:
 
         async def read() -> None:
             replied = False
-            while True:
-                raw = await conn.recv_bytes()
-                data = json.loads(raw)
-                kind = data.get("type")
-                if kind == "session.output_image.delta":
+            async for kind, event, data in validated_events(conn, ServerEvent, passthrough=("session.output_image.delta",)):
+                if event is None:
                     emit(event="frame", bytes=len(base64.b64decode(data["delta"])), pts_ms=data.get("pts_ms"))
-                    continue
-                try:
-                    event = adapter.validate_json(raw)
-                except ValidationError as err:
-                    emit(event="invalid", type=kind, error=str(err)[:1500])
                     continue
                 line = {"event": "server", "type": kind, "model": type(event).__name__}
                 if kind == "session.started":
@@ -78,10 +65,7 @@ async def main() -> None:
                 if kind in ("session.closed", "error"):
                     return
 
-        try:
-            await asyncio.wait_for(read(), args.timeout)
-        except asyncio.TimeoutError:
-            emit(event="timeout")
+        await within(read, args.timeout)
     emit(event="done")
 
 

@@ -13,15 +13,11 @@ output)}, {"event": "invalid", "type", "error"} for one that does not validate, 
 """
 import argparse
 import asyncio
-import json
 
 from openai import AsyncOpenAI
 from openai.types.realtime import RealtimeServerEvent
-from pydantic import TypeAdapter, ValidationError
 
-
-def emit(**line):
-    print(json.dumps(line), flush=True)
+from sdk_events import emit, validated_events, within
 
 
 async def main() -> None:
@@ -33,7 +29,6 @@ async def main() -> None:
     p.add_argument("--timeout", type=float, default=60)
     args = p.parse_args()
 
-    adapter = TypeAdapter(RealtimeServerEvent)
     client = AsyncOpenAI(base_url=args.base_url, api_key=args.key, max_retries=0)
     async with client.realtime.connect(model="gpt-realtime") as conn:
         await conn.session.update(
@@ -54,15 +49,7 @@ async def main() -> None:
 
         async def read() -> None:
             asked = False
-            while True:
-                raw = await conn.recv_bytes()
-                data = json.loads(raw)
-                kind = data.get("type")
-                try:
-                    event = adapter.validate_json(raw)
-                except ValidationError as err:
-                    emit(event="invalid", type=kind, error=str(err)[:1500])
-                    continue
+            async for kind, event, _ in validated_events(conn, RealtimeServerEvent):
                 line = {"event": "server", "type": kind, "model": type(event).__name__}
                 item = getattr(event, "item", None)
                 if item is not None:
@@ -91,10 +78,7 @@ async def main() -> None:
                 if kind == "error":
                     return
 
-        try:
-            await asyncio.wait_for(read(), args.timeout)
-        except asyncio.TimeoutError:
-            emit(event="timeout")
+        await within(read, args.timeout)
     emit(event="done")
 
 

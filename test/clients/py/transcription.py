@@ -14,17 +14,13 @@ as, "session_class" (session events), "transcript" (completions)}, {"event": "in
 import argparse
 import asyncio
 import base64
-import json
 
 from openai import AsyncOpenAI
 from openai.types.realtime import RealtimeServerEvent
-from pydantic import TypeAdapter, ValidationError
+
+from sdk_events import emit, validated_events, within
 
 CHUNK_BYTES = 9600  # 200 ms of PCM16 at 24 kHz
-
-
-def emit(**line):
-    print(json.dumps(line), flush=True)
 
 
 async def main() -> None:
@@ -35,7 +31,6 @@ async def main() -> None:
     p.add_argument("--timeout", type=float, default=60)
     args = p.parse_args()
 
-    adapter = TypeAdapter(RealtimeServerEvent)
     client = AsyncOpenAI(base_url=args.base_url, api_key=args.key, max_retries=0)
     with open(args.audio, "rb") as f:
         pcm = f.read()
@@ -59,15 +54,7 @@ async def main() -> None:
         completed_item = None
         async def read() -> None:
             nonlocal completed_item
-            while True:
-                raw = await conn.recv_bytes()
-                data = json.loads(raw)
-                kind = data.get("type")
-                try:
-                    event = adapter.validate_json(raw)
-                except ValidationError as err:
-                    emit(event="invalid", type=kind, error=str(err)[:1500])
-                    continue
+            async for kind, event, _ in validated_events(conn, RealtimeServerEvent):
                 line = {"event": "server", "type": kind, "model": type(event).__name__}
                 session = getattr(event, "session", None)
                 if session is not None:
@@ -82,10 +69,7 @@ async def main() -> None:
                 if kind == "conversation.item.done" and completed_item is not None and event.item.id == completed_item:
                     return
 
-        try:
-            await asyncio.wait_for(read(), args.timeout)
-        except asyncio.TimeoutError:
-            emit(event="timeout")
+        await within(read, args.timeout)
     emit(event="done")
 
 
