@@ -18,7 +18,7 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { pythonClientsMissing, runPythonClient, startWeatherServer, toolRequests, WEATHER_MARK, type WeatherServer } from './client-harness.js';
+import { pythonClientsMissing, runPythonClient, startWeatherServer, toolRequests, weatherScript, WEATHER_MARK, type ClientRun, type WeatherServer } from './client-harness.js';
 
 const SCRIPT = 'pipecat_tool.py';
 const CLIENT_TIMEOUT_S = 60;
@@ -44,6 +44,26 @@ Pipecat.after.each(async (ctx) => {
 });
 
 pipecatTest('a camera frame is accepted as an input_image item, and the registered function is called and answered', async (ctx) => {
+  await assertWeatherRoundTrip(ctx);
+});
+
+pipecatTest('a spoken preamble before the call (one response: a message, then the function_call): every event fits, the function runs once, the answer follows', async (ctx) => {
+  await ctx.w.close();
+  // The model says a few words before it calls, as gpt-realtime-2 does.
+  ctx.w = await startWeatherServer(async (body, n) => {
+    const reply = await weatherScript(body, n);
+    return reply.toolCalls ? { text: 'Let me check the weather for you. ', ...reply } : reply;
+  });
+  const run = await assertWeatherRoundTrip(ctx);
+  const why = run.describe();
+  const call = run.server('response.output_item.added').find((l) => l.item.type === 'function_call')!;
+  const response = run.server('response.output_item.added').filter((l) => l.response_id === call.response_id);
+  assert.equal(response.map((l) => l.item.type), ['message', 'function_call'], `one response held the preamble and the call\n${why}`);
+  assert.ok(run.of('text').some((l) => String(l.text).includes('Let me check')), `pipecat heard the preamble\n${why}`);
+});
+
+/** The camera frame and the weather question, run by pipecat; asserts the round trip and returns the run. */
+async function assertWeatherRoundTrip(ctx: Ctx): Promise<ClientRun> {
   // pipecat appends ?model= itself.
   const run = await runPythonClient(SCRIPT, ['--url', ctx.w.realtimeUrl, '--key', ctx.w.server.key, '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
   const why = run.describe();
@@ -89,6 +109,7 @@ pipecatTest('a camera frame is accepted as an input_image item, and the register
   const { offered, afterOutput } = toolRequests(ctx.w.llm, 'get_weather');
   assert.ok(offered.length >= 1, why);
   assert.is(afterOutput.length, 1, why);
-});
+  return run;
+}
 
 Pipecat.run();

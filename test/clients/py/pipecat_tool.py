@@ -42,6 +42,7 @@ from pipecat.frames.frames import (
     FunctionCallResultFrame,
     InputImageRawFrame,
     LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
     LLMRunFrame,
     LLMTextFrame,
 )
@@ -153,7 +154,7 @@ class Probe(FrameProcessor):
 async def run(args: argparse.Namespace) -> int:
     watch_server_events()
     finished: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    state = {"called": False, "result_sent": False, "text": "", "text_before_call": ""}
+    state = {"called": False, "result_sent": False, "answering": False, "text": "", "text_before_call": ""}
 
     llm = ReportingRealtimeService(
         api_key=args.key,
@@ -201,12 +202,16 @@ async def run(args: argparse.Namespace) -> int:
             return
         if isinstance(frame, FunctionCallResultFrame):
             state["result_sent"] = True
+        elif isinstance(frame, LLMFullResponseStartFrame):
+            # The answer is a response that starts after the result went back: the words of the
+            # response that made the call (a preamble) may still be arriving after it did.
+            state["answering"] = state["result_sent"]
         elif isinstance(frame, LLMTextFrame):
-            key = "text" if state["result_sent"] else "text_before_call"
+            key = "text" if state["answering"] else "text_before_call"
             state[key] += frame.text
             emit("text", text=frame.text)
         elif isinstance(frame, LLMFullResponseEndFrame):
-            if state["result_sent"] and state["text"].strip():
+            if state["answering"] and state["text"].strip():
                 emit("done", transcript=state["text"].strip())
                 finish(0)
             elif not state["called"] and state["text_before_call"].strip():
