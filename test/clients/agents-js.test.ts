@@ -19,6 +19,10 @@ import { hostedMcpTool } from '@openai/agents-core';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
 import { startMcpServer, type TestMcpServer } from '../../harness/servers/mcp-server.js';
 import type { GenerateRequest } from '../../src/providers/llm/base.js';
+import WebSocket from 'ws';
+import { concatSamples, speechPcm24k } from '../../harness/measures/speech.js';
+// The SDK's own event schemas (zod), as its transports parse every server event; not in its exports map.
+import { realtimeServerEventSchema } from '../../node_modules/@openai/agents-realtime/dist/openaiRealtimeEvents.js';
 import { until } from '../../harness/servers/wait.js';
 import { startWeatherServer, toolRequests, WEATHER_MARK, type WeatherServer } from './client-harness.js';
 
@@ -243,3 +247,40 @@ JsMcp('hostedMcpTool with approval: listed, approved by session.approve, called 
 });
 
 JsMcp.run();
+
+const JsTranscription = suite<{ t: RealtimeTestServer }>('@openai/agents-realtime (JS) schemas on a transcription session', {} as { t: RealtimeTestServer });
+
+JsTranscription.before(async (ctx) => {
+  ctx.t = await startRealtimeTestServer();
+});
+
+JsTranscription.after(async (ctx) => {
+  await ctx.t?.close();
+});
+
+JsTranscription("every event of a transcription session that the SDK's schemas know parses in them", async (ctx) => {
+  const known = new Set<string>(realtimeServerEventSchema.options.map((o) => (o.shape.type as unknown as { value: string }).value));
+  const ws = new WebSocket(`${ctx.t.url.replace(/^http/, 'ws')}/v1/realtime?intent=transcription`, { headers: { Authorization: `Bearer ${ctx.t.key}` } });
+  const raw: Array<Record<string, unknown> & { type: string }> = [];
+  ws.on('message', (data) => raw.push(JSON.parse(String(data))));
+  await new Promise((resolve) => ws.once('open', resolve));
+  ws.send(JSON.stringify({ type: 'session.update', session: { type: 'transcription', audio: { input: { transcription: { model: 'whisper-1', language: 'en' }, turn_detection: { type: 'server_vad' } } } } }));
+  const pcm = concatSamples([new Int16Array(24_000 * 0.5), speechPcm24k('What is the weather like today?'), new Int16Array(24_000 * 1.5)]);
+  for (let i = 0; i < pcm.length; i += 4800) {
+    const chunk = pcm.subarray(i, i + 4800);
+    ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('base64') }));
+  }
+  await until(async () => raw.some((e) => e.type === 'conversation.item.input_audio_transcription.completed'), (done) => done, 'the transcript');
+  ws.close();
+  const checked = raw.filter((e) => known.has(e.type));
+  const refused = checked.flatMap((e) => {
+    const parsed = realtimeServerEventSchema.safeParse(e);
+    return parsed.success ? [] : [`${e.type}: ${parsed.error.message.slice(0, 300)}`];
+  });
+  assert.equal(refused, []);
+  for (const type of ['session.created', 'input_audio_buffer.speech_started', 'input_audio_buffer.committed', 'conversation.item.input_audio_transcription.completed']) {
+    assert.ok(checked.some((e) => e.type === type), `${type} checked (the SDK knows it)`);
+  }
+});
+
+JsTranscription.run();
