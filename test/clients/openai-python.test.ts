@@ -21,6 +21,7 @@ import { suiteNeeding } from '../helpers/skip.js';
 import { pythonClientsMissing, runPythonClient } from './client-harness.js';
 import { startMcpServer, type TestMcpServer } from '../../harness/servers/mcp-server.js';
 import type { GenerateRequest } from '../../src/providers/llm/base.js';
+import { encodeWav16 } from '../../src/assets/audio-file.js';
 
 const CLIENT_TIMEOUT_S = 60;
 const RUN_TIMEOUT_MS = (CLIENT_TIMEOUT_S + 30) * 1000;
@@ -138,3 +139,35 @@ Live('client.live.connect: session.start, a spoken question, the avatar answers 
 });
 
 Live.run();
+
+const LiveRtc = suiteNeeding<{ t: RealtimeTestServer }>('openai-python GPT-Live over WebRTC: client.live.create with aiortc', pythonClientsMissing(), {} as { t: RealtimeTestServer });
+
+LiveRtc.before(async (ctx) => {
+  ctx.t = await startRealtimeTestServer();
+});
+
+LiveRtc.after(async (ctx) => {
+  await ctx.t?.close();
+});
+
+LiveRtc('client.live.create answers the offer, the session starts by itself, the question on the microphone track is answered on the audio and video tracks; session.close on the data channel', async (ctx) => {
+  const pcm = concatSamples([new Int16Array(24_000 * 0.5), speechPcm24k('What is the weather like today?'), new Int16Array(24_000 * 3)]);
+  const wav = path.join(tempDir('openai-live-rtc-'), 'question.wav');
+  fs.writeFileSync(wav, encodeWav16(pcm, 24_000));
+  const run = await runPythonClient('openai_live_rtc.py', ['--base-url', `${ctx.t.url}/v1`, '--key', ctx.t.key, '--wav', wav, '--timeout', String(CLIENT_TIMEOUT_S)], RUN_TIMEOUT_MS);
+  const why = run.describe();
+  assert.is(run.code, 0, why);
+  assert.equal(run.of('invalid'), [], why);
+  assert.equal(run.of('timeout'), [], why);
+  assert.equal(run.server('error'), [], why);
+  const created = run.of('created')[0];
+  assert.equal([created?.class, String(created?.session_id).startsWith('sess_')], ['LiveCreateResponse', true], why);
+  assert.ok(run.server('session.started').length === 1, why);
+  assert.is(run.server('session.input_transcript.delta').map((d) => d.delta).join(''), DEFAULT_TRANSCRIPT, why);
+  assert.ok(run.server('session.output_transcript.delta').length > 0, why);
+  const media = run.of('media')[0];
+  assert.ok((media?.audio_frames as number) > 50 && (media?.video_frames as number) > 10, `the avatar heard and seen\n${why}`);
+  assert.equal(run.server('session.closed')[0]?.reason, 'close_requested', why);
+});
+
+LiveRtc.run();
