@@ -216,6 +216,11 @@ export function itemText(item: Item): string {
   return texts.filter((t) => t !== '').join(' ');
 }
 
+/** What the model reads of a finished mcp_call: its output, or what went wrong. */
+export function mcpOutcome(item: McpCallItem): string {
+  return item.output ?? `The tool failed: ${item.error?.message ?? 'unknown error'}`;
+}
+
 /** The call ids of function_call items among `items`. */
 function callIds(items: readonly Item[]): Set<string> {
   return new Set(items.flatMap((i) => (i.type === 'function_call' ? [i.call_id] : [])));
@@ -254,7 +259,7 @@ export function toMessages(items: readonly Item[]): ChatMessage[] {
     if (item.type === 'mcp_call') {
       if (item.output === null && item.error === null) continue; // still running, or cut off
       addCall({ id: item.id, name: item.name, arguments: item.arguments });
-      out.push({ role: 'tool', toolCallId: item.id, content: item.output ?? `The tool failed: ${item.error?.message ?? 'unknown error'}` });
+      out.push({ role: 'tool', toolCallId: item.id, content: mcpOutcome(item) });
       continue;
     }
     if (item.type === 'mcp_approval_request') {

@@ -18,7 +18,7 @@
  * sending it. The outcome (output or error) is what the model reads in the next step.
  */
 import type { ChatMessage } from '../providers/llm/base.js';
-import type { McpCallItem, McpApprovalRequestItem } from './items.js';
+import { type McpApprovalRequestItem, type McpCallItem, mcpOutcome } from './items.js';
 import type { McpRoute } from './mcp-toolbox.js';
 import { type ServerEventDraft, newItemId } from './protocol.js';
 
@@ -155,7 +155,7 @@ export class McpApprovalOutput {
 export function afterCalls(text: string, calls: readonly McpCallItem[]): ChatMessage[] {
   return [
     { role: 'assistant', content: text, toolCalls: calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) },
-    ...calls.map((c): ChatMessage => ({ role: 'tool', toolCallId: c.id, content: c.output ?? `The tool failed: ${c.error?.message ?? 'unknown error'}` })),
+    ...calls.map((c): ChatMessage => ({ role: 'tool', toolCallId: c.id, content: mcpOutcome(c) })),
   ];
 }
 
