@@ -107,8 +107,7 @@ export class ResponseSlot {
     if (audioEndMs > playedMs) {
       throw new RealtimeError('invalid_value', `audio_end_ms ${audioEndMs} is past the end of the item's audio (${playedMs} ms).`, 'audio_end_ms');
     }
-    item.content[contentIndex] = { type: 'output_audio', transcript: run.transcriptAt(item.id, audioEndMs) };
-    item.status = 'incomplete';
+    run.cutTranscript(item.id, audioEndMs);
     return audioEndMs;
   }
 }

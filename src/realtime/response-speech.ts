@@ -238,6 +238,12 @@ export class MessageOutput {
     return parts.join(' ');
   }
 
+  /** After it has closed: the item keeps what was heard up to `audioEndMs` and is incomplete (a truncation). */
+  cutTranscript(audioEndMs: number): void {
+    this.options.item.content = [{ type: 'output_audio', transcript: this.transcriptAt(audioEndMs) }];
+    this.options.item.status = 'incomplete';
+  }
+
   /**
    * Closes the part: what was heard goes into the item (everything when `complete`, else up to
    * `cutAtMs` or what was played) and the part's closing events are sent. The item's own

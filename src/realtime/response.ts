@@ -237,18 +237,16 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   truncate(itemId: string, audioEndMs: number): number {
     const entry = this.messages.find((m) => m.output.item.id === itemId);
     const cut = Math.min(audioEndMs, entry?.output.playedMs ?? 0);
-    if (entry?.closed) {
-      // A message of this response that already played out: its transcript is cut; the rest was not heard either.
-      entry.output.item.content = [{ type: 'output_audio', transcript: entry.output.transcriptAt(cut) }];
-      entry.output.item.status = 'incomplete';
-    } else this.cut = { itemId, atMs: cut };
+    // A message of this response that already played out has its transcript cut; the rest was not heard either.
+    if (entry?.closed) entry.output.cutTranscript(cut);
+    else this.cut = { itemId, atMs: cut };
     this.cancel('client_cancelled');
     return cut;
   }
 
-  /** Message `itemId`'s transcript as heard up to `audioEndMs` (see MessageOutput.transcriptAt). */
-  transcriptAt(itemId: string, audioEndMs: number): string {
-    return this.messageOf(itemId)?.transcriptAt(audioEndMs) ?? '';
+  /** A finished message `itemId` keeps what was heard up to `audioEndMs` (MessageOutput.cutTranscript). */
+  cutTranscript(itemId: string, audioEndMs: number): void {
+    this.messageOf(itemId)?.cutTranscript(audioEndMs);
   }
 
   /** Audio the avatar played in one tick (a listener while the run runs: start(), finish()); each open message takes its own span. */
