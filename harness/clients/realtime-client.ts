@@ -18,6 +18,8 @@ export interface ConnectOptions {
   key?: string | null;
   protocols?: string[];
   headers?: Record<string, string>;
+  /** The socket's path; default /v1/realtime (GPT-Live: /v1/live/sessions, or a Live sideband's …/{id}/attach). */
+  path?: string;
 }
 
 const DEFAULT_WAIT_MS = 20_000;
@@ -48,7 +50,7 @@ export class RealtimeTestClient {
   }
 
   static async connect(baseUrl: string, options: ConnectOptions = {}): Promise<RealtimeTestClient> {
-    const url = `${baseUrl.replace(/^http/, 'ws')}/v1/realtime${options.query ? `?${options.query}` : ''}`;
+    const url = `${baseUrl.replace(/^http/, 'ws')}${options.path ?? '/v1/realtime'}${options.query ? `?${options.query}` : ''}`;
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (options.key) headers.Authorization = `Bearer ${options.key}`;
     const ws = new WebSocket(url, options.protocols ?? [], { headers });

@@ -67,6 +67,11 @@ export interface EngineOptions {
   legacyVideo: boolean;
   /** Initial config (an ephemeral key's session, or fields of the REST session). */
   initial: Json;
+  /**
+   * A WebRTC session whose output audio is also wanted as events (a Live session's observers
+   * hear it reflected): output_audio.delta besides the RTP. Default false.
+   */
+  audioEventsToo?: boolean;
 }
 
 /** The process's models and checks a session's engine uses (the server's realtime runtime holds them). */

@@ -33,7 +33,20 @@
  * Usage is time (GPT-Live bills per second): session.usage.updated {usage: {seconds}} after each
  * reply and every USAGE_INTERVAL_MS, and in session.closed. Answers to commands sent before the
  * session has started follow session.started.
+ *
+ * Observers (sidebands, `/v1/live/sessions/{id}/attach`: a trusted backend beside the primary
+ * transport) hear every event the primary does, and besides, as OpenAI reflects them:
+ *   the primary's input audio as session.input_audio.append {audio} (PCM16 24 kHz, no event_id,
+ *       taken before muting: a muted session still reflects it);
+ *   the avatar's output audio as session.output_audio.delta with start_ms / end_ms on the
+ *       session timeline (PCM16 24 kHz), whatever the primary transport (over WebRTC the primary
+ *       hears it on its track, not as events).
+ *   Their commands are the primary's but for session.start, session.input_audio.append (audio
+ *   comes from the primary transport) and transport.dtmf.send (SIP only): an error each.
+ * Muting sends silence to the model in place of the primary's audio (its clock runs on).
  */
+import { linearToAlaw, linearToUlaw } from '../audio/g711.js';
+import { InputAudioDecoder, type WireAudioFormat, wireFormat } from '../audio/wire-format.js';
 import { type Json, RealtimeError, type ServerEventDraft, isObject, newItemId, readClientEvent } from './protocol.js';
 
 export const LIVE_CLIENT_EVENT_TYPES = [
@@ -47,6 +60,7 @@ export const LIVE_CLIENT_EVENT_TYPES = [
   'session.thinking.append',
   'session.commentary.append',
   'session.output_audio.fixture.play',
+  'transport.dtmf.send',
   'response.create',
   'response.item.create',
   'decision.create',
@@ -73,9 +87,9 @@ export function isLiveConfig(config: Json): boolean {
 
 /** The config a WebRTC Live session starts with (checked as session.start checks it); throws the RealtimeError session.start would send. */
 export function liveCallConfig(session: unknown): Json {
-  const probe = new LiveDialect({ id: 'probe', expiresAt: 0 });
+  const probe = new LiveDialect({ id: 'probe', expiresAt: 0, transport: 'webrtc' });
   const { send } = probe.clientEvent(JSON.stringify({ type: 'session.start', session }));
-  const refused = send.find((e) => e.type === 'error') as { error: { code: string; message: string; param: string | null } } | undefined;
+  const refused = send.find((e) => e.event.type === 'error')?.event as { error: { code: string; message: string; param: string | null } } | undefined;
   if (refused) throw new RealtimeError(refused.error.code, refused.error.message, refused.error.param);
   return { ...LIVE_INITIAL, session: session as Json };
 }
@@ -83,11 +97,24 @@ export function liveCallConfig(session: unknown): Json {
 /** A Live server event before its event_id is stamped. */
 export type LiveEventDraft = Json & { type: string };
 
+/** Who hears a Live event: the primary transport and the observers, or one side. */
+export type LiveAudience = 'all' | 'primary' | 'observers';
+
+/** A Live event and who hears it; `bare` events carry no event_id (reflected input audio). */
+export interface LiveOut {
+  event: LiveEventDraft;
+  to: LiveAudience;
+  bare?: true;
+}
+
+/** Where a command came from: the primary transport, or an observer (a sideband). */
+export type LiveSource = 'primary' | 'observer';
+
 export interface LiveTranslation {
   /** Realtime client events for the engine, in order. */
   engine: Json[];
-  /** Live events answered at once. */
-  send: LiveEventDraft[];
+  /** Live events answered at once (an observer's errors are for it alone: the caller routes them). */
+  send: LiveOut[];
   /** The client closed the session: send, then close the socket. */
   close: boolean;
 }
@@ -96,7 +123,12 @@ export interface LiveSessionInfo {
   id: string;
   /** Unix seconds. */
   expiresAt: number;
+  /** The primary transport: over WebRTC the output audio is on the media track, not in events. */
+  transport: 'websocket' | 'webrtc';
 }
+
+/** Reflected microphone audio of a WebRTC primary goes to observers in chunks of this much. */
+export const REFLECT_CHUNK_SAMPLES = 2400; // 100 ms at 24 kHz
 
 export class LiveDialect {
   private started: 'no' | 'starting' | 'yes' = 'no';
@@ -108,7 +140,17 @@ export class LiveDialect {
   private readonly turns = new Map<string, { startMs: number; endMs: number | null; spoke: boolean }>();
   private session: Json = {};
   /** Answers to commands sent while the session was starting: they follow session.started. */
-  private readonly held: LiveEventDraft[] = [];
+  private readonly held: LiveOut[] = [];
+  /** The session's audio format (set by session.start): what the primary's appends and output deltas are in. */
+  private format: WireAudioFormat = wireFormat('audio/pcm');
+  /** The primary's appends and the output deltas as PCM16 24 kHz for observers (G.711 sessions only). */
+  private inputReflector: InputAudioDecoder | null = null;
+  private outputReflector: InputAudioDecoder | null = null;
+  /** A WebRTC primary's microphone, gathered to REFLECT_CHUNK_SAMPLES for observers. */
+  private microphone: Int16Array[] = [];
+  private microphoneSamples = 0;
+  /** End of the last reflected output audio, ms on the session timeline: reflected ranges never overlap. */
+  private outputEndMs = 0;
 
   constructor(private readonly info: LiveSessionInfo) {}
 
@@ -131,27 +173,33 @@ export class LiveDialect {
     return this.started === 'yes';
   }
 
-  /** One Live client message (JSON text). */
-  clientEvent(text: string): LiveTranslation {
+  /** Whether the primary's audio is muted (the model hears silence in its place). */
+  get isMuted(): boolean {
+    return this.muted;
+  }
+
+  /** One Live client message (JSON text), of the primary transport or of an observer. */
+  clientEvent(text: string, from: LiveSource = 'primary'): LiveTranslation {
     const out: LiveTranslation = { engine: [], send: [], close: false };
     const read = readClientEvent<LiveClientType>(text, LIVE_CLIENT_EVENT_TYPES);
     if (read.error) {
-      out.send.push(liveError(read.error, read.eventId));
+      out.send.push(toAll(liveError(read.error, read.eventId)));
       return out;
     }
     const { type, eventId, body } = read.event;
     try {
+      if (from === 'observer') refuseFromObserver(type);
       if (type === 'session.start') return this.start(body, eventId, out);
       if (this.started === 'no') throw new RealtimeError('session_not_started', `Send session.start first and wait for session.started; got ${type}.`, null);
       switch (type) {
         case 'session.input_audio.append':
           if (typeof body.audio !== 'string') throw new RealtimeError('missing_required_parameter', "Missing required parameter: 'audio'.", 'audio');
-          if (!this.muted) out.engine.push({ type: 'input_audio_buffer.append', audio: body.audio });
+          this.appendAudio(body.audio, out);
           break;
         case 'session.input_audio.mute':
         case 'session.input_audio.unmute':
           this.muted = type === 'session.input_audio.mute';
-          out.send.push({ type: this.muted ? 'session.input_audio.muted' : 'session.input_audio.unmuted', client_event_id: eventId });
+          out.send.push(toAll({ type: this.muted ? 'session.input_audio.muted' : 'session.input_audio.unmuted', client_event_id: eventId }));
           break;
         case 'session.instructions.append':
         case 'session.thinking.append':
@@ -159,7 +207,7 @@ export class LiveDialect {
           this.append(type, body, eventId, out);
           break;
         case 'session.close':
-          out.send.push(this.closed('close_requested', eventId));
+          out.send.push(toAll(this.closed('close_requested', eventId)));
           out.close = true;
           break;
         case 'session.update':
@@ -168,42 +216,82 @@ export class LiveDialect {
             if (key === 'triggers') throw noDecisions('session.triggers');
             throw new RealtimeError('unknown_parameter', `Unknown parameter: 'session.${key}'.`, `session.${key}`);
           }
-          out.send.push({ type: 'session.updated', session: this.resource(), client_event_id: eventId });
+          out.send.push(toAll({ type: 'session.updated', session: this.resource(), client_event_id: eventId }));
           break;
         case 'response.create':
         case 'response.item.create':
           throw noDelegation(null);
         case 'session.output_audio.fixture.play':
           throw new RealtimeError('unsupported_event', 'Audio fixtures are not played by this server: the avatar speaks what its own model says.', null);
+        case 'transport.dtmf.send':
+          throw new RealtimeError('unsupported_event', 'transport.dtmf.send is for SIP calls; this server takes WebSocket and WebRTC sessions only.', null);
         default:
           throw noDecisions(null);
       }
     } catch (err) {
-      out.send.push(liveError(err, eventId));
+      out.send.push(toAll(liveError(err, eventId)));
     }
-    if (this.started === 'starting') this.held.push(...out.send.splice(0));
+    // An observer's answers are routed by the caller at once (its errors are for it alone).
+    if (this.started === 'starting' && from === 'primary') this.held.push(...out.send.splice(0));
     return out;
   }
 
-  /** One engine event: the Live events it becomes (none for most). */
-  serverEvent(event: ServerEventDraft): LiveEventDraft[] {
+  /**
+   * The primary's audio (base64, in the session's format): to the engine (silence of the same
+   * length while muted), and to the observers as PCM16 24 kHz.
+   */
+  private appendAudio(audio: string, out: LiveTranslation): void {
+    out.engine.push({ type: 'input_audio_buffer.append', audio: this.muted ? silenceLike(audio, this.format) : audio });
+    if (this.inputReflector) out.send.push(reflectedInput(this.inputReflector.decode(Buffer.from(audio, 'base64'))));
+    else out.send.push(reflectedInput(null, audio));
+  }
+
+  /**
+   * A WebRTC primary's microphone (PCM16 24 kHz) as the model should hear it (silence while
+   * muted), and the reflected audio due to observers (when `observed`): none until
+   * REFLECT_CHUNK_SAMPLES gathered.
+   */
+  microphoneAudio(pcm: Int16Array, observed: boolean): { engine: Int16Array; reflect: LiveOut | null } {
+    const engine = this.muted ? new Int16Array(pcm.length) : pcm;
+    if (!observed) {
+      this.microphone = [];
+      this.microphoneSamples = 0;
+      return { engine, reflect: null };
+    }
+    this.microphone.push(pcm.slice());
+    this.microphoneSamples += pcm.length;
+    if (this.microphoneSamples < REFLECT_CHUNK_SAMPLES) return { engine, reflect: null };
+    const chunk = new Int16Array(this.microphoneSamples);
+    let at = 0;
+    for (const part of this.microphone.splice(0)) (chunk.set(part, at), (at += part.length));
+    this.microphoneSamples = 0;
+    return { engine, reflect: reflectedInput(chunk) };
+  }
+
+  /** The first event an observer hears: that it is attached, and to what. */
+  attached(): LiveEventDraft {
+    return { type: 'info', code: 'sideband_attached', message: `Attached to Live session ${this.info.id}: every event of the session, the input and output audio reflected (PCM16 24 kHz).`, client_event_id: null };
+  }
+
+  /** One engine event: the Live events it becomes (none for most), and who hears each. */
+  serverEvent(event: ServerEventDraft): LiveOut[] {
     switch (event.type) {
       case 'session.updated': {
         if (this.started !== 'starting') return [];
         this.started = 'yes';
         const held = this.held.splice(0);
-        return [{ type: 'session.started', session: this.resource(), client_event_id: this.startEventId }, ...held];
+        return [toAll({ type: 'session.started', session: this.resource(), client_event_id: this.startEventId }), ...held];
       }
       case 'response.done':
-        return [this.usage()];
+        return [toAll(this.usage())];
       case 'response.output_audio.delta':
-        return [{ type: 'session.output_audio.delta', delta: event.delta }];
+        return this.outputAudio(event.delta);
       case 'response.output_audio_transcript.delta': {
         const now = this.now();
-        return [{ type: 'session.output_transcript.delta', delta: event.delta, start_ms: now, end_ms: now }];
+        return [toAll({ type: 'session.output_transcript.delta', delta: event.delta, start_ms: now, end_ms: now })];
       }
       case 'response.output_image.delta':
-        return [{ type: 'session.output_image.delta', delta: event.delta, frame_index: event.frame_index, pts_ms: event.pts_ms }];
+        return [toAll({ type: 'session.output_image.delta', delta: event.delta, frame_index: event.frame_index, pts_ms: event.pts_ms })];
       case 'input_audio_buffer.speech_started':
         this.turns.set(event.item_id, { startMs: event.audio_start_ms, endMs: null, spoke: false });
         return [];
@@ -215,18 +303,35 @@ export class LiveDialect {
       case 'conversation.item.input_audio_transcription.delta': {
         const turn = this.turns.get(event.item_id);
         if (turn) turn.spoke = true;
-        return !event.delta ? [] : [this.inputDelta(event.item_id, event.delta)];
+        return !event.delta ? [] : [toAll(this.inputDelta(event.item_id, event.delta))];
       }
       case 'conversation.item.input_audio_transcription.completed': {
         const turn = this.turns.get(event.item_id);
         this.turns.delete(event.item_id);
-        return turn?.spoke || event.transcript === '' ? [] : [this.inputDelta(event.item_id, event.transcript, turn)];
+        return turn?.spoke || event.transcript === '' ? [] : [toAll(this.inputDelta(event.item_id, event.transcript, turn))];
       }
       case 'error':
-        return [liveError(new RealtimeError(event.error.code ?? 'error', event.error.message, event.error.param ?? null), event.error.event_id ?? null, event.error.type)];
+        return [toAll(liveError(new RealtimeError(event.error.code ?? 'error', event.error.message, event.error.param ?? null), event.error.event_id ?? null, event.error.type))];
       default:
         return [];
     }
+  }
+
+  /**
+   * A chunk of the avatar's output audio (base64, in the session's format): the primary hears it
+   * as it is over WebSocket (over WebRTC it is on the media track), observers as PCM16 24 kHz with
+   * its range on the session timeline (played as it is emitted: it ends now).
+   */
+  private outputAudio(delta: string): LiveOut[] {
+    const out: LiveOut[] = this.info.transport === 'websocket' ? [{ event: { type: 'session.output_audio.delta', delta }, to: 'primary' }] : [];
+    const pcm = this.outputReflector ? this.outputReflector.decode(Buffer.from(delta, 'base64')) : null;
+    const samples = pcm ? pcm.length : Math.floor(Buffer.byteLength(delta, 'base64') / 2);
+    const durationMs = Math.round((samples * 1000) / 24_000);
+    const startMs = Math.max(this.outputEndMs, this.now() - durationMs);
+    this.outputEndMs = startMs + durationMs;
+    const audio = pcm ? pcmBase64(pcm) : delta;
+    out.push({ event: { type: 'session.output_audio.delta', delta: audio, start_ms: startMs, end_ms: this.outputEndMs }, to: 'observers' });
+    return out;
   }
 
   private inputDelta(itemId: string, delta: string, turn = this.turns.get(itemId)): LiveEventDraft {
@@ -248,6 +353,10 @@ export class LiveDialect {
       const format = liveFormat(audio.format);
       const output = isObject(audio.output) ? audio.output : {};
       this.model = s.model;
+      this.format = wireFormat(format.live.type as 'audio/pcm' | 'audio/pcmu' | 'audio/pcma');
+      const g711 = this.format.type !== 'audio/pcm';
+      this.inputReflector = g711 ? new InputAudioDecoder(this.format) : null;
+      this.outputReflector = g711 ? new InputAudioDecoder(this.format) : null;
       this.session = { model: s.model, ...(typeof s.instructions === 'string' ? { instructions: s.instructions } : {}), audio: { format: format.live, output: { voice: output.voice ?? 'marin' } } };
       out.engine.push({
         type: 'session.update',
@@ -266,7 +375,7 @@ export class LiveDialect {
       this.started = 'starting';
       this.startEventId = eventId;
     } catch (err) {
-      out.send.push(liveError(err, eventId));
+      out.send.push(toAll(liveError(err, eventId)));
     }
     return out;
   }
@@ -281,7 +390,7 @@ export class LiveDialect {
       item: { id: newItemId(), type: 'message', role: commentary ? 'assistant' : 'system', content: [{ type: commentary ? 'output_text' : 'input_text', text }] },
     });
     const now = this.now();
-    out.send.push({ type: type.replace(/append$/, 'appended'), start_ms: now, end_ms: now, client_event_id: eventId });
+    out.send.push(toAll({ type: type.replace(/append$/, 'appended'), start_ms: now, end_ms: now, client_event_id: eventId }));
   }
 
   private resource(): Json {
@@ -291,6 +400,31 @@ export class LiveDialect {
   private usageObject(): Json {
     return { seconds: Math.round(this.now() / 100) / 10 };
   }
+}
+
+function toAll(event: LiveEventDraft): LiveOut {
+  return { event, to: 'all' };
+}
+
+/** Reflected input audio for observers: PCM16 24 kHz as base64 (given, or encoded from `pcm`); no event_id. */
+function reflectedInput(pcm: Int16Array | null, base64?: string): LiveOut {
+  return { event: { type: 'session.input_audio.append', audio: base64 ?? pcmBase64(pcm!) }, to: 'observers', bare: true };
+}
+
+function pcmBase64(pcm: Int16Array): string {
+  return Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64');
+}
+
+/** Silence as long as `audio` (base64) in `format`: zeros for PCM, the G.711 code of 0. */
+function silenceLike(audio: string, format: WireAudioFormat): string {
+  const bytes = Buffer.from(audio, 'base64').length;
+  return Buffer.alloc(bytes, format.type === 'audio/pcmu' ? linearToUlaw(0) : format.type === 'audio/pcma' ? linearToAlaw(0) : 0).toString('base64');
+}
+
+/** Commands an observer (a sideband) may not send: an error each, naming why. */
+function refuseFromObserver(type: LiveClientType): void {
+  if (type === 'session.start') throw new RealtimeError('session_already_started', 'A sideband attaches to a session that has started; session.start is for the primary WebSocket.', null);
+  if (type === 'session.input_audio.append') throw new RealtimeError('unsupported_event', "A sideband cannot append audio: the session's audio comes from its primary transport (reflected here as session.input_audio.append).", null);
 }
 
 /** A Live `error` event: the error with the client's event id, on the error and beside it. */

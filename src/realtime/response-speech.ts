@@ -18,7 +18,8 @@
  * output_audio_transcript.done → content_part.done → output_image.done; text messages use
  * output_text.delta/.done. On WebRTC (`audioDelivery: 'rtp'`) the audio goes out as RTP: no
  * output_audio.delta; instead output_audio_buffer.started comes with the first audio played and
- * output_audio_buffer.stopped (played out) or .cleared (cut) right before output_audio.done.
+ * output_audio_buffer.stopped (played out) or .cleared (cut) right before output_audio.done;
+ * `'rtp+deltas'` sends the deltas as well (a Live call's observers hear the audio reflected).
  * Audio deltas are encoded in the session's output format (PCM16 24 kHz, or G.711 for telephony).
  */
 import type { SpeechService, Voice } from '../providers/tts/base.js';
@@ -33,6 +34,9 @@ const NS_PER_SAMPLE = 1e9 / PCM_RATE_HZ;
 const BYTES_PER_SAMPLE = 2;
 
 /** The critical path of a response, ms since it started (response.ts logs it). */
+/** Where a response's audio goes: events (WebSocket), RTP (a call), or both (a call whose audio is also reflected as events). */
+export type AudioDelivery = 'deltas' | 'rtp' | 'rtp+deltas';
+
 export interface ResponseTiming {
   firstTextMs: number | null;
   firstClauseMs: number | null;
@@ -49,7 +53,7 @@ export interface MessageOutputOptions {
   /** Whether image deltas are sent. */
   images: boolean;
   /** 'deltas' (WebSocket events) or 'rtp' (a WebRTC call's track; output_audio_buffer.* events). */
-  audioDelivery: 'deltas' | 'rtp';
+  audioDelivery: AudioDelivery;
   speed: number;
   /** Encodes audio deltas in the session's output format (WebSocket). */
   encoder: OutputAudioEncoder | null;
@@ -181,9 +185,9 @@ export class MessageOutput {
       const b = Math.round((to - chunk.ptsNs) / NS_PER_SAMPLE);
       if (b > a) {
         if (this.samplesSent === 0) this.deps.mark('firstAudioMs');
-        if (this.samplesSent === 0 && this.options.audioDelivery === 'rtp') this.deps.emit({ type: 'output_audio_buffer.started', response_id: this.options.responseId });
+        if (this.samplesSent === 0 && this.options.audioDelivery !== 'deltas') this.deps.emit({ type: 'output_audio_buffer.started', response_id: this.options.responseId });
         this.announceSentencesUpTo(to);
-        if (this.options.audioDelivery === 'deltas') {
+        if (this.options.audioDelivery !== 'rtp') {
           const pcm = chunk.data.subarray(a * BYTES_PER_SAMPLE, b * BYTES_PER_SAMPLE);
           const wire = this.options.encoder ? this.options.encoder.encode(pcm) : pcm;
           if (wire.length > 0) this.deps.emit({ type: 'response.output_audio.delta', ...this.partRef(), delta: wire.toString('base64') });
@@ -254,7 +258,7 @@ export class MessageOutput {
     this.closed = true;
     const { item } = this.options;
     if (this.options.audio) {
-      if (this.options.audioDelivery === 'rtp' && this.samplesSent > 0) {
+      if (this.options.audioDelivery !== 'deltas' && this.samplesSent > 0) {
         // WebRTC: the audio buffer played out, or was cut.
         const responseId = this.options.responseId;
         this.deps.emit(complete ? { type: 'output_audio_buffer.stopped', response_id: responseId } : { type: 'output_audio_buffer.cleared', response_id: responseId });

@@ -53,7 +53,7 @@ import { type AvatarAudioChunk, type AvatarFrame, type AvatarOutput } from './av
 import { type Item, type McpApprovalRequestItem, type McpCallItem, type MessageItem, assistantMessage, functionCallItem, openedItem } from './items.js';
 import type { McpOffer, McpRoute } from './mcp-toolbox.js';
 import { type ServerEventDraft, errorEvent } from './protocol.js';
-import { MessageOutput, type ResponseTiming, type VoiceSource } from './response-speech.js';
+import { type AudioDelivery, MessageOutput, type ResponseTiming, type VoiceSource } from './response-speech.js';
 import { FunctionCallOutput } from './response-function-call.js';
 import { McpApprovalOutput, McpCallOutput, afterCalls, mcpCallItem } from './response-mcp-call.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
@@ -112,7 +112,7 @@ export interface ResponseSpec {
    * 'rtp' (WebRTC: the avatar's audio goes out as RTP, so no deltas; output_audio_buffer.started /
    * stopped / cleared tell the client when it plays, as OpenAI's WebRTC does).
    */
-  audioDelivery: 'deltas' | 'rtp';
+  audioDelivery: AudioDelivery;
   /** The session's output audio format (audio deltas are encoded in it). */
   outputFormat: WireAudioFormat;
   /** The MCP tools offered (their definitions are in `request.tools`); NO_MCP when none. */

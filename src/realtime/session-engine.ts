@@ -43,6 +43,7 @@ import { type ClientEvent, type ClientEventType, type Json, type ServerEventDraf
 import { idleNudge } from './reply-request.js';
 import { type ResponseContext, checkResponse, responseSpec } from './response-request.js';
 import { ResponseRun, type ResponseOutcome } from './response.js';
+import type { AudioDelivery } from './response-speech.js';
 import { ResponseSlot } from './response-slot.js';
 import { imagesWanted, sessionObjectOf } from './session-object.js';
 import { applySessionUpdate, changedAssets, type SessionSettings } from './session-update.js';
@@ -458,7 +459,7 @@ export class RealtimeSessionEngine {
     await this.mcp.settled(servers);
     if (this.closed) return;
     this.responses.refuseWhileActive();
-    const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: this.options.transport === 'webrtc' ? 'rtp' : 'deltas' } as const;
+    const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: audioDeliveryOf(this.options) } as const;
     const offer = this.mcp.offer(servers, new Set(checked.request.tools.map((t) => t.name)));
     const approvedCalls = this.mcp.takeApproved(offer, (id) => this.conversation.get(id));
     const spec = responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId, { offer, approvedCalls });
@@ -503,4 +504,10 @@ export class RealtimeSessionEngine {
       this.emit(errorEvent(err, eventId));
     }
   }
+}
+
+/** How a response's audio goes out: as RTP on a call (and as events too where they are wanted), as events otherwise. */
+function audioDeliveryOf(options: EngineOptions): AudioDelivery {
+  if (options.transport !== 'webrtc') return 'deltas';
+  return options.audioEventsToo ? 'rtp+deltas' : 'rtp';
 }

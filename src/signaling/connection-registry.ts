@@ -51,7 +51,13 @@ export class ConnectionRegistry {
   }
 
   hasSession(sessionId: string): boolean {
-    return [...this.connections].some((c) => c.sessionId === sessionId);
+    return this.connectionOf(sessionId) !== undefined;
+  }
+
+  /** The connection running `sessionId` here, if any. */
+  connectionOf(sessionId: string): RealtimeConnection | undefined {
+    for (const c of this.connections) if (c.sessionId === sessionId) return c;
+    return undefined;
   }
 
   /** From now on, connections whose sessions end are ended as `shutdown`. */

@@ -54,7 +54,7 @@ import { AvatarSessionEngine, avatarSettingsFrom } from '../realtime/avatar-engi
 import { isAvatarConfig } from '../realtime/avatar-session-update.js';
 import { TranscriptionSessionEngine, transcriptionSettingsFrom } from '../realtime/transcription-engine.js';
 import { isTranscriptionConfig } from '../realtime/transcription-session.js';
-import { LiveDialect, USAGE_INTERVAL_MS, isLiveConfig } from '../realtime/live-dialect.js';
+import { LiveDialect, type LiveOut, USAGE_INTERVAL_MS, isLiveConfig } from '../realtime/live-dialect.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
 
@@ -281,8 +281,9 @@ export class RealtimeConnection {
     // A Live session: a WebRTC one starts with its POST's config, a WebSocket one with the client's session.start.
     const liveStart = isLiveConfig(options.initial) && options.initial.session !== undefined ? JSON.stringify({ type: 'session.start', session: options.initial.session }) : null;
     if (isLiveConfig(options.initial)) {
-      this.liveDialect = new LiveDialect({ id: session.id, expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6) });
+      this.liveDialect = new LiveDialect({ id: session.id, expiresAt: Math.floor((session.deadlineUs ?? 0) / 1e6), transport: this.transport.kind });
       options = { ...options, initial: {} };
+      for (const listener of this.listeners.values()) this.greet(listener);
     }
     try {
       if (!transcription) this.avatar = await runtime.startAvatar({
@@ -319,27 +320,45 @@ export class RealtimeConnection {
     if (liveStart !== null) this.toEngine(liveStart);
     this.gate.open((text) => this.toEngine(text));
     for (const listener of this.listeners.values()) listener.gate.open((text) => this.deliverFrom(listener, text));
-    if (this.liveDialect) this.usageTimer = setInterval(() => this.sendLive(this.liveDialect!.usage()), USAGE_INTERVAL_MS);
+    if (this.liveDialect) this.usageTimer = setInterval(() => this.sendLive({ event: this.liveDialect!.usage(), to: 'all' }), USAGE_INTERVAL_MS);
     return true;
   }
 
-  /** A client event into the engine; a Live one translated first (its immediate answers sent, a close carried out). */
+  /** A client event of the transport into the engine; a Live one translated first. */
   private toEngine(text: string): void {
     const engine = this.engine;
     if (!engine) return;
-    if (!this.liveDialect) return engine.receive(text);
-    const { engine: events, send, close } = this.liveDialect.clientEvent(text);
-    for (const event of events) engine.receive(JSON.stringify(event));
-    for (const event of send) this.sendLive(event);
+    if (this.liveDialect) this.liveCommand(text, null);
+    else engine.receive(text);
+  }
+
+  /**
+   * A Live command of the transport (`from` null) or of a listener (a sideband): translated, its
+   * engine events run (an error they cause goes back to where they came from), its answers sent
+   * (a listener's errors to it alone), a close carried out.
+   */
+  private liveCommand(text: string, from: AttachedListener | null): void {
+    const { engine: events, send, close } = this.liveDialect!.clientEvent(text, from ? 'observer' : 'primary');
+    this.receivingFrom = from;
+    try {
+      for (const event of events) this.engine?.receive(JSON.stringify(event));
+    } finally {
+      this.receivingFrom = null;
+    }
+    for (const out of send) {
+      if (from && out.event.type === 'error') this.delivery.inOrder(() => from.sink.sendText(liveText(out)));
+      else this.sendLive(out);
+    }
     if (close) this.delivery.inOrder(() => this.endWith('close_requested', null));
   }
 
-  /** A Live event (already Live-shaped), stamped, to the transport and every listener. */
-  private sendLive(event: Json): void {
-    const text = JSON.stringify({ ...event, event_id: newServerEventId() });
+  /** A Live event (already Live-shaped), stamped unless bare, to those it is for: the transport, the listeners, or both. */
+  private sendLive(out: LiveOut): void {
+    if (out.to === 'observers' && this.listeners.size === 0) return;
+    const text = liveText(out);
     this.delivery.inOrder(() => {
-      this.transport.sendText(text);
-      for (const listener of this.listeners.values()) listener.sink.sendText(text);
+      if (out.to !== 'observers') this.transport.sendText(text);
+      if (out.to !== 'primary') for (const listener of this.listeners.values()) listener.sink.sendText(text);
     });
   }
 
@@ -357,6 +376,8 @@ export class RealtimeConnection {
         ttsSource: resolveMedia(session.media).ttsSource,
         legacyVideo: options.legacyVideo,
         initial: options.initial,
+        // A Live call's observers hear its output audio reflected (live-dialect.ts).
+        audioEventsToo: this.liveDialect !== null,
       },
       {
         send: (event) => this.send(event),
@@ -469,6 +490,12 @@ export class RealtimeConnection {
    */
   pushMicrophone(pcm: Int16Array): void {
     if (this.engine) {
+      if (this.liveDialect) {
+        // A Live call: reflected to its observers before muting; silence to the model while muted.
+        const { engine, reflect } = this.liveDialect.microphoneAudio(pcm, this.listeners.size > 0);
+        if (reflect) this.sendLive(reflect);
+        pcm = engine;
+      }
       this.engine.pushMicrophone(pcm);
       return;
     }
@@ -483,6 +510,11 @@ export class RealtimeConnection {
   /** Whether the connection still runs (or will): not ended, not closing. Listeners attach only then. */
   get live(): boolean {
     return !this.ended && this.closing === null;
+  }
+
+  /** A GPT-Live session (set once it runs): its listeners are Live sidebands. */
+  get isLiveSession(): boolean {
+    return this.liveDialect !== null;
   }
 
   get listenerCount(): number {
@@ -500,7 +532,7 @@ export class RealtimeConnection {
     const listener: AttachedListener = { no, sink, gate: new EventGate((refused) => this.sendTo(listener, refused)), revoked: false };
     this.listeners.set(listener.no, listener);
     this.attribution ??= new EventAttribution();
-    if (this.greeted && this.created) this.sendTo(listener, { type: 'session.created', session: this.created.sessionObject() });
+    this.greet(listener);
     if (this.engine) listener.gate.open((text) => this.deliverFrom(listener, text));
     return {
       receive: (text) => listener.gate.receive(text),
@@ -511,9 +543,19 @@ export class RealtimeConnection {
     };
   }
 
+  /**
+   * A new listener's first event: a Live session's `info` (sideband_attached); otherwise
+   * session.created, when the engine has sent its own already (else the engine's is its first).
+   */
+  private greet(listener: AttachedListener): void {
+    if (this.liveDialect) this.delivery.inOrder(() => listener.sink.sendText(liveText({ event: this.liveDialect!.attached(), to: 'observers' })));
+    else if (this.greeted && this.created) this.sendTo(listener, { type: 'session.created', session: this.created.sessionObject() });
+  }
+
   /** A listener's event into the engine, tagged so an error it causes goes back to it alone. */
   private deliverFrom(listener: AttachedListener, text: string): void {
     if (!this.listeners.has(listener.no) || !this.engine) return;
+    if (this.liveDialect) return this.liveCommand(text, listener);
     const tagged = this.attribution!.tag(listener.no, text);
     this.receivingFrom = listener;
     try {
@@ -575,8 +617,8 @@ export class RealtimeConnection {
 
   private stamp(draft: ServerEventDraft): string | null {
     if (this.liveDialect) {
-      const [event] = this.liveDialect.serverEvent(draft); // one Live event or none
-      return event === undefined ? null : JSON.stringify({ ...event, event_id: newServerEventId() });
+      const [out] = this.liveDialect.serverEvent(draft); // one Live event or none
+      return out === undefined ? null : liveText(out);
     }
     const type = renameForDialect(draft.type, this.dialect);
     return type === null ? null : JSON.stringify({ ...draft, type, event_id: newServerEventId() });
@@ -597,15 +639,21 @@ export class RealtimeConnection {
     if (this.ended) return;
     this.ended = true;
     if (this.usageTimer) clearInterval(this.usageTimer);
-    // A Live client hears why the session ended (a close it asked for was answered already).
-    if (this.liveDialect && reason !== 'close_requested') this.transport.sendText(JSON.stringify({ ...this.liveDialect.closed(reason === 'shutdown' ? 'connection_lost' : 'close_requested'), event_id: newServerEventId() }));
+    // A Live client and its listeners hear why the session ended (a close it asked for was answered already).
+    if (this.liveDialect && reason !== 'close_requested') {
+      const closed = liveText({ event: this.liveDialect.closed(reason === 'shutdown' ? 'connection_lost' : 'close_requested'), to: 'all' });
+      this.transport.sendText(closed);
+      for (const listener of this.listeners.values()) listener.sink.sendText(closed);
+    }
     const event =
       reason === 'key_revoked'
         ? errorEvent(new AppError('api_key_revoked', 'The API key of this connection has been revoked.', { status: 401 }), null)
         : error === null
           ? null
           : errorEvent(error, null);
-    const text = event === null ? null : this.stamp(event);
+    // A Live session's end is told by session.closed (above): no session_ended error after it (a failure still says why).
+    const told = this.liveDialect !== null && error instanceof RealtimeError && error.code === 'session_ended';
+    const text = event === null || told ? null : this.stamp(event);
     this.transport.end(reason, text);
     this.endListeners(reason, text);
   }
@@ -633,4 +681,9 @@ export class RealtimeConnection {
       this.onClosed();
     }
   }
+}
+
+/** A Live event as text: stamped with an event_id, unless it is bare (reflected input audio has none). */
+function liveText(out: LiveOut): string {
+  return JSON.stringify(out.bare ? out.event : { ...out.event, event_id: newServerEventId() });
 }

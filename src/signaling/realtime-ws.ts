@@ -61,6 +61,8 @@ import { type FleetRouting, type RelayedRun, type RemoteWorker, FLEET_TOKEN_HEAD
 export const REALTIME_PATH = '/v1/realtime';
 /** GPT-Live's WebSocket (realtime/live-dialect.ts translates it for the engine). */
 export const LIVE_PATH = '/v1/live/sessions';
+/** A GPT-Live sideband: `/v1/live/sessions/{session_id}/attach` (realtime-sideband.ts). */
+const LIVE_ATTACH_PATH = /^\/v1\/live\/sessions\/([^/]+)\/attach$/;
 /** A connection without credentials must authenticate within this time. */
 export const AUTH_TIMEOUT_MS = 10_000;
 /** Hard frame limit of the socket (the engine answers larger events than MAX_CLIENT_EVENT_BYTES with an error). */
@@ -101,7 +103,7 @@ export class RealtimeGateway {
   ) {
     this.authTimeoutMs = options.authTimeoutMs ?? AUTH_TIMEOUT_MS;
     this.log = deps.log.child({ module: 'realtime-ws' });
-    this.sidebands = new SidebandGateway({ calls: deps.calls, log: this.log });
+    this.sidebands = new SidebandGateway({ calls: deps.calls, registry: deps.registry, store: deps.connection.store, routing: deps.routing, log: this.log });
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: MAX_FRAME_BYTES,
@@ -133,7 +135,7 @@ export class RealtimeGateway {
         this.wss.handleUpgrade(req, socket, head, (ws) => void this.onRelayed(ws, run));
         return;
       }
-      if (url.pathname !== REALTIME_PATH && url.pathname !== '/realtime' && url.pathname !== LIVE_PATH) {
+      if (url.pathname !== REALTIME_PATH && url.pathname !== '/realtime' && url.pathname !== LIVE_PATH && !LIVE_ATTACH_PATH.test(url.pathname)) {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
@@ -183,6 +185,11 @@ export class RealtimeGateway {
     const callId = query.get('call_id');
     // A sideband: it attaches to the call (here or on its worker) and never makes a session.
     if (callId !== null) return this.sidebands.attach(client, caller, callId);
+    const liveAttach = LIVE_ATTACH_PATH.exec(url.pathname);
+    if (liveAttach) {
+      if (principal.kind === 'ephemeral') return client.refuse(new AppError('invalid_api_key', 'A Live sideband attaches with an API key; ephemeral client keys are for /v1/realtime.', { status: 401 }), CLOSE.AUTH_FAILED, 'authentication failed');
+      return this.sidebands.attachLive(client, caller, liveAttach[1] ?? '');
+    }
 
     // 2. Create or attach the session.
     let placed: Awaited<ReturnType<RealtimeGateway['sessionFor']>>;
@@ -221,6 +228,7 @@ export class RealtimeGateway {
     const client = this.client(ws, run.dialect, 'placing');
     // A call's sideband: attached to the call running here, not a session run.
     if (run.callId !== undefined) return this.sidebands.attachRelayed(client, run, run.callId);
+    if (run.liveSideband) return this.sidebands.attachLiveRelayed(client, run);
     let session: SessionRecord | null;
     try {
       session = await this.deps.connection.store.getSession(run.sessionId);

@@ -73,6 +73,8 @@ export interface RelayedRun {
   legacyVideo: boolean;
   /** A sideband of this call (`?call_id=`): attached to the call's connection on the worker; the session is not run. */
   callId?: string;
+  /** A sideband of this Live session (`/v1/live/sessions/{id}/attach`): attached to its connection on the worker. */
+  liveSideband?: true;
 }
 
 /** An offer forwarded to the worker its session was placed on. */
@@ -96,7 +98,7 @@ export function hasFleetToken(token: string, presented: string | string[] | unde
 export function readRelayedRun(header: string | string[] | undefined): RelayedRun {
   if (typeof header !== 'string') throw new AppError('invalid_request', `The internal upgrade needs ${RUN_HEADER}.`, { status: 400 });
   const run = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as RelayedRun;
-  if (typeof run.sessionId !== 'string' || typeof run.caller?.userId !== 'string' || (run.callId !== undefined && typeof run.callId !== 'string')) throw new AppError('invalid_request', `Malformed ${RUN_HEADER}.`, { status: 400 });
+  if (typeof run.sessionId !== 'string' || typeof run.caller?.userId !== 'string' || (run.callId !== undefined && typeof run.callId !== 'string') || (run.liveSideband !== undefined && run.liveSideband !== true)) throw new AppError('invalid_request', `Malformed ${RUN_HEADER}.`, { status: 400 });
   return run;
 }
 

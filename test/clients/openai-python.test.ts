@@ -150,7 +150,7 @@ LiveRtc.after(async (ctx) => {
   await ctx.t?.close();
 });
 
-LiveRtc('client.live.create answers the offer, the session starts by itself, the question on the microphone track is answered on the audio and video tracks; session.close on the data channel', async (ctx) => {
+LiveRtc('client.live.create answers the offer, the session starts by itself, the question on the microphone track is answered on the audio and video tracks; a sideband hears it all with the audio reflected; client.live.sessions.hangup ends it', async (ctx) => {
   const pcm = concatSamples([new Int16Array(24_000 * 0.5), speechPcm24k('What is the weather like today?'), new Int16Array(24_000 * 3)]);
   const wav = path.join(tempDir('openai-live-rtc-'), 'question.wav');
   fs.writeFileSync(wav, encodeWav16(pcm, 24_000));
@@ -167,7 +167,22 @@ LiveRtc('client.live.create answers the offer, the session starts by itself, the
   assert.ok(run.server('session.output_transcript.delta').length > 0, why);
   const media = run.of('media')[0];
   assert.ok((media?.audio_frames as number) > 50 && (media?.video_frames as number) > 10, `the avatar heard and seen\n${why}`);
+  // The sideband: attached, the microphone and the avatar's speech reflected (PCM16 24 kHz, the output with its times), its command in, a SIP command refused to it alone.
+  const sideband = (type: string) => run.of('sideband').filter((l) => l.type === type);
+  assert.equal(sideband('info')[0]?.code, 'sideband_attached', why);
+  assert.ok((media?.reflected_in_bytes as number) > 48_000, `a second of the microphone reflected\n${why}`);
+  assert.ok((media?.reflected_out_bytes as number) > 24_000, `the reply's audio reflected\n${why}`);
+  const ranges = media?.reflected_out_ranges as [number, number][];
+  assert.ok(ranges.length > 0 && ranges.every(([a, b]) => b > a), `timed output audio\n${why}`);
+  assert.equal(sideband('session.instructions.appended').map((l) => l.client_event_id), ['sb_ins'], why);
+  assert.equal(sideband('error').map((l) => [l.client_event_id, l.code]), [['sb_dtmf', 'unsupported_event']], why);
+  assert.not.ok(run.server('error').length > 0, 'the sideband\'s error is for it alone');
+  assert.ok(sideband('session.output_transcript.delta').length > 0, why);
+  assert.ok(ctx.t.llm.requests.some((r) => r.messages.some((m) => m.role === 'system' && m.content === 'The user is called Ann.')), 'the sideband\'s instruction reached the model');
+  // Hung up by REST: both hear session.closed.
+  assert.equal(run.of('hung_up').length, 1, why);
   assert.equal(run.server('session.closed')[0]?.reason, 'close_requested', why);
+  assert.equal(sideband('session.closed')[0]?.reason, 'close_requested', why);
 });
 
 LiveRtc.run();

@@ -6,7 +6,10 @@
  * barge-in with no client event, appended context reaching the model, session.close; over WebRTC
  * (Chromium), POST /v1/live/sessions answering the offer in JSON and the session starting by
  * itself, the microphone's question answered on the audio and video tracks, Live events on the
- * data channel. A hostile stream of Live events on one socket ends in no server_error.
+ * data channel. A sideband (/v1/live/sessions/{id}/attach) hears the session with its audio
+ * reflected and sends commands, its errors to it alone; the REST controls end a session (hangup)
+ * or say why they cannot apply. A hostile stream of Live events on one socket ends in no
+ * server_error.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -30,8 +33,8 @@ interface LiveSocket {
   close(): void;
 }
 
-async function openLive(t: RealtimeTestServer, key = t.key): Promise<LiveSocket> {
-  const ws = new WebSocket(`${t.url.replace(/^http/, 'ws')}/v1/live/sessions`, { headers: { Authorization: `Bearer ${key}` } });
+async function openLive(t: RealtimeTestServer, key = t.key, path = '/v1/live/sessions'): Promise<LiveSocket> {
+  const ws = new WebSocket(`${t.url.replace(/^http/, 'ws')}${path}`, { headers: { Authorization: `Bearer ${key}` } });
   const events: LiveEvent[] = [];
   ws.on('message', (data) => events.push(JSON.parse(String(data)) as LiveEvent));
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
@@ -158,6 +161,98 @@ Ws('barge-in: the user talking over the reply stops it, with no client event, an
   live.close();
 });
 
+Ws('a sideband hears the session: every event, the input audio reflected (muted too: the model hears silence), the output audio with its times; its commands go in, its errors to it alone', async (ctx) => {
+  const live = await openLive(ctx.t);
+  live.send(START);
+  const started = await live.waitFor((e) => e.type === 'session.started', 'session.started');
+  const id = started.session.id as string;
+  const sb = await openLive(ctx.t, ctx.t.key, `/v1/live/sessions/${id}/attach`);
+  const info = await sb.waitFor((e) => e.type === 'info', 'the attach notice');
+  assert.equal([info.code, typeof info.event_id], ['sideband_attached', 'string']);
+  // Commands of the sideband: what a primary may send goes in; session.start, audio and SIP commands are refused to it alone.
+  sb.send({ type: 'session.instructions.append', event_id: 'sb_ins', content: 'The user is called Ann.' });
+  sb.send({ type: 'session.start', event_id: 'sb_start', session: { model: 'gpt-live-1' } });
+  sb.send({ type: 'session.input_audio.append', event_id: 'sb_audio', audio: 'AAAA' });
+  sb.send({ type: 'transport.dtmf.send', event_id: 'sb_dtmf', event: '1' });
+  await sb.waitFor((e) => e.type === 'error' && e.client_event_id === 'sb_dtmf', 'the last refusal');
+  assert.equal(errorsOf(sb.events), [['sb_start', 'session_already_started', null], ['sb_audio', 'unsupported_event', null], ['sb_dtmf', 'unsupported_event', null]]);
+  await live.waitFor((e) => e.type === 'session.instructions.appended' && e.client_event_id === 'sb_ins', 'the primary hears the append');
+  // Muted, the primary's audio is still reflected; the model hears silence.
+  live.send({ type: 'session.input_audio.mute', event_id: 'mute' });
+  append(live, question());
+  await sb.waitFor((e) => e.type === 'session.input_audio.muted', 'the mute heard');
+  const reflectedWhileMuted = () => sb.events.filter((e) => e.type === 'session.input_audio.append').reduce((n, e) => n + Buffer.from(e.audio, 'base64').length, 0);
+  await until(async () => reflectedWhileMuted(), (n) => n >= question().length * 2, 'the muted question reflected');
+  assert.ok(sb.events.filter((e) => e.type === 'session.input_audio.append').every((e) => e.event_id === undefined), 'reflected audio has no event_id');
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.not.ok(live.events.some((e) => e.type === 'session.input_transcript.delta'), 'a muted question is not heard');
+  // Unmuted: the question is answered; the sideband hears the transcripts and the reply's audio with its times.
+  live.send({ type: 'session.input_audio.unmute' });
+  append(live, question());
+  await live.waitFor((e) => e.type === 'session.usage.updated', 'the reply', 30_000);
+  await sb.waitFor((e) => e.type === 'session.usage.updated', 'the reply heard by the sideband');
+  assert.is(sb.events.find((e) => e.type === 'session.input_transcript.delta')?.delta, DEFAULT_TRANSCRIPT);
+  const out = sb.events.filter((e) => e.type === 'session.output_audio.delta');
+  const primaryOut = live.events.filter((e) => e.type === 'session.output_audio.delta');
+  assert.ok(out.length > 0 && out.length === primaryOut.length, `${out.length} reflected chunks, ${primaryOut.length} on the primary`);
+  assert.ok(primaryOut.every((e) => e.start_ms === undefined), 'the primary has no times on its audio');
+  for (let i = 0; i < out.length; i++) {
+    const e = out[i]!;
+    assert.is(e.end_ms - e.start_ms, Math.round(Buffer.from(e.delta, 'base64').length / 48), 'a range as long as its audio');
+    if (i > 0) assert.ok(e.start_ms >= out[i - 1]!.end_ms, 'ranges in order, never overlapping');
+  }
+  assert.ok(ctx.t.llm.requests.at(-1)!.messages.some((m) => m.role === 'system' && m.content === 'The user is called Ann.'), "the sideband's instruction reached the model");
+  assert.not.ok(live.events.some((e) => e.type === 'error'), "the sideband's errors are for it alone");
+  // The sideband closes; the session goes on. The primary's close ends the sideband with session.closed.
+  const sb2 = await openLive(ctx.t, ctx.t.key, `/v1/live/sessions/${id}/attach`);
+  await sb2.waitFor((e) => e.type === 'info', 'a second sideband');
+  sb2.close();
+  live.send({ type: 'session.close', event_id: 'bye' });
+  assert.is((await sb.waitFor((e) => e.type === 'session.closed', 'session.closed on the sideband')).reason, 'close_requested');
+  assert.is((await sb.closed).code, 1000);
+});
+
+Ws("a sideband is refused for another user's, an unknown or an ended session, and with an ephemeral key", async (ctx) => {
+  const live = await openLive(ctx.t);
+  live.send(START);
+  const id = (await live.waitFor((e) => e.type === 'session.started', 'session.started')).session.id as string;
+  const refusal = async (key: string, path: string) => {
+    const sb = await openLive(ctx.t, key, path);
+    const { code } = await sb.closed;
+    return [code, sb.events.map((e) => e.error?.code)];
+  };
+  const other = await ctx.t.keyFor('someone-else');
+  const secret = (await ctx.t.request('POST', '/v1/realtime/client_secrets', { json: {} })).body.value as string;
+  assert.equal(await refusal(other, `/v1/live/sessions/${id}/attach`), [4004, ['session_not_found']]);
+  assert.equal(await refusal(ctx.t.key, '/v1/live/sessions/sess_nothing/attach'), [4004, ['session_not_found']]);
+  assert.equal(await refusal(secret, `/v1/live/sessions/${id}/attach`), [4001, ['invalid_api_key']]);
+  live.send({ type: 'session.close' });
+  await live.closed;
+  await until(async () => (await ctx.t.request('GET', `/v1/sessions/${id}`)).body.status, (s) => s === 'ended', 'the session ended');
+  assert.equal(await refusal(ctx.t.key, `/v1/live/sessions/${id}/attach`), [4009, ['session_closed']]);
+});
+
+Ws('the REST controls: hangup ends a session (session.closed, then 1000); SIP, fork and recording controls say why they cannot apply', async (ctx) => {
+  const live = await openLive(ctx.t);
+  live.send(START);
+  const id = (await live.waitFor((e) => e.type === 'session.started', 'session.started')).session.id as string;
+  const post = (path: string, json?: unknown) => ctx.t.request('POST', path, json === undefined ? {} : { json });
+  const code = (r: { status: number; body: any }) => [r.status, r.body?.error?.code ?? null];
+  assert.equal(code(await post(`/v1/live/sessions/${id}/accept`, { session: {} })), [400, 'sip_not_supported']);
+  assert.equal(code(await post(`/v1/live/sessions/${id}/reject`, { status_code: 486 })), [400, 'sip_not_supported']);
+  assert.equal(code(await post(`/v1/live/sessions/${id}/refer`, { target_uri: 'tel:+1' })), [400, 'sip_not_supported']);
+  assert.equal(code(await post(`/v1/live/sessions/${id}/fork`, { transport: { type: 'webrtc', sdp: 'v=0' } })), [400, 'fork_not_supported']);
+  assert.equal(code(await ctx.t.request('GET', `/v1/live/sessions/${id}/content`)), [404, 'recording_not_found']);
+  assert.equal(code(await post('/v1/live/sessions/sess_nothing/hangup')), [404, 'session_not_found']);
+  const hangup = await post(`/v1/live/sessions/${id}/hangup`);
+  assert.is(hangup.status, 204);
+  const closed = await live.waitFor((e) => e.type === 'session.closed', 'session.closed');
+  assert.is(closed.reason, 'close_requested');
+  await live.closed;
+  assert.not.ok(live.events.some((e) => e.type === 'error'), 'no error after session.closed');
+  assert.is((await ctx.t.request('GET', `/v1/sessions/${id}`)).body.status, 'ended');
+});
+
 Ws('an ephemeral key is refused (Live takes API keys)', async (ctx) => {
   const secret = await ctx.t.request('POST', '/v1/realtime/client_secrets', { json: {} });
   const live = await openLive(ctx.t, secret.body.value as string);
@@ -166,24 +261,29 @@ Ws('an ephemeral key is refused (Live takes API keys)', async (ctx) => {
   assert.equal(live.events.map((e) => e.error?.code), ['invalid_api_key']);
 });
 
-Ws('hostile Live events on one socket: every refusal names its event, no server_error, and the session still closes cleanly', async (ctx) => {
+Ws('hostile Live events on a socket and its sideband: every refusal names its event, no server_error, and the session still closes cleanly', async (ctx) => {
   const seed = fuzzSeed();
   const rng = new Rng(seed);
   const live = await openLive(ctx.t);
   live.send(START);
-  await live.waitFor((e) => e.type === 'session.started', 'session.started');
-  const types = ['session.start', 'session.update', 'session.input_audio.append', 'session.input_audio.mute', 'session.input_audio.unmute', 'session.instructions.append', 'session.thinking.append', 'session.commentary.append', 'session.output_audio.fixture.play', 'response.create', 'response.item.create', 'decision.create', 'x.y'];
+  const id = (await live.waitFor((e) => e.type === 'session.started', 'session.started')).session.id as string;
+  const sb = await openLive(ctx.t, ctx.t.key, `/v1/live/sessions/${id}/attach`);
+  await sb.waitFor((e) => e.type === 'info', 'the sideband attached');
+  const types = ['session.start', 'session.update', 'session.input_audio.append', 'session.input_audio.mute', 'session.input_audio.unmute', 'session.instructions.append', 'session.thinking.append', 'session.commentary.append', 'session.output_audio.fixture.play', 'transport.dtmf.send', 'response.create', 'response.item.create', 'decision.create', 'x.y'];
   for (let n = 0; n < 400; n++) {
     const base: Record<string, unknown> = { type: rng.pick(types), event_id: `fz_${n}`, content: rng.pick(['hi', oddString(rng, 300)]), audio: rng.pick(['', 'AAAA', oddString(rng, 50)]), session: rng.pick<unknown>([{ model: 'gpt-live-1' }, oddJson(rng), {}]), delegation_id: rng.pick<unknown>([null, 'd1', 7]) };
     const kind = rng.int(0, 9);
-    if (kind === 0) live.sendText(oddString(rng, 200));
-    else live.send(kind < 4 ? mutateObject(rng, base) : base);
+    const to = rng.int(0, 2) === 0 ? sb : live; // a third to the sideband
+    if (kind === 0) to.sendText(oddString(rng, 200));
+    else to.send(kind < 4 ? mutateObject(rng, base) : base);
   }
   live.send({ type: 'session.close', event_id: 'bye' });
   const closed = await live.waitFor((e) => e.type === 'session.closed', `session.closed (seed ${seed})`, 30_000);
   assert.is(closed.client_event_id, 'bye');
-  const errors = live.events.filter((e) => e.type === 'error');
+  await sb.waitFor((e) => e.type === 'session.closed', `session.closed on the sideband (seed ${seed})`);
+  const errors = [...live.events, ...sb.events].filter((e) => e.type === 'error');
   assert.ok(errors.length > 50, `${errors.length} refusals`);
+  assert.ok(sb.events.some((e) => e.type === 'error'), 'the sideband had its refusals');
   for (const e of errors) {
     assert.not.equal(e.error.type, 'server_error', `seed ${seed}: ${JSON.stringify(e)}`);
     assert.ok(typeof e.error.code === 'string' && e.error.message.length > 0, JSON.stringify(e));

@@ -4,7 +4,9 @@
  * two cores are not spent on media), a backend-like `ws` client attaches to it with the caller's
  * key. What is checked: the greeting and the call's events on the sideband, the sideband's events
  * in the call's engine with their answers on both sides, errors of the sideband's events on the
- * sideband alone, the refusals and their close codes, the bound, and who ends whom.
+ * sideband alone, the refusals and their close codes, the bound, and who ends whom. In fleet mode,
+ * a call's sideband and a GPT-Live session's (/v1/live/sessions/{id}/attach) are relayed from the
+ * API node to the worker that runs the session.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -364,6 +366,25 @@ Fleet("a sideband on the API node is relayed to the call's worker: greeting, eve
   assert.is(await late.waitClose(), 4009);
   assert.is(late.events[0]?.error.code, 'call_ended');
   await page.close();
+});
+
+Fleet("a GPT-Live sideband on the API node is relayed to the session's worker: the attach notice, a command in, the REST hangup's session.closed on both", async (ctx) => {
+  const live = await RealtimeTestClient.connect(ctx.api.url, { path: '/v1/live/sessions', key: ctx.key });
+  live.send({ type: 'session.start', session: { model: 'gpt-live-1' } });
+  const id = (await live.waitFor('session.started', { timeoutMs: 30_000 })).session.id as string;
+  const sb = await RealtimeTestClient.connect(ctx.api.url, { path: `/v1/live/sessions/${id}/attach`, key: ctx.key });
+  assert.is((await sb.waitFor('info', { timeoutMs: 30_000 })).code, 'sideband_attached');
+  sb.send({ type: 'session.thinking.append', event_id: 'relayed_think', content: 'Keep it short.' });
+  assert.is((await live.waitFor('session.thinking.appended')).client_event_id, 'relayed_think');
+  const unknown = await RealtimeTestClient.connect(ctx.api.url, { path: '/v1/live/sessions/sess_unknown/attach', key: ctx.key });
+  assert.is(await unknown.waitClose(), 4004);
+  const hung = await request(ctx.api.url, 'POST', `/v1/live/sessions/${id}/hangup`, { key: ctx.key });
+  assert.is(hung.status, 204, hung.text);
+  assert.is((await sb.waitFor('session.closed', { timeoutMs: 30_000 })).reason, 'close_requested');
+  assert.is((await live.waitFor('session.closed')).reason, 'close_requested');
+  const late = await RealtimeTestClient.connect(ctx.api.url, { path: `/v1/live/sessions/${id}/attach`, key: ctx.key });
+  assert.is(await late.waitClose(), 4009);
+  assert.is(late.events[0]?.error.code, 'session_closed');
 });
 
 Fleet.run();

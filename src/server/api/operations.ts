@@ -271,6 +271,19 @@ export const OPERATIONS: Record<string, Operation> = {
       '503': errorResponse('No worker slot free (no_worker_available); see Retry-After'),
     },
   },
+  'POST /v1/live/sessions/{session_id}/hangup': {
+    tags: ['realtime'],
+    summary: 'End a GPT-Live session (API key), of either transport',
+    description: 'Its connection and sidebands hear session.closed (reason close_requested) and close. openai-python: client.live.sessions.hangup.',
+    security: authed,
+    params: [pathParam('session_id')],
+    responses: { '204': { description: 'Ended' }, ...ERRORS, '401': errorResponse('No or invalid API key, or an ephemeral key (Live takes API keys)') },
+  },
+  'POST /v1/live/sessions/{session_id}/accept': liveRefusal('Accept a SIP call (refused: sip_not_supported)', '400', 'sip_not_supported: Live sessions here come over WebSocket and WebRTC'),
+  'POST /v1/live/sessions/{session_id}/reject': liveRefusal('Reject a SIP call (refused: sip_not_supported)', '400', 'sip_not_supported: Live sessions here come over WebSocket and WebRTC'),
+  'POST /v1/live/sessions/{session_id}/refer': liveRefusal('Transfer a SIP call (refused: sip_not_supported)', '400', 'sip_not_supported: Live sessions here come over WebSocket and WebRTC'),
+  'POST /v1/live/sessions/{session_id}/fork': liveRefusal('Fork a Live session (refused: fork_not_supported)', '400', 'fork_not_supported: start a new session with the conversation as session.input'),
+  'GET /v1/live/sessions/{session_id}/content': liveRefusal("A Live session's recording (refused: recording_not_found)", '404', 'recording_not_found (no audio is recorded; the transcript is GET /v1/sessions/{session_id}/chat), or no such session'),
   'POST /v1/realtime/calls/{call_id}/hangup': {
     tags: ['realtime'],
     summary: 'End a call (its session ends, usage recorded)',
@@ -286,3 +299,8 @@ export const OPERATIONS: Record<string, Operation> = {
     responses: { '200': json(ref('UsageList')), ...ERRORS },
   },
 };
+
+/** A GPT-Live control this server answers with an error only (after a 404 for an unknown session). */
+function liveRefusal(summary: string, status: '400' | '404', why: string): Operation {
+  return { tags: ['realtime'], summary, security: authed, params: [pathParam('session_id')], responses: { ...ERRORS, [status]: errorResponse(why) } };
+}

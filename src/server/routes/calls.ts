@@ -19,7 +19,7 @@ import type { RouteGuards } from './guards.js';
 import type { Static } from '@sinclair/typebox';
 import type { CallHangup, LiveSessionCreated } from '../api/responses.js';
 
-const CALLS_PATH = /^\/v1\/(realtime\/calls(\/[^/]+\/hangup)?|live\/sessions)$/;
+const CALLS_PATH = /^\/v1\/(realtime\/calls(\/[^/]+\/hangup)?|live\/sessions(\/[^/]+\/(hangup|accept|reject|refer|fork|content))?)$/;
 /** The form parts of an offer. */
 const CALL_PARTS = ['sdp', 'session'];
 
@@ -37,8 +37,7 @@ export function callRoutes(router: AppRouter, s: Services, g: RouteGuards): void
 
   // GPT-Live over WebRTC: the offer in JSON with the Live session config; the session starts when the media connects.
   router.post('/v1/live/sessions', ...g.realtime, async (ctx) => {
-    const principal = principalOf(ctx);
-    if (principal.kind === 'ephemeral') throw new AppError('invalid_api_key', 'GPT-Live sessions are opened with an API key; ephemeral client keys are for /v1/realtime.', { status: 401 });
+    const principal = liveCaller(ctx);
     if (!ctx.get('content-type').toLowerCase().startsWith('application/json')) {
       discardRest(ctx.req);
       throw new AppError('unsupported_media_type', 'Send {"session": {...}, "transport": {"type": "webrtc", "sdp": ...}} as application/json.', { status: 415 });
@@ -52,6 +51,29 @@ export function callRoutes(router: AppRouter, s: Services, g: RouteGuards): void
     ctx.status = 201;
     ctx.set('X-Session-Id', answer.sessionId);
     ctx.body = { session: { id: answer.sessionId }, transport: { type: 'webrtc', sdp: answer.sdp } } satisfies Static<typeof LiveSessionCreated>;
+  });
+
+  // GPT-Live session controls (openai-python client.live.sessions), for a session of either transport.
+  router.post('/v1/live/sessions/:session_id/hangup', ...g.realtime, async (ctx) => {
+    discardRest(ctx.req);
+    await s.sessions.endForUser(liveCaller(ctx).userId, ctx.params.session_id ?? '');
+    ctx.status = 204; // the session ends; its connection hears session.closed (close_requested)
+  });
+  for (const control of ['accept', 'reject', 'refer'] as const) {
+    router.post(`/v1/live/sessions/:session_id/${control}`, ...g.realtime, async (ctx) => {
+      discardRest(ctx.req);
+      await s.sessions.get(liveCaller(ctx).userId, ctx.params.session_id ?? ''); // an unknown session is a 404 first
+      throw new AppError('sip_not_supported', `${control} answers a SIP call; this server's Live sessions come over WebSocket and WebRTC, already accepted.`, { status: 400 });
+    });
+  }
+  router.post('/v1/live/sessions/:session_id/fork', ...g.realtime, async (ctx) => {
+    discardRest(ctx.req);
+    await s.sessions.get(liveCaller(ctx).userId, ctx.params.session_id ?? '');
+    throw new AppError('fork_not_supported', 'Forking a Live session is not available on this server: start a new session (POST /v1/live/sessions) and give it the conversation as session.input.', { status: 400 });
+  });
+  router.get('/v1/live/sessions/:session_id/content', ...g.realtime, async (ctx) => {
+    await s.sessions.get(liveCaller(ctx).userId, ctx.params.session_id ?? '');
+    throw new AppError('recording_not_found', "This server does not record a session's audio; its transcript is at GET /v1/sessions/{session_id}/chat.", { status: 404 });
   });
 
   router.post('/v1/realtime/calls/:call_id/hangup', ...g.realtime, async (ctx) => {
@@ -78,6 +100,13 @@ export function callRoutes(router: AppRouter, s: Services, g: RouteGuards): void
   }
 }
 
+/** The caller of a Live route: an API key (GPT-Live has no ephemeral client keys). */
+function liveCaller(ctx: AppContext): ReturnType<typeof principalOf> {
+  const principal = principalOf(ctx);
+  if (principal.kind === 'ephemeral') throw new AppError('invalid_api_key', 'GPT-Live sessions are opened with an API key; ephemeral client keys are for /v1/realtime.', { status: 401 });
+  return principal;
+}
+
 /** CORS for the call endpoints: any origin may post an offer with a key and read the answer. */
 export function callsCors(): Koa.Middleware<AppState, AppContext> {
   return async (ctx, next) => {
@@ -85,7 +114,7 @@ export function callsCors(): Koa.Middleware<AppState, AppContext> {
     ctx.set('Access-Control-Allow-Origin', '*');
     ctx.set('Access-Control-Expose-Headers', 'Location, X-Session-Id, X-Request-Id, Retry-After');
     if (ctx.method === 'OPTIONS') {
-      ctx.set('Access-Control-Allow-Methods', 'POST, OPTIONS');
+      ctx.set('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
       ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type, OpenAI-Beta, X-Request-Id');
       ctx.set('Access-Control-Max-Age', '600');
       ctx.status = 204;

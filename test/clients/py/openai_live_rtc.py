@@ -4,24 +4,31 @@ played as its microphone from a WAV file, video received, a data channel) whose 
 client.live.create(session=..., transport={"type": "webrtc", "sdp": ...}), unchanged but for
 the base URL and key; the answer applied, the session starts by itself. Every data-channel event
 is validated against the SDK's live ServerEvent union; the avatar's audio and video are counted
-as aiortc decodes them. Ends with session.close on the data channel and its session.closed, an
-error, or the timeout.
+as aiortc decodes them. Once the session has started, a backend's sideband attaches
+(client.live.sideband.connect(session_id=...)): its events validated against the SDK's
+ConnectServerEvent union, the reflected input and output audio counted, an instruction appended
+through it, and a SIP-only command refused to it. Once the reply has been spoken the session is
+hung up by REST (client.live.sessions.hangup); ends with session.closed on both, an error, or
+the timeout.
 
 Prints JSON lines: {"event": "created", "class", "session_id"}, {"event": "server", "type",
-"model", ...}, {"event": "invalid", ...}, {"event": "media", "audio_frames", "video_frames"},
-{"event": "timeout"}, then {"event": "done"}.
+"model", ...} (the data channel), {"event": "sideband", "type", "model", ...}, {"event":
+"invalid", ...}, {"event": "media", "audio_frames", "video_frames", "reflected_in_bytes",
+"reflected_out_bytes", "reflected_out_ranges"}, {"event": "hung_up"}, {"event": "timeout"}, then
+{"event": "done"}.
 """
 import argparse
 import asyncio
+import base64
 import json
 
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.contrib.media import MediaPlayer
 from openai import AsyncOpenAI
-from openai.types.live import ServerEvent
+from openai.types.live import ConnectServerEvent, ServerEvent
 from pydantic import TypeAdapter, ValidationError
 
-from sdk_events import emit
+from sdk_events import emit, validated_events
 
 
 async def main() -> None:
@@ -39,7 +46,11 @@ async def main() -> None:
     pc.addTransceiver("video", direction="recvonly")
     channel = pc.createDataChannel("oai-events")
     frames = {"audio": 0, "video": 0}
-    finished = asyncio.get_running_loop().create_future()
+    loop = asyncio.get_running_loop()
+    finished = loop.create_future()
+    started = loop.create_future()
+    sideband_closed = loop.create_future()
+    reflected = {"in": 0, "out": 0, "ranges": []}
     answered = False
 
     @pc.on("track")
@@ -69,12 +80,44 @@ async def main() -> None:
         if kind == "session.closed":
             line.update(reason=event.reason, seconds=event.usage.seconds)
         emit(**line)
+        if kind == "session.started" and not started.done():
+            started.set_result(event.session.id)
         if kind == "session.usage.updated" and not answered:
             answered = True  # the reply has been spoken
-            emit(event="media", audio_frames=frames["audio"], video_frames=frames["video"])
-            channel.send(json.dumps({"type": "session.close", "event_id": "bye"}))
+            emit(event="media", audio_frames=frames["audio"], video_frames=frames["video"], reflected_in_bytes=reflected["in"], reflected_out_bytes=reflected["out"], reflected_out_ranges=reflected["ranges"][:3])
+            asyncio.ensure_future(hang_up())
         if kind in ("session.closed", "error") and not finished.done():
             finished.set_result(None)
+
+    async def hang_up():
+        await client.live.sessions.hangup(created.session.id)
+        emit(event="hung_up")
+
+    async def sideband(session_id):
+        async with client.live.sideband.connect(session_id=session_id) as sb:
+            async for kind, event, _ in validated_events(sb, ConnectServerEvent):
+                if kind == "session.input_audio.append":
+                    reflected["in"] += len(base64.b64decode(event.audio))
+                    continue
+                if kind == "session.output_audio.delta":
+                    reflected["out"] += len(base64.b64decode(event.delta))
+                    reflected["ranges"].append([event.start_ms, event.end_ms])
+                    continue
+                line = {"event": "sideband", "type": kind, "model": type(event).__name__}
+                if kind == "info":
+                    line.update(code=event.code)
+                    await sb.send({"type": "session.instructions.append", "event_id": "sb_ins", "content": "The user is called Ann."})
+                    await sb.send({"type": "transport.dtmf.send", "event_id": "sb_dtmf", "event": "1"})
+                if kind == "error":
+                    line.update(code=event.error.code, client_event_id=event.error.client_event_id)
+                if kind == "session.instructions.appended":
+                    line.update(client_event_id=event.client_event_id)
+                if kind == "session.closed":
+                    line.update(reason=event.reason)
+                emit(**line)
+                if kind == "session.closed":
+                    break
+        sideband_closed.set_result(None)
 
     await pc.setLocalDescription(await pc.createOffer())
     while pc.iceGatheringState != "complete":
@@ -83,7 +126,8 @@ async def main() -> None:
     emit(event="created", **{"class": type(created).__name__, "session_id": created.session.id})
     await pc.setRemoteDescription(RTCSessionDescription(sdp=created.transport.sdp, type="answer"))
     try:
-        await asyncio.wait_for(finished, args.timeout)
+        sideband_task = asyncio.ensure_future(sideband(await asyncio.wait_for(started, args.timeout)))
+        await asyncio.wait_for(asyncio.gather(finished, sideband_closed), args.timeout)
     except asyncio.TimeoutError:
         emit(event="timeout")
     await pc.close()
