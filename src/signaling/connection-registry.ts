@@ -33,7 +33,7 @@ export class ConnectionRegistry {
         if (conn.sessionId !== session.id) continue;
         if (conn.revoked) conn.end('key_revoked');
         else if (this.shuttingDown) conn.end('shutdown');
-        else conn.end('session_ended', new RealtimeError('session_ended', `The session ended (${session.endReason ?? session.status}).`));
+        else conn.end('session_ended', new RealtimeError('session_ended', `The session ended (${session.endReason ?? session.status}).`), session.endReason);
       }
     });
   }

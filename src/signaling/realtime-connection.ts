@@ -625,9 +625,13 @@ export class RealtimeConnection {
   }
 
   /** Ended from outside (see ConnectionRegistry): the transport tells its client, once. */
-  end(reason: EndReason, error: unknown = null): void {
+  end(reason: EndReason, error: unknown = null, sessionEndReason: string | null = null): void {
+    this.sessionEndReason = sessionEndReason;
     this.endWith(reason, error);
   }
+
+  /** The session's end reason when it ended from outside (max_duration: a Live session has expired). */
+  private sessionEndReason: string | null = null;
 
   /** Tears down: engine, avatar, then the session when this connection owns it. Idempotent. */
   close(): Promise<void> {
@@ -641,7 +645,8 @@ export class RealtimeConnection {
     if (this.usageTimer) clearInterval(this.usageTimer);
     // A Live client and its listeners hear why the session ended (a close it asked for was answered already).
     if (this.liveDialect && reason !== 'close_requested') {
-      const closed = liveText({ event: this.liveDialect.closed(reason === 'shutdown' ? 'connection_lost' : 'close_requested'), to: 'all' });
+      const why = reason === 'shutdown' ? 'connection_lost' : this.sessionEndReason === 'max_duration' ? 'expired' : 'close_requested';
+      const closed = liveText({ event: this.liveDialect.closed(why), to: 'all' });
       this.transport.sendText(closed);
       for (const listener of this.listeners.values()) listener.sink.sendText(closed);
     }

@@ -18,7 +18,9 @@
  * server-side controls: the call's owner, by an API key or an ephemeral key of theirs, gets the
  * call's events from a session.created on, and its client events go into the call's engine; it
  * never creates a session, and closing it leaves the call running; realtime-calls.ts has the
- * rules). The older form (`voice`, `video`, `face_id`, `voice_id`
+ * rules). `/v1/live/sessions` is GPT-Live's socket (API keys only; the session is made for it and
+ * configured by its session.start), `/v1/live/sessions/{id}/attach` a Live session's sideband
+ * (realtime-sideband.ts). The older form (`voice`, `video`, `face_id`, `voice_id`
  * query parameters, a session made by the older REST form, or a beta client's
  * `OpenAI-Beta: realtime=v1` / `openai-beta.realtime-v1`) gets the older event names.
  *

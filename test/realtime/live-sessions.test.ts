@@ -294,6 +294,25 @@ Ws('hostile Live events on a socket and its sideband: every refusal names its ev
 
 Ws.run();
 
+const Expiry = suite('GPT-Live: the session duration limit');
+Expiry('a session reaching MAX_SESSION_SECONDS is closed as expired, on the socket and its sideband', async () => {
+  const t = await startRealtimeTestServer({ env: { MAX_SESSION_SECONDS: '4' } });
+  try {
+    const live = await openLive(t);
+    live.send(START);
+    const id = (await live.waitFor((e) => e.type === 'session.started', 'session.started')).session.id as string;
+    const sb = await openLive(t, t.key, `/v1/live/sessions/${id}/attach`);
+    const closed = await live.waitFor((e) => e.type === 'session.closed', 'session.closed', 20_000);
+    assert.equal([closed.reason, closed.usage.seconds > 0], ['expired', true]);
+    assert.is((await sb.waitFor((e) => e.type === 'session.closed', 'session.closed on the sideband')).reason, 'expired');
+    assert.not.ok(live.events.some((e) => e.type === 'error'), 'session.closed says why; no error follows it');
+    assert.is((await t.request('GET', `/v1/sessions/${id}`)).body.status, 'ended');
+  } finally {
+    await t.close();
+  }
+});
+Expiry.run();
+
 const NO_CHROMIUM = chromiumAvailable() ? null : `no Chromium at ${CHROMIUM_PATH} (run src/cli/setup.sh)`;
 const Rtc = suiteNeeding<{ t: RealtimeTestServer; browser: TestBrowser }>('GPT-Live over WebRTC (Chromium)', NO_CHROMIUM, {} as { t: RealtimeTestServer; browser: TestBrowser });
 Rtc.before(async (ctx) => {
