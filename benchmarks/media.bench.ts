@@ -21,6 +21,14 @@
  *                           in params.capacity_steps (the report's capacity curves, a line per
  *                           size), the first late step per size in params.first_late_at
  *
+ *   client-drawn face       at the first size: the same measures for sessions whose face the
+ *                           client draws (video_render: client; outputs motion + Opus: the face
+ *                           animated, not drawn or encoded): the face's own cost (the producer's
+ *                           time per frame, manual pacing, and the motion events' formatting in
+ *                           JS, as % of a core at 25 fps), CPU per stream and capacity, and the
+ *                           motion stream's size on the wire (output_motion.delta events as the
+ *                           server sends them, kb/s)
+ *
  * Speech is espeak-ng audio pushed in a loop so the mouth moves throughout. A short run:
  * `MEDIA_BENCH_SIZES=512x512 MEDIA_BENCH_WINDOW_S=3 npm run bench -- media --runs 1`.
  */
@@ -32,6 +40,8 @@ import { OUTPUT_SIZES, outputDimensions, type OutputSize } from '../src/core/vid
 import { faceInputFromImage } from '../src/media/face-input.js';
 import { MediaSession, type MediaSessionConfig } from '../src/media/media-session.js';
 import { motionInputFromTemplate } from '../src/media/motion-input.js';
+import { motionEvent } from '../src/realtime/avatar-output.js';
+import { newServerEventId } from '../src/realtime/protocol.js';
 import { espeak, toPcm16 } from '../harness/measures/speech.js';
 import { median, summarise, type Benchmark } from './lib/harness.js';
 import { describeStop, stepSessions, type MediaStep, type StoppedBy } from './lib/media-steps.js';
@@ -43,6 +53,9 @@ const REALTIME_S = 10;
 const STEPS_BOUND_MS = 10 * 60_000;
 /** What a WebRTC viewer needs: H.264 video and Opus audio (PCM deltas are for WebSocket clients). */
 const WEBRTC_OUTPUTS = { h264: true, opus: true } as const;
+/** What a viewer that draws the face needs: its parameters each frame and Opus audio. */
+const CLIENT_DRAWN_OUTPUTS = { motion: true, opus: true } as const;
+type Outputs = typeof WEBRTC_OUTPUTS | typeof CLIENT_DRAWN_OUTPUTS;
 
 /** The sizes to measure: MEDIA_BENCH_SIZES (comma-separated) or all. */
 function sizes(): OutputSize[] {
@@ -80,12 +93,15 @@ type SessionBase = Awaited<ReturnType<typeof baseConfig>>;
  * N real-time sessions with the WebRTC outputs (seeds from `seed`), all talking, side by side for
  * `windowS`, every event delivered to JS as the server does; CPU is this process's over the window.
  */
-async function realtimeStep(base: SessionBase, voice: { pcm: Int16Array; rate: number }, n: number, windowS: number, seed = 0): Promise<MediaStep> {
+async function realtimeStep(base: SessionBase, voice: { pcm: Int16Array; rate: number }, n: number, windowS: number, seed = 0, outputs: Outputs = WEBRTC_OUTPUTS): Promise<MediaStep & { motion_bytes: number }> {
   const sessions = await Promise.all(
-    Array.from({ length: n }, (_, i) => MediaSession.start({ ...base, outputs: WEBRTC_OUTPUTS, pacing: 'realtime', seed: seed + i })),
+    Array.from({ length: n }, (_, i) => MediaSession.start({ ...base, outputs, pacing: 'realtime', seed: seed + i })),
   );
+  let motionBytes = 0;
   const stops = sessions.map((s) => {
     s.on('event', () => {});
+    // The motion stream as the server sends it: the event, stamped (the data channel's or socket's bytes).
+    s.on('motion', (e) => (motionBytes += Buffer.byteLength(JSON.stringify({ ...motionEvent(e), event_id: newServerEventId() }))));
     return keepTalking(s, voice, 2);
   });
   const cpu0 = process.cpuUsage();
@@ -102,6 +118,7 @@ async function realtimeStep(base: SessionBase, voice: { pcm: Int16Array; rate: n
     dropped: stats.reduce((a, s) => a + s.droppedBuffers + s.eventsDropped, 0),
     cpu_percent: Math.round(((cpu.user + cpu.system) / 1000 / wallMs) * 1000) / 10,
     frames: stats.reduce((a, s) => a + s.framesRendered, 0),
+    motion_bytes: motionBytes,
   };
 }
 
@@ -169,6 +186,58 @@ const bench: Benchmark = {
           (atMost ? `; ${(atMost.cpu_percent / atMost.sessions).toFixed(1)} % per stream with ${atMost.sessions} side by side` : ''),
         `${size} concurrency steps (${describeStop(steps, { cores, boundMs: STEPS_BOUND_MS })}): ${steps.steps.map((st) => `${st.sessions}: ${st.late_frames} late, ${st.dropped} dropped, ${st.cpu_percent.toFixed(0)} % CPU`).join('; ')}`,
       );
+    }
+
+    // 4. A face the client draws, at the first size: CPU per stream, the motion stream's size, capacity.
+    {
+      const size = sizes()[0]!;
+      const base = await baseConfig(size);
+      // The face's own cost: the producer animating without drawing, and each frame's event made in JS.
+      const facePct: number[] = [];
+      for (let run = 0; run < ctx.runs; run++) {
+        const s = new MediaSession({ ...base, outputs: { motion: true }, pacing: 'manual', seed: run });
+        const frames: Parameters<typeof motionEvent>[0][] = [];
+        s.on('motion', (e) => frames.push(e));
+        for (let i = 0; i < 4; i++) s.pushAudio(voice.pcm, voice.rate);
+        s.advance(250);
+        await new Promise((r) => setImmediate(r)); // the events reach JS
+        const st = s.stats();
+        await s.close();
+        const t0 = performance.now();
+        for (const f of frames) JSON.stringify({ ...motionEvent(f), event_id: newServerEventId() });
+        const jsMsPerFrame = frames.length > 0 ? (performance.now() - t0) / frames.length : 0;
+        const msPerFrame = st.renderNsTotal / st.framesRendered / 1e6 + jsMsPerFrame;
+        facePct.push(Math.round(msPerFrame * FPS * 10 * 100) / 100 / 10);
+        ctx.log(`${size} client-drawn face: ${(st.renderNsTotal / st.framesRendered / 1e6).toFixed(3)} ms/frame animating + ${jsMsPerFrame.toFixed(3)} ms/frame for the event (${frames.length} events) = ${facePct.at(-1)} % of a core`);
+      }
+      const cpuPct: number[] = [];
+      const kbps: number[] = [];
+      for (let run = 0; run < ctx.runs; run++) {
+        const st = await realtimeStep(base, voice, 1, windowS, run, CLIENT_DRAWN_OUTPUTS);
+        cpuPct.push(st.cpu_percent);
+        kbps.push(Math.round((st.motion_bytes * 8) / windowS / 100) / 10);
+        ctx.log(`${size} client-drawn stream: ${st.cpu_percent.toFixed(1)} % of a core, motion ${kbps.at(-1)} kb/s, ${st.frames} frames, ${st.late_frames} late`);
+      }
+      const steps = await stepSessions((n) => realtimeStep(base, voice, n, windowS, 0, CLIENT_DRAWN_OUTPUTS), {
+        cores,
+        boundMs: STEPS_BOUND_MS,
+        onStep: (st) => ctx.log(`${size} ${st.sessions} client-drawn sessions: ${st.late_frames} late, ${st.dropped} dropped, ${st.cpu_percent.toFixed(0)} % of one core`),
+      });
+      const atMost = steps.steps.find((st) => st.sessions === steps.most);
+      capacitySteps.push(...steps.steps.map((st) => ({ load: `${size} client-drawn sessions`, ...st })));
+      metrics.push(
+        summarise(`${size} client-drawn face: the face's own CPU (animation + its events)`, '% of a core', facePct),
+        summarise(`${size} client-drawn face CPU, one stream (animation + Opus)`, '% of a core', cpuPct),
+        summarise(`${size} client-drawn motion stream`, 'kb/s', kbps),
+        summarise(`${size} client-drawn: largest N before the first late frame`, 'sessions', [steps.most]),
+      );
+      notes.push(
+        `${size} client-drawn face: the face's own CPU median ${median(facePct)} % of a core; CPU per stream median ${median(cpuPct).toFixed(1)} % of a core (animation + Opus + event delivery; no drawing or video encoding), motion stream ${median(kbps)} kb/s` +
+          (atMost ? `; ${steps.most} side by side before the first late frame (${(atMost.cpu_percent / atMost.sessions).toFixed(1)} % per stream)` : ''),
+        `${size} client-drawn concurrency steps (${describeStop(steps, { cores, boundMs: STEPS_BOUND_MS })}): ${steps.steps.map((st) => `${st.sessions}: ${st.late_frames} late, ${st.dropped} dropped, ${st.cpu_percent.toFixed(0)} % CPU`).join('; ')}`,
+      );
+      firstLate[`${size} client-drawn`] = steps.firstLateAt;
+      stoppedBy[`${size} client-drawn`] = steps.stoppedBy;
     }
 
     return {

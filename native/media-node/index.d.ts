@@ -136,6 +136,28 @@ export interface FaceInput {
   landmarks: Float32Array
 }
 
+/**
+ * One frame's face (media_core's `FaceParams`): pose in degrees and face widths, the mouth,
+ * the eyes (image left, right), brows, cheeks, and whether the face listens.
+ */
+export interface FaceParams {
+  pitchDeg: number
+  yawDeg: number
+  rollDeg: number
+  tx: number
+  ty: number
+  scale: number
+  mouthOpen: number
+  mouthWide: number
+  mouthPress: number
+  tongue: number
+  eyeOpenLeft: number
+  eyeOpenRight: number
+  brow: number
+  cheek: number
+  listening: boolean
+}
+
 /** flite settings; every field is optional. */
 export interface FliteSynthOptions {
   /** "slt" (default), "rms", "awb" or "kal16". */
@@ -172,6 +194,7 @@ export type MediaEvent =
   | { type: 'i420'; data: Buffer; ptsNs: number; frameIndex: number; width: number; height: number }
   | { type: 'opus'; data: Buffer; ptsNs: number; durationNs: number }
   | { type: 'pcm'; data: Buffer; ptsNs: number }
+  | { type: 'motion'; ptsNs: number; frameIndex: number; face: FaceParams }
   | { type: 'speech_started'; ptsNs: number }
   | { type: 'speech_ended'; ptsNs: number }
   | { type: 'interrupted'; ptsNs: number; playedNs: number; droppedNs: number }
@@ -264,6 +287,11 @@ export interface OutputsConfig {
   pcm?: boolean
   /** Every rendered frame raw (`i420` events), without an encoder. */
   i420?: boolean
+  /**
+   * The face's parameters each frame (`motion` events), for a face drawn by the client; with
+   * no video output the face is not drawn here.
+   */
+  motion?: boolean
 }
 
 /** One phoneme of the pushed audio, times relative to the start of the chunk. */

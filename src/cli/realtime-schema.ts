@@ -22,8 +22,8 @@
  *    optional on the wire;
  *  - several server types that share one `type` (a realtime and an avatar-only form) become one
  *    `$defs` entry with an `anyOf` of the forms, each titled by its TypeScript name;
- *  - doc comments become `description`s; the JSDoc tags `@minLength`, `@maxLength`, `@minimum`,
- *    `@maximum` and `@pattern` become those keywords.
+ *  - doc comments become `description`s; the JSDoc tags `@minLength`, `@maxLength`,
+ *    `@minItems`, `@maxItems`, `@minimum`, `@maximum` and `@pattern` become those keywords.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -38,7 +38,7 @@ export const ASYNCAPI_FILE = 'docs/realtime-asyncapi.json';
 const SCHEMA_ID = 'urn:avatar-realtime-server:realtime-events';
 /** Nested records deeper than this are a sign of a recursive type, which the events do not have. */
 const MAX_DEPTH = 12;
-const NUMERIC_TAGS = new Set(['minLength', 'maxLength', 'minimum', 'maximum']);
+const NUMERIC_TAGS = new Set(['minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems']);
 
 type Schema = { [key: string]: unknown };
 type Side = 'server' | 'client';

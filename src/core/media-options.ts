@@ -28,6 +28,13 @@ export const TTS_SOURCES = ['auto', 'offline', 'piper', 'flite', 'espeak-ng', 'o
 export type TtsSource = (typeof TTS_SOURCES)[number];
 export const VIDEO_CODECS = ['h264', 'vp8'] as const;
 /**
+ * Where the face is drawn: 'server' (video: frames as image events, or RTP on a call) or
+ * 'client' (the face's parameters each frame, `output_motion.delta` events; no video is drawn or
+ * encoded here).
+ */
+export const VIDEO_RENDERS = ['server', 'client'] as const;
+export type VideoRender = (typeof VIDEO_RENDERS)[number];
+/**
  * The renderers a session may name (`renderer`): the native media engine's, by name
  * (native/media-core/src/frames/renderers.rs; test/media/media-engine.test.ts holds the two lists
  * equal). "cpu": the mesh-warp renderer, the one every machine has.
@@ -49,6 +56,9 @@ export const MediaFields = Type.Object({
   tts_source: Type.Optional(anyCaseEnum(TTS_SOURCES, { description: 'Speech provider; default auto' })),
   video_codec: Type.Optional(anyCaseEnum(VIDEO_CODECS, { description: 'WebRTC video codec; default h264' })),
   renderer: Type.Optional(anyCaseEnum(RENDERERS, { description: "What draws the face: 'cpu', the mesh-warp renderer; default cpu" })),
+  video_render: Type.Optional(
+    anyCaseEnum(VIDEO_RENDERS, { description: "Where the face is drawn: 'server' (video frames) or 'client' (the face's parameters each frame as output_motion.delta events, no video); default server" }),
+  ),
   output_size: Type.Optional(
     anyCaseEnum(OUTPUT_SIZES, { description: "The avatar's video size (1280x720: landscape, the face centred); default the server's AVATAR_OUTPUT_SIZE, 512x512" }),
   ),
@@ -69,6 +79,7 @@ export const MEDIA_DEFAULTS: Readonly<ResolvedMedia> = {
   ttsSource: 'auto',
   videoCodec: 'h264',
   renderer: 'cpu',
+  videoRender: 'server',
   outputSize: DEFAULT_OUTPUT_SIZE,
 };
 

@@ -64,7 +64,7 @@ export interface MediaAvatarOptions extends AvatarStartOptions {
 
 type TickEvent = Exclude<keyof AvatarOutputEvents, 'failed'>;
 /** The media session's event behind each of the engine's tick events. */
-const TICK_EVENTS = { audio: 'pcm', frame: 'jpeg', raw: 'i420' } as const satisfies Record<TickEvent, keyof MediaSessionEvents>;
+const TICK_EVENTS = { audio: 'pcm', frame: 'jpeg', raw: 'i420', motion: 'motion' } as const satisfies Record<TickEvent, keyof MediaSessionEvents>;
 
 export class MediaAvatarOutput implements CallAvatar {
   readonly fps: number;
@@ -97,7 +97,10 @@ export class MediaAvatarOutput implements CallAvatar {
   }
 
   static async start(options: MediaAvatarOptions): Promise<MediaAvatarOutput> {
-    const native = nativeMediaConfig(resolveMedia(options.media, options.mediaDefaults));
+    const resolved = resolveMedia(options.media, options.mediaDefaults);
+    const native = nativeMediaConfig(resolved);
+    // Drawn by the client: the face's parameters each frame, and nothing drawn or encoded here.
+    const video = resolved.videoRender === 'server';
     const [face, motion] = await Promise.all([
       options.assets.face(options.faceId, options.userId, native.width, native.height),
       options.assets.motion(options.drivingId, options.userId),
@@ -107,11 +110,12 @@ export class MediaAvatarOutput implements CallAvatar {
         ...native,
         outputs: {
           pcm: true,
-          jpeg: options.jpeg,
-          i420: options.i420 ?? false,
-          h264: options.rtp?.video === 'h264',
-          vp8: options.rtp?.video === 'vp8',
+          jpeg: video && options.jpeg,
+          i420: video && (options.i420 ?? false),
+          h264: video && options.rtp?.video === 'h264',
+          vp8: video && options.rtp?.video === 'vp8',
           opus: options.rtp?.audio ?? false,
+          motion: !video,
         },
         jpegQuality: options.jpegQuality,
         pacing: 'realtime',

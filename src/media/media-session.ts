@@ -6,7 +6,7 @@
  * re-emitted by type.
  *
  * Events: every native event is emitted as `'event'` and under its `type` ('h264', 'vp8', 'jpeg',
- * 'i420', 'opus', 'pcm', 'speech_started', 'speech_ended', 'interrupted', 'closed'), except the
+ * 'i420', 'opus', 'pcm', 'motion', 'speech_started', 'speech_ended', 'interrupted', 'closed'), except the
  * native `error` event, which is emitted as `'media_error'` so that a pipeline failure in one
  * session never becomes an unhandled EventEmitter `'error'` that takes the process down. Listeners
  * run on the event loop (the addon queues events; it never calls JavaScript from its threads); a
@@ -71,6 +71,8 @@ export interface MediaSessionEvents {
   i420: [MediaEventOf<'i420'>];
   opus: [MediaEventOf<'opus'>];
   pcm: [MediaEventOf<'pcm'>];
+  /** The face of each frame (`outputs.motion`), before that frame's audio: a client draws it. */
+  motion: [MediaEventOf<'motion'>];
   speech_started: [MediaEventOf<'speech_started'>];
   speech_ended: [MediaEventOf<'speech_ended'>];
   interrupted: [MediaEventOf<'interrupted'>];
@@ -253,6 +255,9 @@ export class MediaSession extends EventEmitter<MediaSessionEvents> implements As
         break;
       case 'pcm':
         this.emit('pcm', event);
+        break;
+      case 'motion':
+        this.emit('motion', event);
         break;
       case 'speech_started':
         this.emit('speech_started', event);

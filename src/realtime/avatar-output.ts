@@ -11,6 +11,7 @@
  * hands a listener to the media session itself: a tick reaches its listener in one step.
  */
 import type { PhonemeTiming } from '../audio/pcm.js';
+import type { ServerEventDraft } from './protocol.js';
 
 export interface SpeechPlacement {
   startPtsNs: number;
@@ -39,10 +40,40 @@ export interface AvatarRawFrame {
   height: number;
 }
 
+/**
+ * The face one frame shows, for a face the client draws (media option video_render: client):
+ * head pose (degrees; translation in face widths; scale 1 as photographed), the mouth, the eyes
+ * (image left, right), brows, cheeks, and whether the face listens. Emitted before the audio of
+ * the same tick.
+ */
+export interface AvatarMotionFrame {
+  ptsNs: number;
+  frameIndex: number;
+  face: {
+    pitchDeg: number;
+    yawDeg: number;
+    rollDeg: number;
+    tx: number;
+    ty: number;
+    scale: number;
+    mouthOpen: number;
+    mouthWide: number;
+    mouthPress: number;
+    tongue: number;
+    eyeOpenLeft: number;
+    eyeOpenRight: number;
+    brow: number;
+    cheek: number;
+    listening: boolean;
+  };
+}
+
 export interface AvatarOutputEvents {
   audio: [AvatarAudioChunk];
   frame: [AvatarFrame];
   raw: [AvatarRawFrame];
+  /** The face of each frame when the client draws it (no `frame`s then). */
+  motion: [AvatarMotionFrame];
   /** The output failed and stopped (a pipeline error); the session cannot speak any more. */
   failed: [Error];
 }
@@ -67,4 +98,14 @@ export interface AvatarOutput {
   on<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void;
   off<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void;
   close(): Promise<void>;
+}
+
+/** A parameter in thousandths (integers keep the event small: about 170 bytes a frame). */
+const thousandths = (v: number): number => (Number.isFinite(v) ? Math.round(v * 1000) : 0);
+
+/** One frame of a client-drawn face as its event (output_motion.delta; params in MOTION_PARAMS order). */
+export function motionEvent(frame: AvatarMotionFrame): ServerEventDraft {
+  const f = frame.face;
+  const params = [f.pitchDeg, f.yawDeg, f.rollDeg, f.tx, f.ty, f.scale, f.mouthOpen, f.mouthWide, f.mouthPress, f.tongue, f.eyeOpenLeft, f.eyeOpenRight, f.brow, f.cheek].map(thousandths);
+  return { type: 'output_motion.delta', frame_index: frame.frameIndex, pts_ms: Math.round(frame.ptsNs / 1e6), params, listening: f.listening };
 }

@@ -81,6 +81,34 @@ export interface ResponseOutputImageDeltaEvent extends PartRef {
   pts_ms: number;
 }
 
+/** The order of output_motion.delta's `params` (docs/realtime.md, A face the client draws). */
+export const MOTION_PARAMS = ['pitch_deg', 'yaw_deg', 'roll_deg', 'tx', 'ty', 'scale', 'mouth_open', 'mouth_wide', 'mouth_press', 'tongue', 'eye_open_left', 'eye_open_right', 'brow', 'cheek'] as const;
+
+/**
+ * The face of one frame when the client draws it (the session's media option
+ * `video_render: "client"`; the avatar's own event): sent every frame, idle or speaking, before
+ * the audio of the same tick. `params` in the order of MOTION_PARAMS.
+ */
+export interface OutputMotionDeltaEvent {
+  event_id: string;
+  type: 'output_motion.delta';
+  frame_index: number;
+  /** The frame's time on the audio's clock (the pts of its output_audio.delta / RTP audio). */
+  pts_ms: number;
+  /**
+   * pitch_deg, yaw_deg, roll_deg (head down, toward the image's left, clockwise positive), tx, ty
+   * (face widths), scale (1 as photographed), mouth_open (0..1), mouth_wide (-1 rounded..1
+   * spread), mouth_press (0..1), tongue (0 low..1 tip raised), eye_open_left, eye_open_right (0
+   * shut..1 as photographed), brow (-1 knit..1 raised), cheek (0..1 raised); each in thousandths
+   * (an integer: 1000 is 1.0).
+   * @minItems 14
+   * @maxItems 14
+   */
+  params: number[];
+  /** The face is listening to the user. */
+  listening: boolean;
+}
+
 /** The response's frames are all sent (`response.video.done` in the legacy dialect). */
 export interface ResponseOutputImageDoneEvent extends PartRef {
   event_id: string;
@@ -186,6 +214,7 @@ export type ServerEvent =
   | ResponseMcpCallCompleted
   | ResponseMcpCallFailed
   | ResponseOutputImageDeltaEvent
+  | OutputMotionDeltaEvent
   | ResponseOutputImageDoneEvent
   | AvatarSegmentStartedEvent
   | AvatarSegmentCommittedEvent

@@ -33,6 +33,7 @@ import { AudioRecognition, type PauseTranscription, type UserTurn } from './audi
 import { ChatRecord } from './chat-record.js';
 import { type ClientEventOf, checkTransport, typedClientEvent } from './client-events.js';
 import { Conversation } from './conversation.js';
+import { motionEvent } from './avatar-output.js';
 import type { EngineDeps, EngineOptions } from './engine-ports.js';
 import { type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
 import { McpToolbox } from './mcp-toolbox.js';
@@ -105,7 +106,9 @@ export class RealtimeSessionEngine {
     this.preemptive.follow(this.input); // speech resuming
     this.input.on('turn_ended', (e) => this.onTurnEnded(e));
     this.input.on('idle', (e) => (this.chain = this.chain.then(() => this.onIdleTimeout(e.startMs, e.idleMs))));
-    // A run hears the avatar's audio and frames itself while it runs (response.ts).
+    // A run hears the avatar's audio and frames itself while it runs (response.ts); a face the
+    // client draws is sent every frame, idle or speaking.
+    deps.avatar.on('motion', (frame) => this.emit(motionEvent(frame)));
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
       this.responses.cancel('client_cancelled');

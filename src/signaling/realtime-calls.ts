@@ -46,7 +46,7 @@ import { MicrophoneDecoder } from '../media/opus-decoder.js';
 import { type Json, RealtimeError, binaryMessageRefused, isObject } from '../realtime/protocol.js';
 import { liveCallConfig } from '../realtime/live-dialect.js';
 import { isTranscriptionConfig } from '../realtime/transcription-session.js';
-import { MEDIA_FIELDS, parseMediaOptions, resolveMedia } from '../core/media-options.js';
+import { MEDIA_FIELDS, type MediaOptions, parseMediaOptions, resolveMedia } from '../core/media-options.js';
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
@@ -143,7 +143,7 @@ export class CallGateway {
     if (initial.audio === undefined) delete initial.audio;
     const config = asBadRequest(() => sessionConfigFrom(initial, defaultModel, 'webrtc'));
     // 2. The offer.
-    const negotiated = negotiateFor(request.sdp, videoCodec, initial);
+    const negotiated = negotiateFor(request.sdp, videoCodec, initial, media);
     // 3. The session, pending, its slot reserved.
     const session = await sessions.create(principal.userId, { ...config, media, video: negotiated.video !== null }, 'call', {
       start: false,
@@ -165,6 +165,7 @@ export class CallGateway {
     if (remote) {
       // Placed on another worker: it builds the peer, so media flows between client and worker.
       const forwarded: ForwardedCall = { sessionId: session.id, caller, sdp: request.sdp, initial, videoCodec };
+      // (the worker reads the session's media options from its record)
       try {
         answer = await postToWorker<CallAnswer>(remote, routing!.token, INTERNAL_CALLS_PATH, forwarded);
       } catch (err) {
@@ -184,7 +185,7 @@ export class CallGateway {
     if (!session || session.status !== 'pending') {
       throw new AppError('invalid_session_state', `Session ${call.sessionId} is ${session?.status ?? 'unknown'}, not pending.`, { status: 409 });
     }
-    const negotiated = negotiateFor(call.sdp, call.videoCodec, call.initial);
+    const negotiated = negotiateFor(call.sdp, call.videoCodec, call.initial, session.media);
     return this.answerFor(session, call.caller, call.sdp, call.initial, negotiated, call.videoCodec);
   }
 
@@ -196,6 +197,7 @@ export class CallGateway {
       ({ peer, answer } = await CallPeer.answer(sdp, {
         videoCodec,
         sendMedia: !isTranscriptionConfig(initial),
+        sendVideo: negotiated.video !== null,
         bindAddress: this.deps.rtc.bindAddress,
         portRange: this.deps.rtc.portRange,
         log: this.log.child({ sessionId: session.id }),
@@ -368,10 +370,13 @@ export class CallGateway {
   }
 }
 
-/** What the answer takes of the offer; a transcription session sends no media, so its answer takes no video. */
-function negotiateFor(sdp: string, videoCodec: 'h264' | 'vp8', initial: Json): Negotiated {
+/**
+ * What the answer takes of the offer: a transcription session sends no media, and a face the
+ * client draws (video_render: client) no video, so their answers take no video.
+ */
+function negotiateFor(sdp: string, videoCodec: 'h264' | 'vp8', initial: Json, media: MediaOptions): Negotiated {
   const negotiated = negotiate(parseOffer(sdp), videoCodec);
-  return isTranscriptionConfig(initial) ? { ...negotiated, video: null } : negotiated;
+  return isTranscriptionConfig(initial) || resolveMedia(media).videoRender === 'client' ? { ...negotiated, video: null } : negotiated;
 }
 
 function callNotFound(callId: string): AppError {

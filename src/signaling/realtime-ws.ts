@@ -48,6 +48,7 @@ import type { AuthThrottle } from '../auth/throttle.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
+import { MEDIA_FIELDS, type MediaOptions, parseMediaOptions } from '../core/media-options.js';
 import { LIVE_INITIAL } from '../realtime/live-dialect.js';
 import { type Dialect, type Json, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
@@ -322,7 +323,7 @@ export class RealtimeGateway {
     }
     const session = await sessions.create(
       principal.userId,
-      { ...sessionConfigFrom(initial, defaultModel), video: query.get('video') === 'true' },
+      { ...sessionConfigFrom(initial, defaultModel), video: query.get('video') === 'true', media: mediaFromQuery(query) },
       'realtime',
       {
         start: true,
@@ -387,6 +388,15 @@ export class RealtimeGateway {
       });
     });
   }
+}
+
+/**
+ * The media options in the URL of a socket that makes its session (`?video_render=client`,
+ * `&output_size=`, ...: the media fields of a REST session, by their wire names); checked by
+ * their schema (400 names the field).
+ */
+function mediaFromQuery(query: URLSearchParams): MediaOptions {
+  return parseMediaOptions(Object.fromEntries(MEDIA_FIELDS.filter((name) => query.has(name)).map((name) => [name, query.get(name)])));
 }
 
 /** Thrown by authenticate() when the socket closed while waiting for credentials. */

@@ -111,6 +111,11 @@ export interface CallPeerOptions {
    * no video and only receives the caller's audio.
    */
   sendMedia?: boolean;
+  /**
+   * Whether the call sends video (default: as sendMedia). False (a face the client draws): the
+   * offered video section is answered inactive; the audio goes on.
+   */
+  sendVideo?: boolean;
   /** Local address to gather candidates on (undefined: every interface). */
   bindAddress?: string;
   /** UDP port range, inclusive (undefined: any). */
@@ -190,8 +195,9 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
     this.log = options.log;
     const negotiated = negotiate(parseOffer(offer), options.videoCodec);
     this.sendMedia = options.sendMedia ?? true;
-    this.negotiated = this.sendMedia ? negotiated : { ...negotiated, video: null };
-    this.declinedVideo = this.sendMedia ? null : negotiated.video;
+    const sendVideo = this.sendMedia && (options.sendVideo ?? true);
+    this.negotiated = sendVideo ? negotiated : { ...negotiated, video: null };
+    this.declinedVideo = sendVideo ? null : negotiated.video;
     const delayId = this.negotiated.video?.playoutDelayId ?? null;
     this.videoExtension = delayId === null ? null : playoutDelayExtension(delayId, VIDEO_MIN_PLAYOUT_DELAY_MS, VIDEO_MAX_PLAYOUT_DELAY_MS);
     this.pc = new ndc.PeerConnection('call', {

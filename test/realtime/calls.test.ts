@@ -377,6 +377,24 @@ Voice('a voice turn of a call is answered as one over WebSocket: from the transc
   await page.close();
 });
 
+Voice('a face the client draws (video_render: client): the answer takes no video, the motion stream on the data channel, the spoken answer on the audio track', async (ctx) => {
+  const page = await ctx.browser.newPage();
+  const call = await startCall(ctx, page, { session: { type: 'realtime', video_render: 'client' } });
+  assert.is(call.status, 201, call.answer);
+  const video = call.answer.split(/\r?\n(?=m=)/).find((m) => m.startsWith('m=video'));
+  assert.ok(video === undefined || /^m=video 0 /.test(video) || /a=inactive/.test(video), `the answer takes no video: ${video}`);
+  await waitEvent(page, 'output_audio_buffer.started', 60_000);
+  await waitEvent(page, 'response.done', 60_000);
+  const events = await eventsIn(page);
+  const motion = events.filter((e) => e.type === 'output_motion.delta');
+  assert.ok(motion.length > 25, `${motion.length} frames of motion`);
+  assert.ok(motion.some((m) => m.params[6] > 200), 'the mouth opened with the answer');
+  assert.not.ok(events.some((e) => e.type === 'response.output_image.delta'));
+  const stats = await callIn<{ video: { framesDecoded: number } | null; audio: { samples: number } | null }>(page, 'stats');
+  assert.ok((stats.audio?.samples ?? 0) > 0 && (stats.video?.framesDecoded ?? 0) === 0, JSON.stringify(stats));
+  await page.close();
+});
+
 Voice('a transcription session over a call: the microphone\'s turns and their transcripts on the data channel, no response and no media back', async (ctx) => {
   const page = await ctx.browser.newPage();
   const call = await startCall(ctx, page, { session: { type: 'transcription', audio: { input: { transcription: { model: 'whisper-1', language: 'en' } } } } });

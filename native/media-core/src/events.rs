@@ -64,6 +64,13 @@ pub enum MediaEvent {
     },
     /// The audio of one frame tick: s16le mono 24 kHz, same PTS as the video frame of that tick.
     Pcm { data: Vec<u8>, pts_ns: u64 },
+    /// The face of one frame tick (`Outputs::motion`), emitted before that tick's audio: what a
+    /// client-side renderer draws at `pts_ns`.
+    Motion {
+        pts_ns: u64,
+        frame_index: u64,
+        face: crate::frames::FaceParams,
+    },
     /// Queued speech starts playing at `pts_ns`.
     SpeechStarted { pts_ns: u64 },
     /// Queued speech finished (or was interrupted) at `pts_ns`.

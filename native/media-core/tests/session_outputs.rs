@@ -16,6 +16,7 @@ fn all_outputs() -> Outputs {
         opus: true,
         pcm: true,
         i420: true,
+        motion: false,
     }
 }
 
@@ -270,6 +271,7 @@ fn audio_and_video_share_one_clock_within_40ms() {
         opus: true,
         pcm: true,
         i420: false,
+        motion: false,
     };
     let session = start_manual(outputs, &events);
     session.advance(5).unwrap();
@@ -646,4 +648,53 @@ fn i420_output_off_emits_no_raw_frames() {
         .events()
         .iter()
         .any(|e| matches!(e, MediaEvent::I420 { .. })));
+}
+
+#[test]
+fn motion_events_carry_every_frames_face_before_its_audio_the_same_face_drawn_or_not() {
+    // A face drawn by the client: the motion output alone (with the audio) runs no video
+    // pipeline and draws nothing, yet gives each tick's face, before that tick's audio, equal to
+    // what a session drawing the same face (same seed) renders.
+    let run = |outputs: Outputs| {
+        let events = Collector::default();
+        let session = start_manual(outputs, &events);
+        session.advance(2).unwrap();
+        let speech = speech_like(24_000, 1.0);
+        session.push_audio(&speech, 24_000, &visemes(1.0), Some(200_000_000)).unwrap();
+        session.advance(38).unwrap();
+        session.close().unwrap();
+        let events = events.events();
+        assert!(!events.iter().any(|e| matches!(e, MediaEvent::Error { .. })));
+        events
+    };
+    let client = run(Outputs { motion: true, pcm: true, ..Outputs::default() });
+    let drawn = run(Outputs { motion: true, i420: true, ..Outputs::default() });
+    let motion = |events: &[MediaEvent]| -> Vec<(u64, u64, media_core::frames::FaceParams)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                MediaEvent::Motion { pts_ns, frame_index, face } => Some((*pts_ns, *frame_index, *face)),
+                _ => None,
+            })
+            .collect()
+    };
+    let (m, d) = (motion(&client), motion(&drawn));
+    assert_eq!(m.len(), 40, "one motion event a frame");
+    assert_eq!(m.iter().map(|f| f.1).collect::<Vec<_>>(), (0..40).collect::<Vec<_>>());
+    for (i, f) in m.iter().enumerate() {
+        assert_eq!(f.0, frame_pts_ns(i as u64, 25, 1));
+    }
+    assert_eq!(m, d, "the same face whether it is drawn here or not");
+    assert!(!client.iter().any(|e| matches!(e, MediaEvent::I420 { .. } | MediaEvent::Jpeg { .. })));
+    // Each tick's motion comes before its audio.
+    let position = |pred: &dyn Fn(&MediaEvent) -> bool| client.iter().position(pred).unwrap();
+    for f in m.iter().step_by(7) {
+        let motion_at = position(&|e| matches!(e, MediaEvent::Motion { frame_index, .. } if *frame_index == f.1));
+        let audio_at = position(&|e| matches!(e, MediaEvent::Pcm { pts_ns, .. } if *pts_ns == f.0));
+        assert!(motion_at < audio_at, "frame {}: motion before its audio", f.1);
+    }
+    // The mouth moves with the speech and rests before it.
+    let opening: Vec<f32> = m.iter().map(|f| f.2.mouth_open * (1.0 - f.2.mouth_press)).collect();
+    assert!(opening[..4].iter().all(|&o| o < 0.05), "at rest before the speech: {:?}", &opening[..4]);
+    assert!(opening[8..30].iter().any(|&o| o > 0.2), "open while speaking: {opening:?}");
 }

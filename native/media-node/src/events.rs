@@ -43,6 +43,49 @@ pub const CONTROL_RESERVE: usize = 512;
 /// The threadsafe function's own bound (Node's `max_queue_size`).
 pub const NATIVE_QUEUE_SIZE: usize = MEDIA_QUEUE_LIMIT + CONTROL_RESERVE;
 
+/// One frame's face (media_core's `FaceParams`): pose in degrees and face widths, the mouth,
+/// the eyes (image left, right), brows, cheeks, and whether the face listens.
+#[napi(object, object_from_js = false)]
+pub struct FaceParams {
+    pub pitch_deg: f64,
+    pub yaw_deg: f64,
+    pub roll_deg: f64,
+    pub tx: f64,
+    pub ty: f64,
+    pub scale: f64,
+    pub mouth_open: f64,
+    pub mouth_wide: f64,
+    pub mouth_press: f64,
+    pub tongue: f64,
+    pub eye_open_left: f64,
+    pub eye_open_right: f64,
+    pub brow: f64,
+    pub cheek: f64,
+    pub listening: bool,
+}
+
+impl From<media_core::frames::FaceParams> for FaceParams {
+    fn from(f: media_core::frames::FaceParams) -> Self {
+        FaceParams {
+            pitch_deg: f.pitch_deg.into(),
+            yaw_deg: f.yaw_deg.into(),
+            roll_deg: f.roll_deg.into(),
+            tx: f.tx.into(),
+            ty: f.ty.into(),
+            scale: f.scale.into(),
+            mouth_open: f.mouth_open.into(),
+            mouth_wide: f.mouth_wide.into(),
+            mouth_press: f.mouth_press.into(),
+            tongue: f.tongue.into(),
+            eye_open_left: f.eye_open[0].into(),
+            eye_open_right: f.eye_open[1].into(),
+            brow: f.brow.into(),
+            cheek: f.cheek.into(),
+            listening: f.listening,
+        }
+    }
+}
+
 /// What a session emits. `data` buffers are handed over without copying.
 #[allow(non_camel_case_types)] // the variant names are the JS `type` strings
 #[napi(discriminant = "type", object_from_js = false)]
@@ -87,6 +130,13 @@ pub enum MediaEvent {
         data: Buffer,
         pts_ns: i64,
     },
+    /// The face of one frame (the `motion` output), before that frame's audio: what a client
+    /// draws at `ptsNs`.
+    motion {
+        pts_ns: i64,
+        frame_index: i64,
+        face: FaceParams,
+    },
     speech_started {
         pts_ns: i64,
     },
@@ -120,6 +170,7 @@ impl MediaEvent {
                 | Self::i420 { .. }
                 | Self::opus { .. }
                 | Self::pcm { .. }
+                | Self::motion { .. }
         )
     }
 }
@@ -182,6 +233,11 @@ fn from_core(event: media_core::MediaEvent) -> MediaEvent {
         E::Pcm { data, pts_ns } => MediaEvent::pcm {
             data: data.into(),
             pts_ns: ns(pts_ns),
+        },
+        E::Motion { pts_ns, frame_index, face } => MediaEvent::motion {
+            pts_ns: ns(pts_ns),
+            frame_index: ns(frame_index),
+            face: FaceParams::from(face),
         },
         E::SpeechStarted { pts_ns } => MediaEvent::speech_started { pts_ns: ns(pts_ns) },
         E::SpeechEnded { pts_ns } => MediaEvent::speech_ended { pts_ns: ns(pts_ns) },

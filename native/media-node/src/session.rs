@@ -34,6 +34,9 @@ pub struct OutputsConfig {
     pub pcm: Option<bool>,
     /// Every rendered frame raw (`i420` events), without an encoder.
     pub i420: Option<bool>,
+    /// The face's parameters each frame (`motion` events), for a face drawn by the client; with
+    /// no video output the face is not drawn here.
+    pub motion: Option<bool>,
 }
 
 #[napi(object, object_to_js = false)]
@@ -521,6 +524,7 @@ fn session_config(c: &MediaSessionConfig) -> JsResult<media_core::SessionConfig>
             opus: outputs.opus.unwrap_or(false),
             pcm: outputs.pcm.unwrap_or(false),
             i420: outputs.i420.unwrap_or(false),
+            motion: outputs.motion.unwrap_or(false),
         },
         jpeg_quality: opt(c.jpeg_quality, d.jpeg_quality, |v| {
             to_u8("config.jpegQuality", v)

@@ -6,18 +6,20 @@
 //! audio (heard as it is played, one tick at a time, so its analysis costs the same small amount
 //! every frame; handing it whole utterances at push time cost ~1 ms per second of speech on a
 //! single frame, which made frames late when several sessions queued speech at once), then
-//! `face_at(pts)`, render, convert. The RGB frame is rendered even when no one takes the pixels:
-//! the mouth statistic comes from the renderer. Its prepared face is an `Arc<FaceRig>`.
+//! `face_at(pts)`, render, convert. The RGB frame is rendered even when no one takes the pixels
+//! (the mouth statistic comes from the renderer), except when the spec says no one ever will
+//! (`FrameSpec::pixels` false: the client draws the face from the motion stream): the frame is
+//! then the face's parameters only. Its prepared face is an `Arc<FaceRig>`.
 
 use std::sync::Arc;
 
 use animation::motion::DrivingMotion;
 use animation::Animator;
-use face_render::{rgb_to_i420, FaceRig, Renderer, RgbImage};
+use face_render::{rgb_to_i420, FaceRig, FaceState, Renderer, RgbImage};
 
 use super::{
-    check_frame_len, Control, FaceAsset, FrameInfo, FrameProducer, FrameSpec, PreparedFace,
-    ProducerError, ProducerFactory, Tick,
+    check_frame_len, Control, FaceAsset, FaceParams, FrameInfo, FrameProducer, FrameSpec,
+    PreparedFace, ProducerError, ProducerFactory, Tick,
 };
 use crate::playout::SESSION_RATE_HZ;
 
@@ -93,12 +95,40 @@ impl FrameProducer for CpuProducer {
         self.animator
             .push_audio(tick.pts_ns, SESSION_RATE_HZ, tick.audio);
         let face = self.animator.face_at(tick.pts_ns);
+        let params = params_of(&face, self.animator.is_listening());
+        if !self.spec.pixels && out.is_none() {
+            // Drawn by the client: the opening the renderer would measure, from the state.
+            let opening = (face.mouth.open * (1.0 - face.mouth.press)).clamp(0.0, 1.0);
+            return Ok(FrameInfo { mouth_opening: if opening.is_nan() { 0.0 } else { opening }, face: Some(params) });
+        }
         self.renderer.render(&face, &mut self.rgb);
         if let Some(out) = out {
             rgb_to_i420(&self.rgb, out);
         }
         Ok(FrameInfo {
             mouth_opening: self.renderer.last_mouth_opening(),
+            face: Some(params),
         })
+    }
+}
+
+fn params_of(face: &FaceState, listening: bool) -> FaceParams {
+    let p = &face.pose;
+    let m = &face.mouth;
+    FaceParams {
+        pitch_deg: p.pitch_deg,
+        yaw_deg: p.yaw_deg,
+        roll_deg: p.roll_deg,
+        tx: p.tx,
+        ty: p.ty,
+        scale: p.scale,
+        mouth_open: m.open,
+        mouth_wide: m.wide,
+        mouth_press: m.press,
+        tongue: m.tongue,
+        eye_open: face.eye_open,
+        brow: face.brow,
+        cheek: face.cheek,
+        listening,
     }
 }

@@ -49,6 +49,34 @@ pub struct FrameSpec {
     /// Supersampling divisor, 1..=4: above 1 the face may be drawn at 1/factor of the frame size
     /// and scaled up (cheaper, softer). A renderer that cannot do this ignores it.
     pub upsample_factor: f32,
+    /// Whether anyone may take pixels: false when the face is drawn by the client from the
+    /// motion stream (`Outputs::motion`, no video output), so a producer skips the drawing it
+    /// can skip and reports the face's parameters only.
+    pub pixels: bool,
+}
+
+/// The face one frame shows, as a renderer's input (the motion stream of a client-drawn face):
+/// head pose in degrees (pitch: head down positive; yaw: toward the image's left; roll:
+/// clockwise), translation as a fraction of the face width, scale 1 as photographed; the mouth
+/// (`open` 0..1, `wide` -1 rounded..+1 spread, `press` 0..1 lips pressed, `tongue` 0 low..1 tip
+/// raised); the eyes' openness (image left, right; 0 shut..1 as photographed); brows (-1 knit..+1
+/// raised) and cheeks (0..1 raised); `listening` while the face listens to the user.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FaceParams {
+    pub pitch_deg: f32,
+    pub yaw_deg: f32,
+    pub roll_deg: f32,
+    pub tx: f32,
+    pub ty: f32,
+    pub scale: f32,
+    pub mouth_open: f32,
+    pub mouth_wide: f32,
+    pub mouth_press: f32,
+    pub tongue: f32,
+    pub eye_open: [f32; 2],
+    pub brow: f32,
+    pub cheek: f32,
+    pub listening: bool,
 }
 
 /// One tick's inputs; borrowed for the one `produce` call.
@@ -73,6 +101,8 @@ pub struct Tick<'a> {
 pub struct FrameInfo {
     /// Mouth opening of this frame, 0 (closed) ..= 1; `MediaSession::last_mouth_opening`.
     pub mouth_opening: f32,
+    /// The face this frame shows, for the motion stream; None from a producer that cannot say.
+    pub face: Option<FaceParams>,
 }
 
 /// A face made ready for one kind of producer (e.g. `face_render::FaceRig` for the CPU one),

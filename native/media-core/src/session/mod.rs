@@ -64,6 +64,9 @@ pub struct Outputs {
     /// GStreamer; one copy of the frame into the event's buffer, none when off). For consumers
     /// that take raw video themselves (LiveKit) and would otherwise decode JPEG again.
     pub i420: bool,
+    /// `Motion` events: the face's parameters each frame (`frames::FaceParams`), for a face the
+    /// client draws. With no video output and no `i420` the face is not drawn here at all.
+    pub motion: bool,
 }
 
 /// How frames are clocked.
@@ -267,6 +270,8 @@ impl MediaSession {
             fps: config.fps,
             pcm: config.outputs.pcm,
             i420: config.outputs.i420,
+            motion: config.outputs.motion,
+            pixels: !config.outputs.motion || config.outputs.h264 || config.outputs.vp8 || config.outputs.jpeg || config.outputs.i420,
             pacing: config.pacing,
             seed: config.seed,
             upsample_factor: config.upsample_factor,

@@ -7,7 +7,8 @@
 //! pipelines with the tick's PTS and duration, and a full-range copy of it to the JPEG pipeline
 //! (JFIF decoders read full range; `videoconvert` does not expand the range of I420 to I420);
 //! emit the frame as `I420` when asked; push the audio with the same PTS to the Opus pipeline and
-//! emit it as `Pcm`.
+//! emit it as `Pcm`. With the motion output, the producer's `FaceParams` go out as `Motion`
+//! before the tick's audio.
 //!
 //! The `I420` event owns its bytes (a `Vec` the binding hands to JavaScript without copying), so
 //! it cannot share the pooled buffer: it gets one copy of it (the very bytes the encoders get;
@@ -125,6 +126,10 @@ pub(crate) struct RenderSetup {
     pub fps: u32,
     pub pcm: bool,
     pub i420: bool,
+    /// `Motion` events each tick, before the tick's audio.
+    pub motion: bool,
+    /// Whether anyone takes pixels (`FrameSpec::pixels`).
+    pub pixels: bool,
     pub pacing: Pacing,
     pub seed: u64,
     pub upsample_factor: f32,
@@ -161,6 +166,7 @@ pub(crate) fn run(
             fps: setup.fps,
             seed: setup.seed,
             upsample_factor: setup.upsample_factor,
+            pixels: setup.pixels,
         };
         let producer = factory
             .create(spec, face, motion)
@@ -414,6 +420,11 @@ impl RenderLoop {
                 width: self.setup.width,
                 height: self.setup.height,
             });
+        }
+
+        // The face's parameters go out before the audio they belong to (a client draws them).
+        if let (true, Some(face)) = (self.setup.motion, info.face) {
+            self.shared.emitter.emit(MediaEvent::Motion { pts_ns: pts, frame_index: i, face });
         }
 
         let audio_pts = samples_to_ns(s0, SESSION_RATE_HZ);
