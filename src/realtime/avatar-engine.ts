@@ -30,7 +30,7 @@ import type { Logger } from '../core/log.js';
 import { AppError } from '../core/errors.js';
 import { InputAudioDecoder, OutputAudioEncoder } from '../audio/wire-format.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
-import type { AvatarOutput, AvatarRawFrame } from './avatar-output.js';
+import { type AvatarOutput, type AvatarRawFrame, motionEvent } from './avatar-output.js';
 import { type AvatarFrameShape, type AvatarSessionSettings, applyAvatarSessionUpdate, avatarSessionObject } from './avatar-session-update.js';
 import { type SegmentChange, SegmentTimeline } from './avatar-segments.js';
 import type { AssetChecker, EngineTransport, SessionRecorder } from './engine-ports.js';
@@ -118,6 +118,8 @@ export class AvatarSessionEngine {
     deps.avatar.on('audio', (chunk) => this.guard('audio', () => this.onTick(chunk.data, chunk.ptsNs)));
     deps.avatar.on('frame', (frame) => this.guard('frame', () => this.onJpeg(frame.data, frame.ptsNs)));
     deps.avatar.on('raw', (frame) => this.guard('raw frame', () => this.onRaw(frame)));
+    // A face the agent's viewer draws (video_render: client): its parameters every frame.
+    deps.avatar.on('motion', (frame) => this.emit(motionEvent(frame)));
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
       this.emit(errorEvent(new RealtimeError('avatar_failed', 'The avatar media pipeline failed; no further audio or video can be produced.', null, 'server_error'), null));

@@ -3,7 +3,8 @@
  * face's parameters every frame as output_motion.delta (idle and speaking, numbered and timed on
  * the audio's clock, the mouth moving with the reply's audio), no frames drawn or sent even when
  * images are asked for, small enough for a motion stream; a bad value is refused naming the field.
- * The call form (the answer takes no video) is in calls.test.ts.
+ * An avatar-only session gets it too. The call form (the answer takes no video) is in
+ * calls.test.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,6 +60,15 @@ ClientRender('video_render=client: every frame as output_motion.delta, idle and 
   // A motion stream, not video: its events' bytes a frame.
   const bytes = motion.reduce((n, m) => n + JSON.stringify(m).length, 0) / motion.length;
   assert.ok(bytes < 200, `${bytes.toFixed(0)} bytes a frame`);
+  await c.close();
+});
+
+ClientRender("an avatar-only session (an agent's own voice) gets the motion stream too, and no frames", async (ctx) => {
+  const c = await RealtimeTestClient.connect(ctx.t.url, { key: ctx.t.key, query: 'intent=avatar&video_render=client' });
+  await c.waitFor('session.created');
+  const m = await c.waitFor((e) => e.type === 'output_motion.delta' && e.frame_index >= 5);
+  assert.is(m.params.length, MOTION_PARAMS.length);
+  assert.not.ok(c.types().includes('response.output_image.delta') || c.types().includes('output_image.delta'));
   await c.close();
 });
 
