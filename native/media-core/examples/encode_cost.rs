@@ -54,6 +54,7 @@ fn main() {
             opus: true,
             pcm: false,
             i420: false,
+            motion: false,
         },
         25,
         &face,
@@ -91,6 +92,7 @@ fn main() {
                 opus: true,
                 pcm: true,
                 i420: true,
+                motion: false,
             },
         ),
     ];

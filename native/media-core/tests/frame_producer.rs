@@ -104,6 +104,7 @@ impl FrameProducer for Level {
         }
         Ok(FrameInfo {
             mouth_opening: (luma - 16) as f32 / 219.0,
+            face: None,
         })
     }
 }
