@@ -47,7 +47,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
-import type { ChatMessage, LanguageModel, TokenUsage, ToolChoice, ToolDefinition } from '../providers/llm/base.js';
+import { type ChatMessage, type LanguageModel, ProviderError, type TokenUsage, type ToolChoice, type ToolDefinition } from '../providers/llm/base.js';
 import { AppError } from '../core/errors.js';
 import { type AvatarAudioChunk, type AvatarFrame, type AvatarOutput } from './avatar-output.js';
 import { type Item, type McpApprovalRequestItem, type McpCallItem, type MessageItem, assistantMessage, functionCallItem, openedItem } from './items.js';
@@ -119,6 +119,8 @@ export interface ResponseSpec {
   mcp?: McpOffer;
   /** Approved MCP calls to run before the model is asked. */
   approvedCalls?: ApprovedCall[];
+  /** What the avatar says when the model fails before saying anything (LLM_FALLBACK_LINE); null: nothing. */
+  fallbackLine?: string | null;
 }
 
 export interface ResponseDeps {
@@ -162,7 +164,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
   /** Every MCP call the response ran or runs (closed if it ends first). */
   private readonly mcpCalls: McpCallOutput[] = [];
   /** Set once the model is done for good: how the response ends once every message has played out. */
-  private ending: { status: 'completed' | 'incomplete'; details: unknown } | null = null;
+  private ending: { status: 'completed' | 'incomplete' | 'failed'; details: unknown } | null = null;
   /** Whitespace the model wrote before anything else (not worth a message of its own). */
   private leadingSpace = '';
   private usage: TokenUsage | null = null;
@@ -300,8 +302,36 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         messages = [...messages, ...afterCalls(message?.writtenText ?? '', ran.map((c) => c.item))];
       }
     } catch (err) {
-      this.fail(err);
+      if (!(await this.speakForItself(err))) this.fail(err);
     }
+  }
+
+  /**
+   * The model failed before the response said anything (no first token in time, an error answer,
+   * a refused connection): after the error event the avatar says the fallback line in the
+   * session's voice, so the user hears a reply rather than silence, and the response ends failed
+   * once it has played. False (nothing done) when there is no line, no audio, or something was
+   * said or called already: the response then fails as any other.
+   */
+  private async speakForItself(err: unknown): Promise<boolean> {
+    const line = this.spec.fallbackLine ?? null;
+    const modelFailed = err instanceof ProviderError && err.code.startsWith('llm_');
+    if (line === null || this.state !== 'running' || !this.audioOut || !modelFailed || this.outputs.length > 0) return false;
+    this.deps.log.warn('the language model failed before answering: the avatar says the fallback line', { responseId: this.id, err });
+    this.deps.emit(errorEvent(err, this.spec.clientEventId));
+    this.ending = { status: 'failed', details: { type: 'failed', error: { type: err.type, code: err.code } } };
+    try {
+      this.onText(line);
+      const message = this.message;
+      this.message = null;
+      const toPlay = message ? await message.endOfText() : false;
+      if (this.state !== 'running') return true;
+      if (message && !toPlay) this.closeMessage(message, true);
+      this.finishWhenPlayed();
+    } catch (voiceErr) {
+      this.fail(voiceErr); // the line could not be said either (the voice failed): the response fails as it stands
+    }
+    return true;
   }
 
   /** One model request: its text and calls become output items as they come. */

@@ -465,7 +465,7 @@ export class RealtimeSessionEngine {
     const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: audioDeliveryOf(this.options) } as const;
     const offer = this.mcp.offer(servers, new Set(checked.request.tools.map((t) => t.name)));
     const approvedCalls = this.mcp.takeApproved(offer, (id) => this.conversation.get(id));
-    const spec = responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId, { offer, approvedCalls });
+    const spec = { ...responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId, { offer, approvedCalls }), fallbackLine: this.deps.llm.fallbackLine };
     const model = this.deps.llm.forModel(this.settings.session.model);
     const { userId, ttsSource } = this.options;
     const run = new ResponseRun(spec, {

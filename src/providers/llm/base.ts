@@ -171,6 +171,8 @@ export interface LanguageModels {
    * words are then judged by rule).
    */
   wordsReader(): LanguageModel | null;
+  /** What the avatar says when its model fails before saying anything (LLM_FALLBACK_LINE); null: nothing. */
+  readonly fallbackLine: string | null;
   close(): Promise<void>;
 }
 

@@ -54,8 +54,12 @@ export interface LlmConfig {
   ggufPath: string | null;
   /** Output limit when a request gives none. */
   maxOutputTokens: number;
-  /** Time the openai provider waits for the upstream's answer to begin. */
-  requestTimeoutMs: number;
+  /** How long the openai provider waits from the request to the first token, its retry included. */
+  firstTokenTimeoutMs: number;
+  /** How long a started stream may go without a token. */
+  tokenGapTimeoutMs: number;
+  /** What the avatar says when no model could answer (in the session's voice); null: nothing. */
+  fallbackLine: string | null;
   /** Which models may start a reply before the turn is confirmed: every one, or only those in this process. */
   earlyReply: 'on' | 'local';
   /** Whether the local GGUF reads a pause's words for semantic_vad's judge when another provider answers. */
@@ -83,7 +87,24 @@ const VARS = {
   maxOutputTokens: envVar('LLM_MAX_OUTPUT_TOKENS', '1024', 'Reply length limit when the session sets none (max_output_tokens inf), 1..32768.', integer(1, 32_768)),
   earlyReply: envVar('LLM_EARLY_REPLY', 'on', "on or local. on: in a voice turn's pause the reply starts on the pause's transcript before the end of the turn is decided, with any model (a hosted one bills for the replies thrown away when the user speaks on after a pause: on the realtime bench 16 for 42 voice turns, most in the questions with a pause mid-sentence); local: only with a model running in this process.", oneOf<'on' | 'local'>('on', 'local')),
   wordsReader: envVar('LLM_WORDS_READER', 'auto', "auto or off. auto: where the local model's weights are present (npm run setup:models), it reads the words of every pause for semantic_vad's judge even when another provider answers (loaded for that job: with llm-default about 0.5 GB of memory and 50-130 ms of one core a pause); off: the words are judged by rule.", oneOf<'auto' | 'off'>('auto', 'off')),
-  requestTimeoutMs: envVar('LLM_TIMEOUT_MS', '30000', 'How long the OpenAI-compatible server may take to start answering, 1000..600000.', integer(1000, 600_000)),
+  firstTokenTimeoutMs: envVar(
+    'LLM_FIRST_TOKEN_TIMEOUT_MS',
+    '2500',
+    "How long an OpenAI-compatible server may take from the request to its reply's first token (text or a tool call; headers and empty chunks do not count), its one retry of a failed connection or a 408/429/5xx included: past it the reply fails with llm_request_failed, at this time and not twice it. 500..600000.",
+    integer(500, 600_000),
+  ),
+  tokenGapTimeoutMs: envVar('LLM_TOKEN_GAP_TIMEOUT_MS', '2000', 'How long a reply streaming from an OpenAI-compatible server may go without a token before it is given up as stalled (llm_request_failed; what was said stays), 500..600000.', integer(500, 600_000)),
+  fallbackLine: envVar(
+    'LLM_FALLBACK_LINE',
+    "Sorry, I can't answer right now. Please ask me again in a moment.",
+    "What the avatar says, in the session's voice, when its language model fails before saying anything (no first token in time, an error answer, a refused connection): said after the error event, so the client hears a reply rather than silence; the response still ends failed. off: nothing is said. At most 300 characters.",
+    (t, name) => {
+      if (t.trim() === '' || t.trim().toLowerCase() === 'off') return null;
+      if (t.length > 300) throw new ConfigError(name, `at most 300 characters, got ${t.length}`);
+      return t.trim();
+    },
+  ),
+  legacyTimeoutMs: envVar('LLM_TIMEOUT_MS', '', "The former name of LLM_FIRST_TOKEN_TIMEOUT_MS, read when that is unset (deprecated).", (t, name) => (t === '' ? null : integer(500, 600_000)(t, name))),
 };
 
 /** The documented variables, in docs/configuration.md's order (merged into CONFIG_VARS by src/config.ts). */
@@ -100,7 +121,10 @@ export function loadLlmConfig(env: Env = process.env, cwd: string = process.cwd(
   if (ggufPath !== null && !fs.statSync(ggufPath, { throwIfNoEntry: false })?.isFile()) {
     throw new ConfigError('LLM_GGUF_PATH', `no such file: ${ggufPath}`);
   }
-  return { ...v, localModel: checkLocalModel(v.localModel, env, cwd), ggufPath };
+  const { legacyTimeoutMs, ...settings } = v;
+  // The old name counts only where the new one is not set.
+  const firstTokenTimeoutMs = (env.LLM_FIRST_TOKEN_TIMEOUT_MS ?? '') === '' && legacyTimeoutMs !== null ? legacyTimeoutMs : v.firstTokenTimeoutMs;
+  return { ...settings, firstTokenTimeoutMs, localModel: checkLocalModel(v.localModel, env, cwd), ggufPath };
 }
 
 /** LLM_LOCAL_MODEL alone, checked against the manifest (for setup:models, which needs no other setting). */

@@ -152,6 +152,8 @@ export class FakeLanguageModels implements LanguageModels {
   readonly requests: GenerateRequest[] = [];
   /** What sessions asked its models to prepare (LanguageModel.prepare), in order. */
   readonly prepared: Array<Pick<GenerateRequest, 'messages' | 'tools' | 'toolChoice'>> = [];
+  /** LLM_FALLBACK_LINE; null (nothing said) unless a test sets it. */
+  fallbackLine: string | null = null;
 
   constructor(public options: FakeLlmOptions = {}) {}
 

@@ -41,6 +41,7 @@ class RoutedLanguageModels implements LanguageModels {
   private readonly ggufPath: string | null;
   private readonly defaultProvider: LlmProviderName;
   private warnedOffline = false;
+  readonly fallbackLine: string | null;
 
   constructor(
     private readonly config: LlmConfig,
@@ -48,6 +49,7 @@ class RoutedLanguageModels implements LanguageModels {
     private readonly log: Logger,
   ) {
     this.ggufPath = config.ggufPath ?? modelPath(modelsDir, config.localModel);
+    this.fallbackLine = config.fallbackLine;
     this.defaultProvider =
       config.provider !== 'auto'
         ? config.provider
@@ -122,7 +124,8 @@ class RoutedLanguageModels implements LanguageModels {
         model: upstreamModel,
         maxOutputTokens: this.config.maxOutputTokens,
         contextTokens: this.config.contextTokens,
-        timeoutMs: this.config.requestTimeoutMs,
+        firstTokenTimeoutMs: this.config.firstTokenTimeoutMs,
+        tokenGapTimeoutMs: this.config.tokenGapTimeoutMs,
         speculative: this.config.earlyReply === 'on',
       });
       this.openai.set(upstreamModel, model);

@@ -26,8 +26,11 @@
  * `max_tokens`) and as `max_tokens` to other servers (the field they all accept). Failures become
  * ProviderError: 'llm_request_failed' with the upstream status and request id for HTTP errors,
  * the same code (without a status) for connection loss before or during the stream.
- * The SDK's own retries (before any byte is streamed) are limited to one, so a dead server costs
- * little time. Aborting ends the stream with finishReason 'aborted'.
+ * Bounds (StreamWatch): the first token (text or a tool call) within firstTokenTimeoutMs of the
+ * request, the SDK's one retry (a failed connection, 408, 429, 5xx, before any byte) included, so a
+ * retry never doubles the wait; then no gap between tokens over tokenGapTimeoutMs. Past either the
+ * reply fails ('llm_request_failed', the message naming the bound). Aborting ends the stream with
+ * finishReason 'aborted'.
  *
  * The messages sent are the newest turns that fit `contextTokens` (context.ts), the same list the
  * local model gets, so a long conversation is not sent whole on every reply.
@@ -62,8 +65,10 @@ export interface OpenAiModelOptions {
   maxOutputTokens: number;
   /** Context window the conversation is cut to (LLM_CONTEXT_TOKENS), in tokens. */
   contextTokens: number;
-  /** How long the server may take to start answering. */
-  timeoutMs: number;
+  /** How long the server may take from the request to the first token (text or a tool call), its retry included. */
+  firstTokenTimeoutMs: number;
+  /** How long a started stream may go without a token. */
+  tokenGapTimeoutMs: number;
   /** Whether replies may start before their turn is confirmed (LLM_EARLY_REPLY): the upstream bills for those thrown away. */
   speculative: boolean;
 }
@@ -84,7 +89,8 @@ export class OpenAiModel implements LanguageModel {
     this.client = new OpenAI({
       apiKey: options.apiKey ?? NO_KEY,
       baseURL: options.baseUrl ?? undefined,
-      timeout: options.timeoutMs,
+      // Each attempt is bounded by the first-token time; generate() bounds all of them together.
+      timeout: options.firstTokenTimeoutMs,
       maxRetries: OPENAI_MAX_RETRIES,
       logLevel: 'off',
     });
@@ -116,26 +122,33 @@ export class OpenAiModel implements LanguageModel {
       return;
     }
     const calls = new ToolCallAssembler(this.id);
+    const watch = new StreamWatch(request.signal, this.options);
     try {
-      const stream = await this.client.chat.completions.create(params, { signal: request.signal });
+      const stream = await this.client.chat.completions.create(params, { signal: watch.signal });
       for await (const event of stream) {
         // Events the SDK had already read when the abort came are not passed on.
-        if (request.signal.aborted) break;
+        if (watch.signal.aborted) break;
         if (event.usage) usage = { inputTokens: event.usage.prompt_tokens, outputTokens: event.usage.completion_tokens };
         const choice = event.choices[0];
         if (!choice) continue;
         const text = choice.delta?.content;
+        const toolCalls = choice.delta?.tool_calls ?? [];
+        if (text || toolCalls.length > 0) watch.token();
         if (text) yield { type: 'text', text };
-        for (const delta of choice.delta?.tool_calls ?? []) yield* calls.push(delta);
+        for (const delta of toolCalls) yield* calls.push(delta);
         if (choice.finish_reason) serverFinish = choice.finish_reason;
       }
     } catch (err) {
+      if (watch.stalled) throw this.stalled(watch);
       if (request.signal.aborted || err instanceof OpenAI.APIUserAbortError) {
         yield { type: 'done', finishReason: 'aborted', usage };
         return;
       }
       throw this.toProviderError(err);
+    } finally {
+      watch.close();
     }
+    if (watch.stalled) throw this.stalled(watch);
     // The SDK ends the iteration quietly (no throw) when the request is aborted mid-stream.
     if (request.signal.aborted) {
       yield { type: 'done', finishReason: 'aborted', usage };
@@ -148,6 +161,19 @@ export class OpenAiModel implements LanguageModel {
 
   async close(): Promise<void> {
     this.closed = true;
+  }
+
+  /**
+   * The reply given up by its StreamWatch: no first token in time (LLM_FIRST_TOKEN_TIMEOUT_MS), or
+   * a stream that stalled (LLM_TOKEN_GAP_TIMEOUT_MS). A 503, so the client reads why: the message
+   * is this server's own, with nothing of the upstream in it.
+   */
+  private stalled(watch: StreamWatch): ProviderError {
+    const message =
+      watch.stalled === 'first_token'
+        ? `The language model sent no first token within ${this.options.firstTokenTimeoutMs} ms.`
+        : `The language model's reply stalled: no token for ${this.options.tokenGapTimeoutMs} ms.`;
+    return new ProviderError('llm_request_failed', message, { status: 503 });
   }
 
   private toProviderError(err: unknown): ProviderError {
@@ -220,6 +246,50 @@ function userParts(content: string, images: ChatImage[]): ChatCompletionContentP
 
 function toolChoiceToWire(choice: ToolChoice): ChatCompletionToolChoiceOption {
   return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
+}
+
+/**
+ * The bounds of one reply's stream: the first token within `firstTokenTimeoutMs` of the request
+ * (the SDK's retry included: one deadline for every attempt), then no gap between tokens longer
+ * than `tokenGapTimeoutMs`. Past either, the request is aborted and `stalled` says which; the
+ * caller's own abort passes through.
+ */
+class StreamWatch {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout;
+  private readonly onAbort = () => this.controller.abort();
+  stalled: 'first_token' | 'token_gap' | null = null;
+
+  constructor(
+    private readonly caller: AbortSignal,
+    private readonly bounds: { firstTokenTimeoutMs: number; tokenGapTimeoutMs: number },
+  ) {
+    caller.addEventListener('abort', this.onAbort, { once: true });
+    this.timer = this.arm('first_token', bounds.firstTokenTimeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** A token came: the gap bound starts again. */
+  token(): void {
+    clearTimeout(this.timer);
+    this.timer = this.arm('token_gap', this.bounds.tokenGapTimeoutMs);
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.caller.removeEventListener('abort', this.onAbort);
+  }
+
+  private arm(kind: 'first_token' | 'token_gap', ms: number): NodeJS.Timeout {
+    return setTimeout(() => {
+      if (this.caller.aborted) return;
+      this.stalled = kind;
+      this.controller.abort();
+    }, ms);
+  }
 }
 
 /** One call of the reply being streamed, as its deltas have told it so far. */

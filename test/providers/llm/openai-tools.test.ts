@@ -39,7 +39,7 @@ const WEATHER: ToolDefinition = {
 const TIME: ToolDefinition = { name: 'get_time', description: 'The local time in a city.', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
 
 function model(ctx: Ctx): OpenAiModel {
-  return new OpenAiModel({ baseUrl: ctx.server.baseUrl, apiKey: null, model: 'test-model', maxOutputTokens: 100, contextTokens: 4096, timeoutMs: 5000, speculative: true });
+  return new OpenAiModel({ baseUrl: ctx.server.baseUrl, apiKey: null, model: 'test-model', maxOutputTokens: 100, contextTokens: 4096, firstTokenTimeoutMs: 5000, tokenGapTimeoutMs: 5000, speculative: true });
 }
 
 function request(extra: Partial<GenerateRequest> = {}): GenerateRequest {
@@ -297,7 +297,7 @@ test("generate() cuts a long conversation without leaving a tool message whose c
     { role: 'user', content: 'And now?' },
   ];
   // contextTokens 1024 with 100 reserved: 3696 characters; the output and the question fit, the call does not.
-  const small = new OpenAiModel({ baseUrl: ctx.server.baseUrl, apiKey: null, model: 'test-model', maxOutputTokens: 100, contextTokens: 1024, timeoutMs: 5000, speculative: true });
+  const small = new OpenAiModel({ baseUrl: ctx.server.baseUrl, apiKey: null, model: 'test-model', maxOutputTokens: 100, contextTokens: 1024, firstTokenTimeoutMs: 5000, tokenGapTimeoutMs: 5000, speculative: true });
   await collect(small.generate({ messages, maxOutputTokens: null, signal: new AbortController().signal }));
   assert.equal(ctx.server.requests[0]!.messages, [
     { role: 'system', content: 'Be brief.' },

@@ -1,7 +1,8 @@
 /**
  * Tests for the OpenAI-compatible provider (src/providers/llm/openai.ts) against a loopback HTTP
  * server that speaks the chat-completions streaming protocol (server-sent events): text and usage,
- * the request it sends, an error status, a connection cut mid-stream, and abort.
+ * the request it sends, an error status, a connection cut mid-stream, abort, and the bounds: no
+ * first token in time (its retry included, never twice the wait) and a stream that stalls.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -60,7 +61,7 @@ function delta(content: string | null, finish: string | null = null): unknown {
 }
 
 function model(ctx: Ctx, apiKey: string | null = 'sk-test', contextTokens = 4096): OpenAiModel {
-  return new OpenAiModel({ baseUrl: ctx.baseUrl, apiKey, model: 'test-model', maxOutputTokens: 77, contextTokens, timeoutMs: 5000, speculative: true });
+  return new OpenAiModel({ baseUrl: ctx.baseUrl, apiKey, model: 'test-model', maxOutputTokens: 77, contextTokens, firstTokenTimeoutMs: 5000, tokenGapTimeoutMs: 5000, speculative: true });
 }
 
 function request(signal: AbortSignal = new AbortController().signal, maxOutputTokens: number | null = null): GenerateRequest {
@@ -187,6 +188,78 @@ test('generate() fails on a 503 answer with its status (after the one SDK retry)
     assert.is((err as ProviderError).statusCode, 503);
     assert.is(ctx.requests.length, 2);
   }
+});
+
+function bounded(ctx: Ctx, firstTokenTimeoutMs: number, tokenGapTimeoutMs: number): OpenAiModel {
+  return new OpenAiModel({ baseUrl: ctx.baseUrl, apiKey: 'sk-test', model: 'test-model', maxOutputTokens: 77, contextTokens: 4096, firstTokenTimeoutMs, tokenGapTimeoutMs, speculative: true });
+}
+
+/** Runs generate() to its end or its error: the chunks seen, the error, and how long it took. */
+async function timed(m: OpenAiModel): Promise<{ seen: GenerateChunk[]; err: unknown; ms: number }> {
+  const seen: GenerateChunk[] = [];
+  const t0 = performance.now();
+  try {
+    for await (const c of m.generate(request())) seen.push(c);
+    return { seen, err: null, ms: performance.now() - t0 };
+  } catch (err) {
+    return { seen, err, ms: performance.now() - t0 };
+  }
+}
+
+test('a server that sends its headers and an empty chunk, then no token, fails at the first-token bound', async (ctx) => {
+  ctx.handler = (_req, _body, res) => {
+    const send = sse(res);
+    send({ ...(delta(null) as object), choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+  };
+  const { seen, err, ms } = await timed(bounded(ctx, 700, 5000));
+  assert.instance(err, ProviderError);
+  assert.is((err as ProviderError).code, 'llm_request_failed');
+  assert.match((err as Error).message, /no first token within 700 ms/);
+  assert.equal(seen, []);
+  assert.ok(ms >= 650 && ms < 700 + 3000, `failed after ${ms.toFixed(0)} ms`);
+  assert.is(ctx.requests.length, 1, 'a stall is not retried');
+});
+
+test("the SDK's retry counts against the same first-token bound: a 503 then a stall fails once, not after twice the wait", async (ctx) => {
+  ctx.handler = (_req, _body, res) => {
+    if (ctx.requests.length === 1) {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after-ms': '300' });
+      res.end(JSON.stringify({ error: { message: 'overloaded' } }));
+      return;
+    }
+    sse(res); // headers, then nothing
+  };
+  const { err, ms } = await timed(bounded(ctx, 1000, 5000));
+  assert.match((err as Error).message, /no first token within 1000 ms/);
+  assert.is(ctx.requests.length, 2);
+  assert.ok(ms < 1000 + 3000 && ms >= 950, `failed after ${ms.toFixed(0)} ms`);
+});
+
+test('a stream that stalls mid-reply fails at the token-gap bound, after the text it gave', async (ctx) => {
+  ctx.handler = (_req, _body, res) => {
+    const send = sse(res);
+    send(delta('Hello'));
+    setTimeout(() => send(delta(' there')), 300);
+  };
+  const { seen, err } = await timed(bounded(ctx, 5000, 800));
+  assert.match((err as Error).message, /stalled: no token for 800 ms/);
+  assert.equal(seen, [{ type: 'text', text: 'Hello' }, { type: 'text', text: ' there' }], 'a token resets the gap bound');
+});
+
+test('a slow but steady stream is not cut: each token restarts the gap bound', async (ctx) => {
+  ctx.handler = (_req, _body, res) => {
+    const send = sse(res);
+    const words = ['One', ' two', ' three', ' four'];
+    words.forEach((w, i) => setTimeout(() => send(delta(w)), 200 * (i + 1)));
+    setTimeout(() => {
+      send(delta(null, 'stop'));
+      send('[DONE]');
+      res.end();
+    }, 200 * (words.length + 1));
+  };
+  const { seen, err } = await timed(bounded(ctx, 600, 500));
+  assert.is(err, null);
+  assert.is(seen.filter((c) => c.type === 'text').map((c) => (c as { text: string }).text).join(''), 'One two three four');
 });
 
 test('generate() throws llm_request_failed without a status when the connection is cut mid-stream', async (ctx) => {

@@ -64,8 +64,13 @@ test('loadLlmConfig() gives the documented defaults for an empty environment', (
     maxOutputTokens: 1024,
     earlyReply: 'on',
     wordsReader: 'auto',
-    requestTimeoutMs: 30000,
+    firstTokenTimeoutMs: 2500,
+    tokenGapTimeoutMs: 2000,
+    fallbackLine: "Sorry, I can't answer right now. Please ask me again in a moment.",
   });
+  // The old name of the first-token bound counts where the new one is not set.
+  assert.is(loadLlmConfig({ LLM_TIMEOUT_MS: '9000' }).firstTokenTimeoutMs, 9000);
+  assert.is(loadLlmConfig({ LLM_TIMEOUT_MS: '9000', LLM_FIRST_TOKEN_TIMEOUT_MS: '2000' }).firstTokenTimeoutMs, 2000);
   for (const v of LLM_CONFIG_VARS) assert.ok(v.name.startsWith('LLM_') && v.description.length > 10, v.name);
 });
 
