@@ -1,5 +1,5 @@
 /**
- * Whether a dependency (the fleet's Redis, the PostgreSQL store) is answering, as this process last
+ * Whether a dependency (the fleet's Redis, the PostgreSQL store, a hosted language model) is answering, as this process last
  * saw it. Whoever talks to the dependency reports each success and failure; `up` changes on the
  * first failure after a success and the first success after a failure, so /readyz follows the
  * dependency at once, without waiting for a probe of its own to time out.
@@ -21,6 +21,8 @@ export class DependencyHealth {
   private outageSince: number | null = null;
   private answering = true;
   private settling: NodeJS.Timeout | null = null;
+  /** Why it stopped answering (the failure's message); null while up. */
+  private lastFailure: string | null = null;
 
   constructor(
     readonly dependency: Dependency,
@@ -31,6 +33,11 @@ export class DependencyHealth {
 
   get up(): boolean {
     return this.answering;
+  }
+
+  /** The failure that took it down, while down. */
+  get reason(): string | null {
+    return this.answering ? null : this.lastFailure;
   }
 
   /** Milliseconds since it stopped answering; 0 while up. */
@@ -51,6 +58,8 @@ export class DependencyHealth {
   }
 
   failed(err: unknown): void {
+    const e = err as { message?: unknown; code?: unknown };
+    this.lastFailure = String(e?.message ?? err);
     if (!this.answering) return;
     this.answering = false;
     if (this.settling) {
@@ -60,7 +69,6 @@ export class DependencyHealth {
       return;
     }
     this.outageSince = this.now();
-    const e = err as { message?: unknown; code?: unknown };
     // The message and code only: a stack would say nothing more about a refused connection.
     this.log.warn('dependency down', { dependency: this.dependency, error: String(e?.message ?? err), code: e?.code });
   }

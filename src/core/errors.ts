@@ -117,7 +117,7 @@ export class ConfigError extends Error {
 }
 
 /** The dependencies whose outage a request can meet: the fleet's Redis and the PostgreSQL store. */
-export type Dependency = 'redis' | 'postgres';
+export type Dependency = 'redis' | 'postgres' | 'language_model';
 
 /** Seconds a client is told to wait before retrying a request that met a dependency outage. */
 export const DEPENDENCY_RETRY_AFTER_S = 2;

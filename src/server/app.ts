@@ -20,7 +20,7 @@ import type { Services } from './services.js';
 export function createApp(s: Services) {
   const app = new Koa<AppState, AppContext>({ proxy: false });
   const router = new Router<AppState>();
-  const { registry, http } = createMetrics(s.store, s.pool, s.config.webhook !== null, s.fleet);
+  const { registry, http } = createMetrics(s.store, s.pool, s.config.webhook !== null, s.fleet, () => s.upstreams());
   const guards = routeGuards(s);
 
   healthRoutes(router, s, registry);

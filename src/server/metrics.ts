@@ -3,6 +3,7 @@
  * not share counters). Gauges that mirror the store are read at scrape time, so they are never stale.
  */
 import client from 'prom-client';
+import type { DependencyHealth } from '../core/dependency-health.js';
 import type { Store } from '../store/store.js';
 import type { WorkerPool } from '../sessions/worker-pool.js';
 import { escapedErrors } from '../core/process-guard.js';
@@ -17,10 +18,19 @@ export interface HttpMetrics {
   observe(method: string, route: string, status: number, seconds: number): void;
 }
 
-export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: boolean, fleet: FleetView | null = null) {
+export function createMetrics(store: Store, pool: WorkerPool, webhookEnabled: boolean, fleet: FleetView | null = null, upstreams: () => DependencyHealth[] = () => []) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
 
+  new client.Gauge({
+    name: 'avatar_upstream_up',
+    help: 'Hosted dependencies a conversation uses (language_model), 1 while answering, 0 while down (as their requests and probes last found them).',
+    labelNames: ['upstream'],
+    registers: [registry],
+    collect() {
+      for (const up of upstreams()) this.set({ upstream: up.dependency }, up.up ? 1 : 0);
+    },
+  });
   new client.Gauge({
     name: 'avatar_sessions',
     help: 'Sessions in the store by status.',

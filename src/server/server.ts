@@ -154,6 +154,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     redisHealth,
     isAccepting: () => accepting,
     isWarmingUp: () => warmingUp,
+    upstreams: () => [runtime.llm.upstream()].filter((h): h is NonNullable<typeof h> => h !== null),
   };
   const { app } = createApp(services);
   const server = http.createServer(app.callback());

@@ -38,4 +38,6 @@ export interface Services {
   isAccepting(): boolean;
   /** True while the models are being loaded at start (PRELOAD_MODELS): not ready to talk yet. */
   isWarmingUp(): boolean;
+  /** The hosted dependencies a conversation uses (a hosted language model), as their requests last found them: /readyz's `degraded`, /metrics. */
+  upstreams(): DependencyHealth[];
 }

@@ -766,7 +766,7 @@ Engine('early reply: a hosted model\'s request started in a pause the user speak
   const server = await startChatCompletionsServer((body) => ({ text: `Reply to ${String(body.messages.at(-1)?.content)}`, firstDelayMs: 200, delayMs: 15 }));
   const asr = new FakeSpeechRecognizers({ transcript: (r) => `heard ${Math.round(r.pcm.length / SAMPLES_PER_MS)} ms` });
   const hosted = new OpenAiModel({ baseUrl: server.baseUrl, apiKey: null, model: 'hosted', maxOutputTokens: 100, contextTokens: 4096, firstTokenTimeoutMs: 5000, tokenGapTimeoutMs: 5000, speculative: true });
-  const llm: LanguageModels = { forModel: () => hosted, wordsReader: () => null, fallbackLine: null, close: async () => {} };
+  const llm: LanguageModels = { forModel: () => hosted, wordsReader: () => null, fallbackLine: null, upstream: () => null, close: async () => {} };
   const h = await engineHarness({ deps: { asr, llm } });
   try {
     h.send(VAD_UPDATE({ type: 'server_vad', silence_duration_ms: 500, create_response: true }));

@@ -6,6 +6,10 @@ import { FakeLanguageModels } from '../../src/providers/llm/fake-llm.js';
 import { FakeSpeechService } from '../../src/providers/tts/fake-tts.js';
 import { FakeSpeechRecognizers } from '../../src/providers/asr/fake-asr.js';
 import { startTestServer, tempDir, type TestServer } from '../../harness/servers/server.js';
+import { startChatCompletionsServer } from '../../harness/servers/chat-completions-server.js';
+import { until } from '../../harness/servers/wait.js';
+import { Logger } from '../../src/core/log.js';
+import { createLanguageModels, loadLlmConfig } from '../../src/providers/llm/index.js';
 
 const Ops = suite<{ t: TestServer }>('operations endpoints', {} as { t: TestServer });
 Ops.before.each(async (ctx) => {
@@ -27,6 +31,7 @@ Ops('GET /readyz reports store, assets and workers', async ({ t }) => {
   assert.equal(res.body, {
     status: 'ready',
     checks: { store: 'ok', assets: 'ok', accepting: 'ok', models: 'ok' },
+    degraded: {},
     workers: { capacity: 4, used: 0 },
   });
 });
@@ -87,6 +92,43 @@ Readiness('GET /readyz is 503 while the models warm up at start, and ready once 
     assert.is(after.body.checks.models, 'ok');
   } finally {
     loaded();
+    await t.close();
+  }
+});
+
+Readiness('a hosted model that sends no token: the warm-up gives up at the first-token bound, the server is ready with the model marked degraded, and healthy again by itself once the model answers', async () => {
+  let stalling = true;
+  const upstream = await startChatCompletionsServer(() => (stalling ? { text: [], ending: 'hang' } : { text: 'Hi' }));
+  const llm = createLanguageModels(loadLlmConfig({ LLM_PROVIDER: 'openai', LLM_BASE_URL: upstream.baseUrl, LLM_WORDS_READER: 'off', LLM_PROBE_INTERVAL_MS: '300' }), 'models', new Logger('silent'));
+  const t = await startTestServer({ runtime: { llm, tts: new FakeSpeechService('any'), asr: new FakeSpeechRecognizers({ transcript: '' }) } });
+  try {
+    const t0 = performance.now();
+    await t.server.warmUp();
+    const warmMs = performance.now() - t0;
+    assert.ok(warmMs < 10_000, `warmed up in ${warmMs.toFixed(0)} ms, not the old minute`);
+    const degraded = await t.request('GET', '/readyz', { key: null });
+    assert.is(degraded.status, 200, degraded.text);
+    assert.is(degraded.body.status, 'ready');
+    assert.match(degraded.body.degraded.language_model, /^down for \d+ s: The language model sent no first token within 2500 ms\.$/);
+    assert.match((await t.request('GET', '/metrics', { key: null })).text, /avatar_upstream_up\{upstream="language_model"\} 0/);
+    // The model recovers: its probe finds it with no conversation running.
+    stalling = false;
+    const healthy = await until(() => t.request('GET', '/readyz', { key: null }), (r) => Object.keys(r.body.degraded).length === 0, 'the model healthy again', 10_000);
+    assert.is(healthy.status, 200);
+    assert.match((await t.request('GET', '/metrics', { key: null })).text, /avatar_upstream_up\{upstream="language_model"\} 1/);
+  } finally {
+    await t.close();
+    await upstream.close();
+  }
+});
+
+Readiness('with the embedded models no hosted dependency is listed', async () => {
+  const t = await startTestServer({ runtime: { llm: new FakeLanguageModels(), tts: new FakeSpeechService('any'), asr: new FakeSpeechRecognizers({ transcript: '' }) } });
+  try {
+    const ready = await t.request('GET', '/readyz', { key: null });
+    assert.equal(ready.body.degraded, {});
+    assert.not.match((await t.request('GET', '/metrics', { key: null })).text, /avatar_upstream_up\{/);
+  } finally {
     await t.close();
   }
 });

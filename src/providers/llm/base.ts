@@ -20,6 +20,7 @@
  * name from the routes in config.ts.
  */
 
+import type { DependencyHealth } from '../../core/dependency-health.js';
 import { ProviderError } from '../provider-error.js';
 import { randomBase62 } from '../../core/ids.js';
 
@@ -173,6 +174,8 @@ export interface LanguageModels {
   wordsReader(): LanguageModel | null;
   /** What the avatar says when its model fails before saying anything (LLM_FALLBACK_LINE); null: nothing. */
   readonly fallbackLine: string | null;
+  /** The hosted model's health as its requests last found it (null: no hosted model is configured). */
+  upstream(): DependencyHealth | null;
   close(): Promise<void>;
 }
 

@@ -60,6 +60,8 @@ export interface LlmConfig {
   tokenGapTimeoutMs: number;
   /** What the avatar says when no model could answer (in the session's voice); null: nothing. */
   fallbackLine: string | null;
+  /** How often a hosted model found down is asked again (a one-token request) until it answers. */
+  probeIntervalMs: number;
   /** Which models may start a reply before the turn is confirmed: every one, or only those in this process. */
   earlyReply: 'on' | 'local';
   /** Whether the local GGUF reads a pause's words for semantic_vad's judge when another provider answers. */
@@ -104,6 +106,7 @@ const VARS = {
       return t.trim();
     },
   ),
+  probeIntervalMs: envVar('LLM_PROBE_INTERVAL_MS', '10000', 'How often a hosted model that failed (an error, no first token in time) is asked again with a one-token request until it answers, 200..600000: /readyz and /metrics show it degraded meanwhile, and healthy again by themselves once it answers.', integer(200, 600_000)),
   legacyTimeoutMs: envVar('LLM_TIMEOUT_MS', '', "The former name of LLM_FIRST_TOKEN_TIMEOUT_MS, read when that is unset (deprecated).", (t, name) => (t === '' ? null : integer(500, 600_000)(t, name))),
 };
 

@@ -155,6 +155,10 @@ export class FakeLanguageModels implements LanguageModels {
   /** LLM_FALLBACK_LINE; null (nothing said) unless a test sets it. */
   fallbackLine: string | null = null;
 
+  upstream(): null {
+    return null;
+  }
+
   constructor(public options: FakeLlmOptions = {}) {}
 
   forModel(model: string): LanguageModel {

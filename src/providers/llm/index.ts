@@ -12,6 +12,7 @@
  * chosen model; nothing here throws for a missing model.
  */
 import { modelPath } from '../../models/manifest.js';
+import { DependencyHealth } from '../../core/dependency-health.js';
 import type { Logger } from '../../core/log.js';
 import type { LanguageModel, LanguageModels } from './base.js';
 import { DEFAULT_LLM_MODEL_NAME, matchRoute, type LlmConfig, type LlmProviderName } from './config.js';
@@ -42,6 +43,9 @@ class RoutedLanguageModels implements LanguageModels {
   private readonly defaultProvider: LlmProviderName;
   private warnedOffline = false;
   readonly fallbackLine: string | null;
+  /** The hosted model's health (every OpenAiModel here reports to it), and its probe while down. */
+  private readonly hosted: DependencyHealth;
+  private probe: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly config: LlmConfig,
@@ -50,6 +54,7 @@ class RoutedLanguageModels implements LanguageModels {
   ) {
     this.ggufPath = config.ggufPath ?? modelPath(modelsDir, config.localModel);
     this.fallbackLine = config.fallbackLine;
+    this.hosted = new DependencyHealth('language_model', log);
     this.defaultProvider =
       config.provider !== 'auto'
         ? config.provider
@@ -102,7 +107,45 @@ class RoutedLanguageModels implements LanguageModels {
     return this.llamaCpp;
   }
 
+  upstream(): DependencyHealth | null {
+    return this.defaultProvider === 'openai' || this.config.routes.some((r) => r.provider === 'openai') ? this.hosted : null;
+  }
+
+  /**
+   * The hosted model failed: until it answers again, `model` is asked for one token every
+   * LLM_PROBE_INTERVAL_MS (its first token reports the recovery through the health hook), so
+   * /readyz and /metrics come back by themselves even with no conversation running.
+   */
+  private probeUntilUp(model: OpenAiModel): void {
+    if (this.probe) return;
+    let probing = false;
+    this.probe = setInterval(() => {
+      if (this.hosted.up) {
+        clearInterval(this.probe!);
+        this.probe = null;
+        return;
+      }
+      if (probing) return;
+      probing = true;
+      const abort = new AbortController();
+      void (async () => {
+        try {
+          for await (const chunk of model.generate({ messages: [{ role: 'user', content: 'Hi' }], maxOutputTokens: 1, signal: abort.signal })) {
+            if (chunk.type !== 'done') abort.abort();
+          }
+        } catch {
+          // still down: told to the health by the model itself
+        } finally {
+          probing = false;
+        }
+      })();
+    }, this.config.probeIntervalMs);
+    this.probe.unref();
+  }
+
   async close(): Promise<void> {
+    if (this.probe) clearInterval(this.probe);
+    this.probe = null;
     const all: LanguageModel[] = [...this.openai.values()];
     if (this.llamaCpp) all.push(this.llamaCpp);
     if (this.offline) all.push(this.offline);
@@ -118,7 +161,7 @@ class RoutedLanguageModels implements LanguageModels {
     } else {
       // A client let go is not closed: replies in flight keep using it; it holds no other resource.
       while (this.openai.size >= MAX_OPENAI_CLIENTS) this.openai.delete(this.openai.keys().next().value as string);
-      model = new OpenAiModel({
+      const created: OpenAiModel = new OpenAiModel({
         baseUrl: this.config.baseUrl,
         apiKey: this.config.apiKey,
         model: upstreamModel,
@@ -126,8 +169,16 @@ class RoutedLanguageModels implements LanguageModels {
         contextTokens: this.config.contextTokens,
         firstTokenTimeoutMs: this.config.firstTokenTimeoutMs,
         tokenGapTimeoutMs: this.config.tokenGapTimeoutMs,
+        health: {
+          succeeded: () => this.hosted.succeeded(),
+          failed: (err) => {
+            this.hosted.failed(err);
+            this.probeUntilUp(created);
+          },
+        },
         speculative: this.config.earlyReply === 'on',
       });
+      model = created;
       this.openai.set(upstreamModel, model);
     }
     return model;

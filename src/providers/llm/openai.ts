@@ -71,6 +71,8 @@ export interface OpenAiModelOptions {
   tokenGapTimeoutMs: number;
   /** Whether replies may start before their turn is confirmed (LLM_EARLY_REPLY): the upstream bills for those thrown away. */
   speculative: boolean;
+  /** Told of each request's outcome: a first token came (succeeded), or it failed (not an abort). */
+  health?: { succeeded(): void; failed(err: unknown): void };
 }
 
 export class OpenAiModel implements LanguageModel {
@@ -133,22 +135,25 @@ export class OpenAiModel implements LanguageModel {
         if (!choice) continue;
         const text = choice.delta?.content;
         const toolCalls = choice.delta?.tool_calls ?? [];
-        if (text || toolCalls.length > 0) watch.token();
+        if (text || toolCalls.length > 0) {
+          if (!watch.started) this.options.health?.succeeded();
+          watch.token();
+        }
         if (text) yield { type: 'text', text };
         for (const delta of toolCalls) yield* calls.push(delta);
         if (choice.finish_reason) serverFinish = choice.finish_reason;
       }
     } catch (err) {
-      if (watch.stalled) throw this.stalled(watch);
+      if (watch.stalled) throw this.failed(this.stalled(watch));
       if (request.signal.aborted || err instanceof OpenAI.APIUserAbortError) {
         yield { type: 'done', finishReason: 'aborted', usage };
         return;
       }
-      throw this.toProviderError(err);
+      throw this.failed(this.toProviderError(err));
     } finally {
       watch.close();
     }
-    if (watch.stalled) throw this.stalled(watch);
+    if (watch.stalled) throw this.failed(this.stalled(watch));
     // The SDK ends the iteration quietly (no throw) when the request is aborted mid-stream.
     if (request.signal.aborted) {
       yield { type: 'done', finishReason: 'aborted', usage };
@@ -161,6 +166,12 @@ export class OpenAiModel implements LanguageModel {
 
   async close(): Promise<void> {
     this.closed = true;
+  }
+
+  /** A failure, told to the health hook on its way out. */
+  private failed(err: ProviderError): ProviderError {
+    this.options.health?.failed(err);
+    return err;
   }
 
   /**
@@ -259,6 +270,8 @@ class StreamWatch {
   private timer: NodeJS.Timeout;
   private readonly onAbort = () => this.controller.abort();
   stalled: 'first_token' | 'token_gap' | null = null;
+  /** Whether a token has come. */
+  started = false;
 
   constructor(
     private readonly caller: AbortSignal,
@@ -274,6 +287,7 @@ class StreamWatch {
 
   /** A token came: the gap bound starts again. */
   token(): void {
+    this.started = true;
     clearTimeout(this.timer);
     this.timer = this.arm('token_gap', this.bounds.tokenGapTimeoutMs);
   }

@@ -24,6 +24,9 @@ export const Health = Type.Object({ status: Type.Literal('ok') });
 export const Ready = Type.Object({
   status: oneOfValues(['ready', 'not_ready'] as const),
   checks: Type.Record(Type.String(), Type.String()),
+  degraded: Type.Record(Type.String(), Type.String(), {
+    description: "Hosted dependencies found down (language_model: a hosted model that failed or sent no first token in time), with since when and why; the server stays ready and a session's avatar says LLM_FALLBACK_LINE. Empty when all answer.",
+  }),
   workers: nullable(Type.Object({ capacity: Type.Integer(), used: Type.Integer() }), {
     description: 'null when the worker slots cannot be read (in fleet mode: Redis unavailable)',
   }),

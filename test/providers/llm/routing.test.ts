@@ -67,6 +67,7 @@ test('loadLlmConfig() gives the documented defaults for an empty environment', (
     firstTokenTimeoutMs: 2500,
     tokenGapTimeoutMs: 2000,
     fallbackLine: "Sorry, I can't answer right now. Please ask me again in a moment.",
+    probeIntervalMs: 10000,
   });
   // The old name of the first-token bound counts where the new one is not set.
   assert.is(loadLlmConfig({ LLM_TIMEOUT_MS: '9000' }).firstTokenTimeoutMs, 9000);
