@@ -15,13 +15,17 @@
  * `whenIdle()` tells when every response has ended (a client that aborted has gone away), and
  * `aborts` which responses their client left before the end, with how far each had got.
  *
+ * Faults: an error status (with `errorHeaders`, e.g. Retry-After), a stream that hangs or is cut
+ * after its content, or a malformed event (`malformed`: a raw line that is not JSON).
+ *
  * Pacing: `delayMs` before every streamed event, or `firstDelayMs` before the first and `delayMs`
  * before each later one (a hosted model's wait for its first token, then its stream rate).
  *
  * A script that throws (an assertion in it, say) is answered with HTTP 500 carrying its message and
- * `x-should-retry: false` (so the OpenAI SDK does not run the script again), which the client sees
- * as a ProviderError. Scripted error statuses are retried by the SDK as a real server's would be
- * (its one retry for 408, 429 and 5xx: a script answering 503 sees two requests). Unknown paths get 404.
+ * `x-should-retry: false` (so the client does not run the script again), which the client sees
+ * as a ProviderError. Scripted error statuses are retried as a real server's would be (OpenAiModel's
+ * one retry for 408, 429 and 5xx when it fits its first-token bound: a script answering 503 sees
+ * two requests). Unknown paths get 404.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -56,6 +60,10 @@ export interface ChatReply {
   /** Answer with this HTTP status and an OpenAI error body instead (`errorMessage`, default 'scripted error'). */
   status?: number;
   errorMessage?: string;
+  /** Headers of that error answer (e.g. `retry-after`). */
+  errorHeaders?: Record<string, string>;
+  /** Stream this raw line after the content in place of the rest (malformed SSE: not JSON), then end. */
+  malformed?: string;
   /** Milliseconds between streamed events (default 0: all written at once). */
   delayMs?: number;
   /** Milliseconds before the first streamed event (the role delta), in place of delayMs there (default delayMs). */
@@ -146,7 +154,7 @@ export async function startChatCompletionsServer(script: ChatScript): Promise<Ch
     } catch (err) {
       return sendError(res, 500, `The test script failed: ${(err as Error).message}`, { 'x-should-retry': 'false' });
     }
-    if (reply.status !== undefined) return sendError(res, reply.status, reply.errorMessage ?? 'scripted error');
+    if (reply.status !== undefined) return sendError(res, reply.status, reply.errorMessage ?? 'scripted error', reply.errorHeaders);
     const calls = (reply.toolCalls ?? []).map((c) => ({ id: c.id ?? newCallId(), name: c.name, pieces: argumentPieces(c.arguments) }));
     const hasCalls = calls.length > 0 || (reply.deltas ?? []).some((d) => d.tool_calls);
     const finishReason = reply.finishReason ?? (hasCalls ? 'tool_calls' : 'stop');
@@ -227,6 +235,11 @@ async function stream(res: http.ServerResponse, body: ChatRequestBody, reply: Ch
     sent();
   };
   for (const delta of deltas) await send(choice(delta));
+  if (reply.malformed !== undefined) {
+    await send(reply.malformed);
+    res.end();
+    return;
+  }
   const ending = reply.ending ?? 'done';
   if (ending === 'hang') return; // closed by the client, or by close()
   if (ending === 'cut') {

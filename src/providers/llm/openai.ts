@@ -27,8 +27,9 @@
  * ProviderError: 'llm_request_failed' with the upstream status and request id for HTTP errors,
  * the same code (without a status) for connection loss before or during the stream.
  * Bounds (StreamWatch): the first token (text or a tool call) within firstTokenTimeoutMs of the
- * request, the SDK's one retry (a failed connection, 408, 429, 5xx, before any byte) included, so a
- * retry never doubles the wait; then no gap between tokens over tokenGapTimeoutMs. Past either the
+ * request, its one retry (a failed connection, 408, 429, 5xx, before any byte; made here, and only
+ * when it can start within the bound, a Retry-After included) counted in, so a retry never doubles
+ * the wait; then no gap between tokens over tokenGapTimeoutMs. Past either the
  * reply fails ('llm_request_failed', the message naming the bound). Aborting ends the stream with
  * finishReason 'aborted'.
  *
@@ -47,8 +48,15 @@ import type { ChatImage, ChatMessage, FinishReason, GenerateChunk, GenerateReque
 import { IMAGE_NOTE, ProviderError, llmUnavailable, newCallId } from './base.js';
 import { fitMessages, promptCharBudget } from './context.js';
 
-/** Retries the SDK makes for connection errors, 408, 429 and 5xx before the first byte. */
-const OPENAI_MAX_RETRIES = 1;
+/**
+ * Retries of a request that failed before its first byte (a failed connection, 408, 429, 5xx):
+ * made here, not by the SDK, whose wait before a retry (a Retry-After of 30 s, say) does not end
+ * when the request is aborted; a retry is made only when it can still start within the first-token
+ * bound.
+ */
+const MAX_RETRIES = 1;
+/** The wait before a retry when the upstream names none (ms); a Retry-After is honoured when it fits the bound. */
+const RETRY_DELAY_MS = 200;
 /**
  * The SDK refuses to start without a key; servers that need none (local vLLM, Ollama, llama.cpp)
  * ignore the Authorization header this fills.
@@ -93,7 +101,7 @@ export class OpenAiModel implements LanguageModel {
       baseURL: options.baseUrl ?? undefined,
       // Each attempt is bounded by the first-token time; generate() bounds all of them together.
       timeout: options.firstTokenTimeoutMs,
-      maxRetries: OPENAI_MAX_RETRIES,
+      maxRetries: 0, // retries are generate()'s (see MAX_RETRIES)
       logLevel: 'off',
     });
   }
@@ -126,7 +134,7 @@ export class OpenAiModel implements LanguageModel {
     const calls = new ToolCallAssembler(this.id);
     const watch = new StreamWatch(request.signal, this.options);
     try {
-      const stream = await this.client.chat.completions.create(params, { signal: watch.signal });
+      const stream = await this.open(params, watch);
       for await (const event of stream) {
         // Events the SDK had already read when the abort came are not passed on.
         if (watch.signal.aborted) break;
@@ -166,6 +174,24 @@ export class OpenAiModel implements LanguageModel {
 
   async close(): Promise<void> {
     this.closed = true;
+  }
+
+  /**
+   * Starts the stream, retrying once a failure worth it (a failed connection, 408, 429, 5xx) when
+   * the retry, after the upstream's Retry-After or RETRY_DELAY_MS, still starts within the
+   * first-token bound; the wait ends with the request's abort.
+   */
+  private async open(params: ChatCompletionCreateParamsStreaming, watch: StreamWatch) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.client.chat.completions.create(params, { signal: watch.signal });
+      } catch (err) {
+        const delayMs = attempt < MAX_RETRIES ? retryDelayMs(err) : null;
+        if (delayMs === null || watch.signal.aborted || delayMs >= watch.firstTokenMsLeft()) throw err;
+        await abortableSleep(delayMs, watch.signal);
+        if (watch.signal.aborted) throw err;
+      }
+    }
   }
 
   /** A failure, told to the health hook on its way out. */
@@ -260,8 +286,38 @@ function toolChoiceToWire(choice: ToolChoice): ChatCompletionToolChoiceOption {
 }
 
 /**
+ * How long to wait before retrying a request that failed this way; null when it is not worth a
+ * retry. A failed connection and 408, 429, 5xx are (as the SDK would retry them); an upstream's
+ * `retry-after-ms` or `retry-after` (seconds) sets the wait, and `x-should-retry: false` forbids it.
+ */
+function retryDelayMs(err: unknown): number | null {
+  if (err instanceof OpenAI.APIConnectionError && !(err instanceof OpenAI.APIUserAbortError)) return RETRY_DELAY_MS;
+  if (!(err instanceof OpenAI.APIError) || err.status === undefined) return null;
+  const headers = err.headers as Headers | undefined;
+  if (headers?.get('x-should-retry') === 'false') return null;
+  if (!(err.status === 408 || err.status === 429 || err.status >= 500)) return null;
+  const ms = Number(headers?.get('retry-after-ms'));
+  if (Number.isFinite(ms) && ms >= 0 && headers?.get('retry-after-ms') !== null) return ms;
+  const seconds = Number(headers?.get('retry-after'));
+  if (Number.isFinite(seconds) && seconds >= 0 && headers?.get('retry-after') !== null) return seconds * 1000;
+  return RETRY_DELAY_MS;
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
  * The bounds of one reply's stream: the first token within `firstTokenTimeoutMs` of the request
- * (the SDK's retry included: one deadline for every attempt), then no gap between tokens longer
+ * (its retry included: one deadline for every attempt), then no gap between tokens longer
  * than `tokenGapTimeoutMs`. Past either, the request is aborted and `stalled` says which; the
  * caller's own abort passes through.
  */
@@ -269,6 +325,7 @@ class StreamWatch {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout;
   private readonly onAbort = () => this.controller.abort();
+  private readonly startedAt = Date.now();
   stalled: 'first_token' | 'token_gap' | null = null;
   /** Whether a token has come. */
   started = false;
@@ -283,6 +340,11 @@ class StreamWatch {
 
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  /** Milliseconds left before the first-token bound (0 once a token came or it passed). */
+  firstTokenMsLeft(): number {
+    return this.started ? 0 : Math.max(0, this.bounds.firstTokenTimeoutMs - (Date.now() - this.startedAt));
   }
 
   /** A token came: the gap bound starts again. */

@@ -175,7 +175,7 @@ test("generate() throws ProviderError 'llm_request_failed' with the status for a
   }
 });
 
-test('generate() fails on a 503 answer with its status (after the one SDK retry)', async (ctx) => {
+test('generate() fails on a 503 answer with its status (after its one retry)', async (ctx) => {
   ctx.handler = (_req, _body, res) => {
     res.writeHead(503, { 'content-type': 'application/json', 'retry-after-ms': '1' });
     res.end(JSON.stringify({ error: { message: 'overloaded' } }));
@@ -220,7 +220,7 @@ test('a server that sends its headers and an empty chunk, then no token, fails a
   assert.is(ctx.requests.length, 1, 'a stall is not retried');
 });
 
-test("the SDK's retry counts against the same first-token bound: a 503 then a stall fails once, not after twice the wait", async (ctx) => {
+test("the retry counts against the same first-token bound: a 503 then a stall fails once, not after twice the wait", async (ctx) => {
   ctx.handler = (_req, _body, res) => {
     if (ctx.requests.length === 1) {
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after-ms': '300' });
@@ -233,6 +233,35 @@ test("the SDK's retry counts against the same first-token bound: a 503 then a st
   assert.match((err as Error).message, /no first token within 1000 ms/);
   assert.is(ctx.requests.length, 2);
   assert.ok(ms < 1000 + 3000 && ms >= 950, `failed after ${ms.toFixed(0)} ms`);
+});
+
+test('a 429 whose Retry-After does not fit the first-token bound fails at once, with no retry; one that fits is retried after it', async (ctx) => {
+  let retryAfter = '30';
+  let limited = true; // each generate's first request is refused
+  ctx.handler = (_req, _body, res) => {
+    if (limited) {
+      limited = false;
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': retryAfter });
+      res.end(JSON.stringify({ error: { message: 'slow down' } }));
+      return;
+    }
+    const send = sse(res);
+    send(delta('Hi'));
+    send(delta(null, 'stop'));
+    send('[DONE]');
+    res.end();
+  };
+  const late = await timed(bounded(ctx, 2000, 2000));
+  assert.is((late.err as ProviderError).statusCode, 429);
+  assert.ok(late.ms < 1500, `failed after ${late.ms.toFixed(0)} ms, not after waiting 30 s`);
+  assert.is(ctx.requests.length, 1);
+  retryAfter = '1';
+  limited = true;
+  const fits = await timed(bounded(ctx, 2500, 2000));
+  assert.is(fits.err, null);
+  assert.equal(fits.seen[0], { type: 'text', text: 'Hi' });
+  assert.ok(fits.ms >= 950, `retried after the second the upstream asked for (${fits.ms.toFixed(0)} ms)`);
+  assert.is(ctx.requests.length, 3);
 });
 
 test('a stream that stalls mid-reply fails at the token-gap bound, after the text it gave', async (ctx) => {
