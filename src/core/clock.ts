@@ -136,3 +136,17 @@ export function secondsBetween(startUs: number, endUs: number): number {
 export function unixSeconds(us: number): number {
   return Math.floor(us / US_PER_S);
 }
+
+/** Waits `ms` on the monotonic clock, or less: it resolves as soon as `signal` aborts (at once if it has). */
+export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -173,11 +173,6 @@ export class LiveDialect {
     return this.started === 'yes';
   }
 
-  /** Whether the primary's audio is muted (the model hears silence in its place). */
-  get isMuted(): boolean {
-    return this.muted;
-  }
-
   /** One Live client message (JSON text), of the primary transport or of an observer. */
   clientEvent(text: string, from: LiveSource = 'primary'): LiveTranslation {
     const out: LiveTranslation = { engine: [], send: [], close: false };
@@ -242,8 +237,7 @@ export class LiveDialect {
    */
   private appendAudio(audio: string, out: LiveTranslation): void {
     out.engine.push({ type: 'input_audio_buffer.append', audio: this.muted ? silenceLike(audio, this.format) : audio });
-    if (this.inputReflector) out.send.push(reflectedInput(this.inputReflector.decode(Buffer.from(audio, 'base64'))));
-    else out.send.push(reflectedInput(null, audio));
+    out.send.push(reflectedInput(this.inputReflector ? pcmBase64(this.inputReflector.decode(Buffer.from(audio, 'base64'))) : audio));
   }
 
   /**
@@ -265,7 +259,7 @@ export class LiveDialect {
     let at = 0;
     for (const part of this.microphone.splice(0)) (chunk.set(part, at), (at += part.length));
     this.microphoneSamples = 0;
-    return { engine, reflect: reflectedInput(chunk) };
+    return { engine, reflect: reflectedInput(pcmBase64(chunk)) };
   }
 
   /** The first event an observer hears: that it is attached, and to what. */
@@ -406,9 +400,9 @@ function toAll(event: LiveEventDraft): LiveOut {
   return { event, to: 'all' };
 }
 
-/** Reflected input audio for observers: PCM16 24 kHz as base64 (given, or encoded from `pcm`); no event_id. */
-function reflectedInput(pcm: Int16Array | null, base64?: string): LiveOut {
-  return { event: { type: 'session.input_audio.append', audio: base64 ?? pcmBase64(pcm!) }, to: 'observers', bare: true };
+/** Reflected input audio for observers (PCM16 24 kHz, base64); no event_id. */
+function reflectedInput(audio: string): LiveOut {
+  return { event: { type: 'session.input_audio.append', audio }, to: 'observers', bare: true };
 }
 
 function pcmBase64(pcm: Int16Array): string {

@@ -10,6 +10,7 @@
  * FakeLanguageModels routes every session `model` name to such a model, with options a test may
  * change between turns.
  */
+import { abortableDelay } from '../../core/clock.js';
 import type { GenerateChunk, GenerateRequest, LanguageModel, LanguageModels, TokenUsage } from './base.js';
 import { streamChunks, wordChunks } from './word-stream.js';
 import { ProviderError, llmUnavailable } from './base.js';
@@ -17,17 +18,7 @@ import { ProviderError, llmUnavailable } from './base.js';
 /** Waits `ms` or until the signal aborts (then resolves early; the caller checks the signal). */
 export type Scheduler = (ms: number, signal: AbortSignal) => Promise<void>;
 
-export const realTimeScheduler: Scheduler = (ms, signal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
+export const realTimeScheduler: Scheduler = abortableDelay;
 
 export interface FakeLlmOptions {
   id?: string;

@@ -37,6 +37,7 @@
  * local model gets, so a long conversation is not sent whole on every reply.
  */
 import OpenAI from 'openai';
+import { abortableDelay } from '../../core/clock.js';
 import type {
   ChatCompletionChunk,
   ChatCompletionContentPart,
@@ -188,7 +189,7 @@ export class OpenAiModel implements LanguageModel {
       } catch (err) {
         const delayMs = attempt < MAX_RETRIES ? retryDelayMs(err) : null;
         if (delayMs === null || watch.signal.aborted || delayMs >= watch.firstTokenMsLeft()) throw err;
-        await abortableSleep(delayMs, watch.signal);
+        await abortableDelay(delayMs, watch.signal);
         if (watch.signal.aborted) throw err;
       }
     }
@@ -301,18 +302,6 @@ function retryDelayMs(err: unknown): number | null {
   const seconds = Number(headers?.get('retry-after'));
   if (Number.isFinite(seconds) && seconds >= 0 && headers?.get('retry-after') !== null) return seconds * 1000;
   return RETRY_DELAY_MS;
-}
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 /**
