@@ -87,6 +87,18 @@ export declare class OpusDecoder {
 export declare class PreparedFace {
   /** Not constructible from JavaScript: use `prepareFace`. */
   constructor()
+  /**
+   * What a client needs to draw this face itself at a session's output size and
+   * `upsampleFactor` (`video_render: "client"`): the texture, fit, mesh, bases and openings
+   * the CPU renderer uses (face-render's `ClientFace`). Throws `INVALID_ARGUMENT` for a bad
+   * size, or for a face of a renderer that draws on the server only.
+   */
+  clientFace(width: number, height: number, upsampleFactor: number): ClientFaceData
+  /**
+   * The RGB frame (width x height x 3) the CPU renderer draws for `params` at this size:
+   * the reference a client renderer is compared with.
+   */
+  renderStill(params: FaceParams, width: number, height: number, upsampleFactor: number): Buffer
 }
 
 /** A loaded Whisper model (whisper.cpp ggml file). Opaque; holds no JavaScript memory. */
@@ -97,6 +109,64 @@ export declare class WhisperModel {
   get multilingual(): boolean
   /** Transcribes mono float audio (-1..1) at 16 kHz on the thread pool. */
   transcribe(pcm: Float32Array, options?: WhisperTranscribeOptions | undefined | null, signal?: AbortSignal | undefined | null): Promise<WhisperTranscript>
+}
+
+/**
+ * face-render's `ClientFace` flattened: per-vertex arrays are packed (`rest` x,y per vertex;
+ * `bases` `baseOrder.length` x,y pairs per vertex; `triangles` three ids each).
+ */
+export interface ClientFaceData {
+  width: number
+  height: number
+  canvasWidth: number
+  canvasHeight: number
+  fit: Array<number>
+  texture: Buffer
+  textureWidth: number
+  textureHeight: number
+  textureFactor: number
+  baseOrder: Array<string>
+  rest: Float32Array
+  bases: Float32Array
+  depth: Float32Array
+  headWeight: Float32Array
+  triangles: Uint32Array
+  eyes: Array<ClientOpeningData>
+  mouth: ClientMouthData
+  pivot: Array<number>
+  faceWidth: number
+}
+
+/** The mouth of `ClientFaceData`; colours are linear 0..255 RGB. */
+export interface ClientMouthData {
+  opening: ClientOpeningData
+  width: number
+  down: Array<number>
+  jawDrop: number
+  teeth: Array<number>
+  cavityEdge: Array<number>
+  cavityDeep: Array<number>
+  tongue: Array<number>
+  seam: Array<number>
+  photo?: ClientPhotoMouthData
+}
+
+/** An opening of `ClientFaceData`: vertex ids corner to corner, depth and a point inside. */
+export interface ClientOpeningData {
+  upper: Array<number>
+  lower: Array<number>
+  depth: number
+  centre: Array<number>
+}
+
+/** The photographed mouth interior: a coverage mask (w x h, photo pixels from x0, y0). */
+export interface ClientPhotoMouthData {
+  x0: number
+  y0: number
+  w: number
+  h: number
+  mask: Buffer
+  teeth: boolean
 }
 
 /** Probes GStreamer's registry for the encoders the pipelines need. */
@@ -138,7 +208,8 @@ export interface FaceInput {
 
 /**
  * One frame's face (media_core's `FaceParams`): pose in degrees and face widths, the mouth,
- * the eyes (image left, right), brows, cheeks, and whether the face listens.
+ * the eyes (image left, right), brows, cheeks, and whether the face listens. Also what
+ * `PreparedFace.renderStill` takes.
  */
 export interface FaceParams {
   pitchDeg: number

@@ -20,6 +20,7 @@
 //! Not here: timing, lip-sync (the `animation` crate decides the states), encoding.
 
 mod appearance;
+pub mod client;
 mod contours;
 mod delaunay;
 mod error;
@@ -40,6 +41,7 @@ mod rig;
 mod sampler;
 mod upscale;
 
+pub use client::{ClientFace, ClientMouth, ClientOpening, ClientPhotoMouth, BASE_ORDER};
 pub use error::RigError;
 pub use face_state::{FaceState, MouthShape, Pose};
 pub use image::{i420_size, rgb_to_i420, RgbImage};

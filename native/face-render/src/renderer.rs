@@ -239,6 +239,12 @@ impl Renderer {
         self.factor
     }
 
+    /// The fit (photo → canvas pixels), the canvas size, and the reduced photo the warp reads
+    /// when it does not read the rig's own (`client::ClientFace` is made from these).
+    pub(crate) fn layout(&self) -> (Affine, (usize, usize), Option<&Source>) {
+        (self.fit, (self.cw, self.ch), self.reduced.as_ref())
+    }
+
     /// The rig being drawn.
     pub fn rig(&self) -> &Arc<FaceRig> {
         &self.rig

@@ -44,8 +44,9 @@ pub const CONTROL_RESERVE: usize = 512;
 pub const NATIVE_QUEUE_SIZE: usize = MEDIA_QUEUE_LIMIT + CONTROL_RESERVE;
 
 /// One frame's face (media_core's `FaceParams`): pose in degrees and face widths, the mouth,
-/// the eyes (image left, right), brows, cheeks, and whether the face listens.
-#[napi(object, object_from_js = false)]
+/// the eyes (image left, right), brows, cheeks, and whether the face listens. Also what
+/// `PreparedFace.renderStill` takes.
+#[napi(object)]
 pub struct FaceParams {
     pub pitch_deg: f64,
     pub yaw_deg: f64,
@@ -388,5 +389,26 @@ impl EventChannel {
 
     pub fn queued(&self) -> usize {
         self.counters.queued.load(Ordering::Relaxed)
+    }
+}
+
+impl From<&FaceParams> for media_core::frames::FaceParams {
+    fn from(f: &FaceParams) -> Self {
+        media_core::frames::FaceParams {
+            pitch_deg: f.pitch_deg as f32,
+            yaw_deg: f.yaw_deg as f32,
+            roll_deg: f.roll_deg as f32,
+            tx: f.tx as f32,
+            ty: f.ty as f32,
+            scale: f.scale as f32,
+            mouth_open: f.mouth_open as f32,
+            mouth_wide: f.mouth_wide as f32,
+            mouth_press: f.mouth_press as f32,
+            tongue: f.tongue as f32,
+            eye_open: [f.eye_open_left as f32, f.eye_open_right as f32],
+            brow: f.brow as f32,
+            cheek: f.cheek as f32,
+            listening: f.listening,
+        }
     }
 }

@@ -10,11 +10,15 @@
 //! reads it.
 
 use media_core::frames::renderers::{self, DEFAULT_RENDERER};
-use media_core::frames::{DrivingMotion, FaceAsset, PreparedFace as CoreFace, ProducerError};
+use media_core::frames::{
+    cpu, ClientFace, ClientOpening, DrivingMotion, FaceAsset, PreparedFace as CoreFace, ProducerError,
+    BASE_ORDER,
+};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::convert::{to_positive_f32, to_u32};
+use crate::events::FaceParams;
 use crate::error::{guard, invalid_argument, js_error, rejection, ErrorCode, JsResult};
 
 /// MediaPipe face mesh with irises: 468 + 10 points (the renderer also takes the 468 without).
@@ -129,6 +133,176 @@ impl PreparedFace {
             ErrorCode::INVALID_ARGUMENT,
             "PreparedFace is created by prepareFace(face)",
         ))
+    }
+
+    /// What a client needs to draw this face itself at a session's output size and
+    /// `upsampleFactor` (`video_render: "client"`): the texture, fit, mesh, bases and openings
+    /// the CPU renderer uses (face-render's `ClientFace`). Throws `INVALID_ARGUMENT` for a bad
+    /// size, or for a face of a renderer that draws on the server only.
+    #[napi]
+    pub fn client_face(
+        &self,
+        width: u32,
+        height: u32,
+        upsample_factor: f64,
+    ) -> Result<ClientFaceData, ErrorCode> {
+        let f = cpu::client_face(&self.face, width, height, upsample_factor as f32)
+            .map_err(|e| self.unsupported(e))?;
+        Ok(ClientFaceData::from(f))
+    }
+
+    /// The RGB frame (width x height x 3) the CPU renderer draws for `params` at this size:
+    /// the reference a client renderer is compared with.
+    #[napi]
+    pub fn render_still(
+        &self,
+        params: FaceParams,
+        width: u32,
+        height: u32,
+        upsample_factor: f64,
+    ) -> Result<Buffer, ErrorCode> {
+        let img = cpu::render_still(
+            &self.face,
+            width,
+            height,
+            upsample_factor as f32,
+            &(&params).into(),
+        )
+        .map_err(|e| self.unsupported(e))?;
+        Ok(img.data.into())
+    }
+}
+
+impl PreparedFace {
+    fn unsupported(&self, e: ProducerError) -> napi::Error<ErrorCode> {
+        match e {
+            ProducerError::WrongFace => js_error(
+                ErrorCode::INVALID_ARGUMENT,
+                format!("a face of the \"{}\" renderer is drawn on the server only", self.renderer),
+            ),
+            e => js_error(ErrorCode::INVALID_ARGUMENT, e.to_string()),
+        }
+    }
+}
+
+/// An opening of `ClientFaceData`: vertex ids corner to corner, depth and a point inside.
+#[napi(object, object_from_js = false)]
+pub struct ClientOpeningData {
+    pub upper: Vec<u32>,
+    pub lower: Vec<u32>,
+    pub depth: f64,
+    pub centre: Vec<f64>,
+}
+
+impl From<ClientOpening> for ClientOpeningData {
+    fn from(o: ClientOpening) -> Self {
+        ClientOpeningData {
+            upper: o.upper,
+            lower: o.lower,
+            depth: o.depth.into(),
+            centre: o.centre.to_vec(),
+        }
+    }
+}
+
+/// The photographed mouth interior: a coverage mask (w x h, photo pixels from x0, y0).
+#[napi(object, object_from_js = false)]
+pub struct ClientPhotoMouthData {
+    pub x0: i32,
+    pub y0: i32,
+    pub w: i32,
+    pub h: i32,
+    pub mask: Buffer,
+    pub teeth: bool,
+}
+
+/// The mouth of `ClientFaceData`; colours are linear 0..255 RGB.
+#[napi(object, object_from_js = false)]
+pub struct ClientMouthData {
+    pub opening: ClientOpeningData,
+    pub width: f64,
+    pub down: Vec<f64>,
+    pub jaw_drop: f64,
+    pub teeth: Vec<f64>,
+    pub cavity_edge: Vec<f64>,
+    pub cavity_deep: Vec<f64>,
+    pub tongue: Vec<f64>,
+    pub seam: Vec<f64>,
+    pub photo: Option<ClientPhotoMouthData>,
+}
+
+/// face-render's `ClientFace` flattened: per-vertex arrays are packed (`rest` x,y per vertex;
+/// `bases` `baseOrder.length` x,y pairs per vertex; `triangles` three ids each).
+#[napi(object, object_from_js = false)]
+pub struct ClientFaceData {
+    pub width: u32,
+    pub height: u32,
+    pub canvas_width: u32,
+    pub canvas_height: u32,
+    pub fit: Vec<f64>,
+    pub texture: Buffer,
+    pub texture_width: u32,
+    pub texture_height: u32,
+    pub texture_factor: u32,
+    pub base_order: Vec<String>,
+    pub rest: Float32Array,
+    pub bases: Float32Array,
+    pub depth: Float32Array,
+    pub head_weight: Float32Array,
+    pub triangles: Uint32Array,
+    pub eyes: Vec<ClientOpeningData>,
+    pub mouth: ClientMouthData,
+    pub pivot: Vec<f64>,
+    pub face_width: f64,
+}
+
+fn rgb(c: [f32; 3]) -> Vec<f64> {
+    c.iter().map(|&v| v as f64).collect()
+}
+
+impl From<ClientFace> for ClientFaceData {
+    fn from(f: ClientFace) -> Self {
+        let [eye0, eye1] = f.eyes;
+        let m = f.mouth;
+        ClientFaceData {
+            width: f.width,
+            height: f.height,
+            canvas_width: f.canvas_width,
+            canvas_height: f.canvas_height,
+            fit: f.fit.to_vec(),
+            texture: f.texture.into(),
+            texture_width: f.texture_width,
+            texture_height: f.texture_height,
+            texture_factor: f.texture_factor,
+            base_order: BASE_ORDER.iter().map(|s| s.to_string()).collect(),
+            rest: Float32Array::new(f.rest.iter().flatten().copied().collect()),
+            bases: Float32Array::new(f.bases.iter().flatten().flatten().copied().collect()),
+            depth: Float32Array::new(f.depth),
+            head_weight: Float32Array::new(f.head_weight),
+            triangles: Uint32Array::new(f.triangles.iter().flatten().copied().collect()),
+            eyes: vec![eye0.into(), eye1.into()],
+            mouth: ClientMouthData {
+                opening: m.opening.into(),
+                width: m.width,
+                down: m.down.to_vec(),
+                jaw_drop: m.jaw_drop,
+                teeth: rgb(m.teeth),
+                cavity_edge: rgb(m.cavity_edge),
+                cavity_deep: rgb(m.cavity_deep),
+                tongue: rgb(m.tongue),
+                seam: rgb(m.seam),
+                photo: m.photo.map(|p| ClientPhotoMouthData {
+                    x0: p.x0,
+                    y0: p.y0,
+                    w: p.w,
+                    h: p.h,
+                    mask: p.mask.into(),
+                    teeth: p.teeth,
+                }),
+            },
+            pivot: f.pivot.to_vec(),
+            face_width: f.face_width,
+        }
     }
 }
 

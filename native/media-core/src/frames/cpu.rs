@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use animation::motion::DrivingMotion;
 use animation::Animator;
-use face_render::{rgb_to_i420, FaceRig, FaceState, Renderer, RgbImage};
+use face_render::{rgb_to_i420, ClientFace, FaceRig, FaceState, MouthShape, Pose, Renderer, RgbImage};
 
 use super::{
     check_frame_len, Control, FaceAsset, FaceParams, FrameInfo, FrameProducer, FrameSpec,
@@ -131,4 +131,56 @@ fn params_of(face: &FaceState, listening: bool) -> FaceParams {
         cheek: face.cheek,
         listening,
     }
+}
+
+fn state_of(p: &FaceParams) -> FaceState {
+    FaceState {
+        pose: Pose {
+            pitch_deg: p.pitch_deg,
+            yaw_deg: p.yaw_deg,
+            roll_deg: p.roll_deg,
+            tx: p.tx,
+            ty: p.ty,
+            scale: p.scale,
+        },
+        mouth: MouthShape {
+            open: p.mouth_open,
+            wide: p.mouth_wide,
+            press: p.mouth_press,
+            tongue: p.tongue,
+        },
+        eye_open: p.eye_open,
+        brow: p.brow,
+        cheek: p.cheek,
+    }
+}
+
+/// A face prepared by this factory as a client draws it at a session's size and supersampling
+/// (`video_render: "client"`): the same layout a `CpuProducer` of that spec renders with.
+pub fn client_face(
+    face: &PreparedFace,
+    width: u32,
+    height: u32,
+    upsample_factor: f32,
+) -> Result<ClientFace, ProducerError> {
+    let rig = rig_of(face.clone())?;
+    rig.client_face(width, height, upsample_factor)
+        .map_err(|e| ProducerError::Failed(e.to_string()))
+}
+
+/// The RGB frame a `CpuProducer` of this size draws for `params`: the reference that client
+/// renderers are compared with.
+pub fn render_still(
+    face: &PreparedFace,
+    width: u32,
+    height: u32,
+    upsample_factor: f32,
+    params: &FaceParams,
+) -> Result<RgbImage, ProducerError> {
+    let rig = rig_of(face.clone())?;
+    let mut renderer = Renderer::new(rig, width, height, upsample_factor)
+        .map_err(|e| ProducerError::Failed(e.to_string()))?;
+    let mut out = RgbImage::new(width, height);
+    renderer.render(&state_of(params), &mut out);
+    Ok(out)
 }

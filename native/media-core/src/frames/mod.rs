@@ -35,7 +35,7 @@ pub use animation::motion::DrivingMotion;
 pub use animation::timeline::{frame_pts_ns, ns_to_samples, samples_to_ns};
 pub use animation::track::VisemeEvent;
 pub use animation::viseme::{viseme_for_phoneme, Viseme};
-pub use face_render::i420_size;
+pub use face_render::{i420_size, ClientFace, ClientOpening, RgbImage, BASE_ORDER};
 
 /// What a session's producer is fixed to for its whole life.
 #[derive(Clone, Copy, Debug, PartialEq)]
