@@ -32,16 +32,18 @@
  * Speech is espeak-ng audio pushed in a loop so the mouth moves throughout. A short run:
  * `MEDIA_BENCH_SIZES=512x512 MEDIA_BENCH_WINDOW_S=3 npm run bench -- media --runs 1`.
  */
+import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseMotionTemplate } from '../src/assets/motion-template.js';
 import { OUTPUT_SIZES, outputDimensions, type OutputSize } from '../src/core/video-size.js';
 import { faceInputFromImage } from '../src/media/face-input.js';
-import { MediaSession, type MediaSessionConfig } from '../src/media/media-session.js';
+import { MediaSession, type MediaEventOf, type MediaSessionConfig } from '../src/media/media-session.js';
 import { motionInputFromTemplate } from '../src/media/motion-input.js';
-import { motionEvent } from '../src/realtime/avatar-output.js';
-import { newServerEventId } from '../src/realtime/protocol.js';
+import type { AvatarOutput } from '../src/realtime/avatar-output.js';
+import { MotionStream } from '../src/realtime/motion-stream.js';
+import { newServerEventId, type ServerEventDraft } from '../src/realtime/protocol.js';
 import { espeak, toPcm16 } from '../harness/measures/speech.js';
 import { median, summarise, type Benchmark } from './lib/harness.js';
 import { describeStop, stepSessions, type MediaStep, type StoppedBy } from './lib/media-steps.js';
@@ -100,8 +102,8 @@ async function realtimeStep(base: SessionBase, voice: { pcm: Int16Array; rate: n
   let motionBytes = 0;
   const stops = sessions.map((s) => {
     s.on('event', () => {});
-    // The motion stream as the server sends it: the event, stamped (the data channel's or socket's bytes).
-    s.on('motion', (e) => (motionBytes += Buffer.byteLength(JSON.stringify({ ...motionEvent(e), event_id: newServerEventId() }))));
+    // The motion stream as the server sends it: the events, stamped (the data channel's or socket's bytes).
+    motionStream(s, (e) => (motionBytes += Buffer.byteLength(JSON.stringify({ ...e, event_id: newServerEventId() }))));
     return keepTalking(s, voice, 2);
   });
   const cpu0 = process.cpuUsage();
@@ -120,6 +122,12 @@ async function realtimeStep(base: SessionBase, voice: { pcm: Int16Array; rate: n
     frames: stats.reduce((a, s) => a + s.framesRendered, 0),
     motion_bytes: motionBytes,
   };
+}
+
+/** The server's motion stream (realtime/motion-stream.ts) over a media session's motion events: frames only, no face. */
+function motionStream(source: Pick<EventEmitter, 'on'>, emit: (e: ServerEventDraft) => void): void {
+  const avatar = { fps: FPS, clientFace: null, on: (event: string, listener: never) => void (event === 'motion' && source.on('motion', listener)) };
+  new MotionStream(avatar as unknown as AvatarOutput, emit);
 }
 
 /** Keeps `seconds` of speech queued ahead of the session clock. */
@@ -196,7 +204,7 @@ const bench: Benchmark = {
       const facePct: number[] = [];
       for (let run = 0; run < ctx.runs; run++) {
         const s = new MediaSession({ ...base, outputs: { motion: true }, pacing: 'manual', seed: run });
-        const frames: Parameters<typeof motionEvent>[0][] = [];
+        const frames: MediaEventOf<'motion'>[] = [];
         s.on('motion', (e) => frames.push(e));
         for (let i = 0; i < 4; i++) s.pushAudio(voice.pcm, voice.rate);
         s.advance(250);
@@ -204,7 +212,9 @@ const bench: Benchmark = {
         const st = s.stats();
         await s.close();
         const t0 = performance.now();
-        for (const f of frames) JSON.stringify({ ...motionEvent(f), event_id: newServerEventId() });
+        const replay = new EventEmitter();
+        motionStream(replay, (e) => JSON.stringify({ ...e, event_id: newServerEventId() }));
+        for (const f of frames) replay.emit('motion', f);
         const jsMsPerFrame = frames.length > 0 ? (performance.now() - t0) / frames.length : 0;
         const msPerFrame = st.renderNsTotal / st.framesRendered / 1e6 + jsMsPerFrame;
         facePct.push(Math.round(msPerFrame * FPS * 10 * 100) / 100 / 10);

@@ -10,9 +10,10 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from '../core/log.js';
 import { MEDIA_DEFAULTS, resolveMedia, type MediaOptions, type ResolvedMedia } from '../core/media-options.js';
 import { outputDimensions } from '../core/video-size.js';
-import type { AvatarOutput, AvatarOutputEvents, AvatarOutputListener, SpeechPlacement } from '../realtime/avatar-output.js';
+import type { AvatarClientFace, AvatarOutput, AvatarOutputEvents, AvatarOutputListener, SpeechPlacement } from '../realtime/avatar-output.js';
 import type { PhonemeTiming } from '../audio/pcm.js';
 import type { AvatarAssets } from './avatar-assets.js';
+import { clientFaceOf } from './client-face.js';
 import { MediaSession, prepareFace, type MediaSessionConfig, type MediaSessionEvents } from './media-session.js';
 
 /** What the avatar of a connection renders and encodes. */
@@ -48,7 +49,7 @@ export interface CallAvatar extends AvatarOutput {
 export const DEFAULT_AVATAR_FPS = MEDIA_DEFAULTS.targetFps;
 
 /** What a session's media options set in the native session: size, frame rate, the renderer and its options. */
-export function nativeMediaConfig(media: ResolvedMedia): Pick<MediaSessionConfig, 'width' | 'height' | 'fps' | 'upsampleFactor'> & { renderer: string } {
+export function nativeMediaConfig(media: ResolvedMedia): Required<Pick<MediaSessionConfig, 'width' | 'height' | 'fps' | 'upsampleFactor' | 'renderer'>> {
   const { width, height } = outputDimensions(media.outputSize);
   return { width, height, fps: media.targetFps, upsampleFactor: media.upsampleFactor, renderer: media.renderer };
 }
@@ -62,7 +63,10 @@ export interface MediaAvatarOptions extends AvatarStartOptions {
   log?: Logger;
 }
 
-type TickEvent = Exclude<keyof AvatarOutputEvents, 'failed'>;
+/** The events of the output itself; the rest are the media session's tick events. */
+type OwnEvent = 'failed' | 'face';
+type TickEvent = Exclude<keyof AvatarOutputEvents, OwnEvent>;
+const isOwn = (event: keyof AvatarOutputEvents): event is OwnEvent => event === 'failed' || event === 'face';
 /** The media session's event behind each of the engine's tick events. */
 const TICK_EVENTS = { audio: 'pcm', frame: 'jpeg', raw: 'i420', motion: 'motion' } as const satisfies Record<TickEvent, keyof MediaSessionEvents>;
 
@@ -72,27 +76,28 @@ export class MediaAvatarOutput implements CallAvatar {
   readonly size: { width: number; height: number };
   /** The renderer drawing this avatar (media option `renderer`): a new face is prepared by it. */
   readonly renderer: string;
-  private readonly failures = new EventEmitter<Pick<AvatarOutputEvents, 'failed'>>();
+  private readonly own = new EventEmitter<Pick<AvatarOutputEvents, OwnEvent>>();
 
   private constructor(
     private readonly media: MediaSession,
     private readonly options: MediaAvatarOptions,
-    native: { width: number; height: number; fps: number; renderer: string },
+    private readonly native: ReturnType<typeof nativeMediaConfig>,
+    public clientFace: AvatarClientFace | null,
   ) {
     this.size = { width: native.width, height: native.height };
     this.fps = native.fps;
     this.renderer = native.renderer;
-    media.on('media_error', (e) => this.failures.emit('failed', new Error(`media pipeline failed: ${e.code}: ${e.message}`)));
+    media.on('media_error', (e) => this.own.emit('failed', new Error(`media pipeline failed: ${e.code}: ${e.message}`)));
   }
 
   on<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void {
     // A tick's events are the native ones (a superset of the engine's shapes): heard from the media session itself.
-    if (event === 'failed') this.failures.on('failed', listener as AvatarOutputListener<'failed'>);
+    if (isOwn(event)) this.own.on(event, listener as never);
     else this.media.on(TICK_EVENTS[event as TickEvent], listener as never);
   }
 
   off<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void {
-    if (event === 'failed') this.failures.off('failed', listener as AvatarOutputListener<'failed'>);
+    if (isOwn(event)) this.own.off(event, listener as never);
     else this.media.off(TICK_EVENTS[event as TickEvent], listener as never);
   }
 
@@ -105,6 +110,7 @@ export class MediaAvatarOutput implements CallAvatar {
       options.assets.face(options.faceId, options.userId, native.width, native.height),
       options.assets.motion(options.drivingId, options.userId),
     ]);
+    const clientFace = video ? null : await clientFaceOf(options.faceId, await prepareFace(face, native.renderer), native);
     const media = await MediaSession.start(
       {
         ...native,
@@ -125,7 +131,7 @@ export class MediaAvatarOutput implements CallAvatar {
       },
       { logger: options.log },
     );
-    return new MediaAvatarOutput(media, options, native);
+    return new MediaAvatarOutput(media, options, native, clientFace);
   }
 
   pushSpeech(pcm: Int16Array, sampleRateHz: number, phonemes: PhonemeTiming[]): SpeechPlacement {
@@ -152,7 +158,13 @@ export class MediaAvatarOutput implements CallAvatar {
   async setFace(faceId: string): Promise<void> {
     const face = await this.options.assets.face(faceId, this.options.userId, this.size.width, this.size.height);
     const prepared = await prepareFace(face, this.renderer);
-    if (!this.media.closed) this.media.setFace(prepared);
+    const clientFace = this.clientFace && (await clientFaceOf(faceId, prepared, this.native));
+    if (this.media.closed) return;
+    this.media.setFace(prepared);
+    if (clientFace) {
+      this.clientFace = clientFace;
+      this.own.emit('face', clientFace);
+    }
   }
 
   listen(on: boolean): void {

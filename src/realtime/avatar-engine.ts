@@ -30,7 +30,8 @@ import type { Logger } from '../core/log.js';
 import { AppError } from '../core/errors.js';
 import { InputAudioDecoder, OutputAudioEncoder } from '../audio/wire-format.js';
 import { PCM_RATE_HZ } from '../audio/pcm.js';
-import { type AvatarOutput, type AvatarRawFrame, motionEvent } from './avatar-output.js';
+import type { AvatarOutput, AvatarRawFrame } from './avatar-output.js';
+import { MotionStream } from './motion-stream.js';
 import { type AvatarFrameShape, type AvatarSessionSettings, applyAvatarSessionUpdate, avatarSessionObject } from './avatar-session-update.js';
 import { type SegmentChange, SegmentTimeline } from './avatar-segments.js';
 import type { AssetChecker, EngineTransport, SessionRecorder } from './engine-ports.js';
@@ -93,6 +94,8 @@ export class AvatarSessionEngine {
   private chain: Promise<void> = Promise.resolve();
   private readonly reader: MessageReader<string>;
   private closed = false;
+  /** A face the client draws: its faces and frames (nothing when the server draws it). */
+  private readonly motion: MotionStream;
   private decoder: InputAudioDecoder | null;
   private encoder: OutputAudioEncoder;
   /** Session time up to which the avatar has played (the end of the latest tick). */
@@ -119,7 +122,7 @@ export class AvatarSessionEngine {
     deps.avatar.on('frame', (frame) => this.guard('frame', () => this.onJpeg(frame.data, frame.ptsNs)));
     deps.avatar.on('raw', (frame) => this.guard('raw frame', () => this.onRaw(frame)));
     // A face the agent's viewer draws (video_render: client): its parameters every frame.
-    deps.avatar.on('motion', (frame) => this.emit(motionEvent(frame)));
+    this.motion = new MotionStream(deps.avatar, (e) => this.emit(e));
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
       this.emit(errorEvent(new RealtimeError('avatar_failed', 'The avatar media pipeline failed; no further audio or video can be produced.', null, 'server_error'), null));
@@ -129,6 +132,7 @@ export class AvatarSessionEngine {
   /** Sends session.created; call once, before the first message. */
   async start(): Promise<void> {
     this.emit({ type: 'session.created', session: this.sessionObject() });
+    this.motion.start();
   }
 
   sessionObject(): Json {

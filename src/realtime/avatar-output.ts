@@ -11,7 +11,6 @@
  * hands a listener to the media session itself: a tick reaches its listener in one step.
  */
 import type { PhonemeTiming } from '../audio/pcm.js';
-import type { ServerEventDraft } from './protocol.js';
 
 export interface SpeechPlacement {
   startPtsNs: number;
@@ -68,12 +67,62 @@ export interface AvatarMotionFrame {
   };
 }
 
+/** An opening of a client-drawn face: mesh vertex ids corner to corner, left to right; depth and a point inside (photo pixels). */
+export interface AvatarFaceOpening {
+  upper: number[];
+  lower: number[];
+  depth: number;
+  centre: number[];
+}
+
+/**
+ * Everything a client needs to draw the face itself, once per face (media option video_render:
+ * client): face-render's ClientFace (native/face-render/src/client.rs, which says what each field
+ * means) with its texture encoded losslessly. A frame is then its AvatarMotionFrame alone.
+ */
+export interface AvatarClientFace {
+  /** The face's asset id. */
+  faceId: string;
+  width: number;
+  height: number;
+  canvasWidth: number;
+  canvasHeight: number;
+  /** Photo pixels → canvas pixels: [m00, m01, m10, m11, tx, ty]. */
+  fit: number[];
+  /** The photo the warp samples, as a lossless image file; `factor` photo pixels per texel. */
+  texture: { width: number; height: number; factor: number; mimeType: 'image/webp'; data: Buffer };
+  baseOrder: string[];
+  rest: Float32Array;
+  bases: Float32Array;
+  depth: Float32Array;
+  headWeight: Float32Array;
+  triangles: Uint32Array;
+  eyes: AvatarFaceOpening[];
+  mouth: {
+    opening: AvatarFaceOpening;
+    width: number;
+    down: number[];
+    jawDrop: number;
+    teeth: number[];
+    cavityEdge: number[];
+    cavityDeep: number[];
+    tongue: number[];
+    seam: number[];
+    /** The photographed mouth interior's coverage mask, when the photo shows the lips parted. */
+    photo?: { x0: number; y0: number; w: number; h: number; mask: Buffer; teeth: boolean };
+  };
+  pivot: number[];
+  faceWidth: number;
+}
+
 export interface AvatarOutputEvents {
   audio: [AvatarAudioChunk];
   frame: [AvatarFrame];
   raw: [AvatarRawFrame];
   /** The face of each frame when the client draws it (no `frame`s then). */
   motion: [AvatarMotionFrame];
+  /** The client-drawn face changed (setFace): the new one, before its first frame. */
+  face: [AvatarClientFace];
   /** The output failed and stopped (a pipeline error); the session cannot speak any more. */
   failed: [Error];
 }
@@ -84,6 +133,8 @@ export interface AvatarOutput {
   readonly fps: number;
   /** The frames' size in pixels. */
   readonly size: { width: number; height: number };
+  /** The face the client draws (media option video_render: client), null when the server draws it; a change is the `face` event. */
+  readonly clientFace: AvatarClientFace | null;
   /** Queues speech (mono PCM16, 8..48 kHz) with optional phoneme timings for the lips. */
   pushSpeech(pcm: Int16Array, sampleRateHz: number, phonemes: PhonemeTiming[]): SpeechPlacement;
   /** Drops queued speech: the next frame is idle and the audio silent. Returns where it cut: the first frame without speech. */
@@ -98,14 +149,4 @@ export interface AvatarOutput {
   on<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void;
   off<K extends keyof AvatarOutputEvents>(event: K, listener: AvatarOutputListener<K>): void;
   close(): Promise<void>;
-}
-
-/** A parameter in thousandths (integers keep the event small: about 170 bytes a frame). */
-const thousandths = (v: number): number => (Number.isFinite(v) ? Math.round(v * 1000) : 0);
-
-/** One frame of a client-drawn face as its event (output_motion.delta; params in MOTION_PARAMS order). */
-export function motionEvent(frame: AvatarMotionFrame): ServerEventDraft {
-  const f = frame.face;
-  const params = [f.pitchDeg, f.yawDeg, f.rollDeg, f.tx, f.ty, f.scale, f.mouthOpen, f.mouthWide, f.mouthPress, f.tongue, f.eyeOpenLeft, f.eyeOpenRight, f.brow, f.cheek].map(thousandths);
-  return { type: 'output_motion.delta', frame_index: frame.frameIndex, pts_ms: Math.round(frame.ptsNs / 1e6), params, listening: f.listening };
 }

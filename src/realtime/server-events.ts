@@ -85,28 +85,117 @@ export interface ResponseOutputImageDeltaEvent extends PartRef {
 export const MOTION_PARAMS = ['pitch_deg', 'yaw_deg', 'roll_deg', 'tx', 'ty', 'scale', 'mouth_open', 'mouth_wide', 'mouth_press', 'tongue', 'eye_open_left', 'eye_open_right', 'brow', 'cheek'] as const;
 
 /**
- * The face of one frame when the client draws it (the session's media option
- * `video_render: "client"`; the avatar's own event): sent every frame, idle or speaking, before
- * the audio of the same tick. `params` in the order of MOTION_PARAMS.
+ * The face's frames when the client draws it (the session's media option `video_render: "client"`;
+ * the avatar's own event): every frame, idle or speaking, two frames an event (one when the next
+ * frame is not the following one), each before the audio of its tick. `params` holds
+ * MOTION_PARAMS.length numbers a frame, frames in order; frame k of the event has index
+ * `frame_index + k` and time `pts_ms + k * frame_ms`.
  */
 export interface OutputMotionDeltaEvent {
   event_id: string;
   type: 'output_motion.delta';
+  /** The first frame's index. */
   frame_index: number;
-  /** The frame's time on the audio's clock (the pts of its output_audio.delta / RTP audio). */
+  /** The first frame's time on the audio's clock (the pts of its output_audio.delta / RTP audio). */
   pts_ms: number;
+  /** Time from one frame to the next (1000 / fps). */
+  frame_ms: number;
   /**
-   * pitch_deg, yaw_deg, roll_deg (head down, toward the image's left, clockwise positive), tx, ty
-   * (face widths), scale (1 as photographed), mouth_open (0..1), mouth_wide (-1 rounded..1
-   * spread), mouth_press (0..1), tongue (0 low..1 tip raised), eye_open_left, eye_open_right (0
-   * shut..1 as photographed), brow (-1 knit..1 raised), cheek (0..1 raised); each in thousandths
-   * (an integer: 1000 is 1.0).
+   * Per frame: pitch_deg, yaw_deg, roll_deg (head down, toward the image's left, clockwise
+   * positive), tx, ty (face widths), scale (1 as photographed), mouth_open (0..1), mouth_wide (-1
+   * rounded..1 spread), mouth_press (0..1), tongue (0 low..1 tip raised), eye_open_left,
+   * eye_open_right (0 shut..1 as photographed), brow (-1 knit..1 raised), cheek (0..1 raised); each
+   * in thousandths (an integer: 1000 is 1.0).
    * @minItems 14
-   * @maxItems 14
    */
   params: number[];
-  /** The face is listening to the user. */
+  /** The face is listening to the user (at the event's last frame). */
   listening: boolean;
+}
+
+/** A lip or eyelid loop of a client-drawn face: mesh vertex ids, corner to corner, left to right in the image. */
+export interface MotionFaceOpening {
+  upper: number[];
+  lower: number[];
+  /** Depth toward the camera (photo pixels), by which the opening's inside turns with the head. */
+  depth: number;
+  /** A point inside (photo pixels). */
+  centre: number[];
+}
+
+/**
+ * The face a client draws (`video_render: "client"`), sent when the session starts and when its
+ * face changes, before the frames that show it: the mesh warp the server's CPU renderer draws,
+ * as data (docs/realtime.md, A face the client draws). Its texture follows in
+ * output_motion.face.delta parts, then output_motion.face.done. Arrays named `(base64 …)` are
+ * little-endian binary.
+ */
+export interface OutputMotionFaceEvent {
+  event_id: string;
+  type: 'output_motion.face';
+  /** This face's id in the stream: the deltas and done of its texture name it. */
+  face_id: string;
+  /** The face asset shown. */
+  asset_id: string;
+  /** The output size, and the canvas the warp is drawn on (output / upsample factor; upscaled bilinearly to the output). */
+  width: number;
+  height: number;
+  canvas_width: number;
+  canvas_height: number;
+  /**
+   * Photo pixels to canvas pixels, [m00, m01, m10, m11, tx, ty]: x' = m00·x + m01·y + tx.
+   * @minItems 6
+   * @maxItems 6
+   */
+  fit: number[];
+  /** The picture the warp samples: photo pixel p is texel p / factor (pixel centres at +0.5), clamped to the edge. */
+  texture: { width: number; height: number; factor: number; mime_type: 'image/webp'; bytes: number };
+  mesh: {
+    vertex_count: number;
+    /** The per-vertex displacement bases, in the order of `bases`. */
+    base_order: string[];
+    /** (base64 float32) rest position x, y per vertex, photo pixels. */
+    rest: string;
+    /** (base64 float32) per vertex, base_order.length displacements x, y at full strength, photo pixels. */
+    bases: string;
+    /** (base64 float32) depth toward the camera per vertex, photo pixels. */
+    depth: string;
+    /** (base64 float32) how much each vertex turns with the head, 0..1. */
+    head_weight: string;
+    /** (base64 uint32) three vertex ids per triangle. */
+    triangles: string;
+  };
+  /** The image-left eye first. */
+  eyes: MotionFaceOpening[];
+  mouth: {
+    opening: MotionFaceOpening;
+    /** Width at rest (photo pixels), the mouth's down axis, and the jaw's drop at mouth_open 1 (photo pixels along down). */
+    width: number;
+    down: number[];
+    jaw_drop: number;
+    /** Colours of the drawn mouth interior, linear 0..255 RGB. */
+    colours: { teeth: number[]; cavity_edge: number[]; cavity_deep: number[]; tongue: number[]; seam: number[] };
+    /** The photographed mouth interior (when the photo shows the lips parted): its coverage mask, w x h photo pixels from x0, y0 (base64 uint8). */
+    photo: { x0: number; y0: number; w: number; h: number; mask: string; teeth: boolean } | null;
+  };
+  /** Head-pose constants: rotation pivot and face width (the unit of tx, ty), photo pixels. */
+  pivot: number[];
+  face_width: number;
+}
+
+/** A part of a client-drawn face's texture file (base64), in order. */
+export interface OutputMotionFaceDeltaEvent {
+  event_id: string;
+  type: 'output_motion.face.delta';
+  face_id: string;
+  delta: string;
+}
+
+/** A client-drawn face is complete: its texture's parts are all sent. */
+export interface OutputMotionFaceDoneEvent {
+  event_id: string;
+  type: 'output_motion.face.done';
+  face_id: string;
 }
 
 /** The response's frames are all sent (`response.video.done` in the legacy dialect). */
@@ -215,6 +304,9 @@ export type ServerEvent =
   | ResponseMcpCallFailed
   | ResponseOutputImageDeltaEvent
   | OutputMotionDeltaEvent
+  | OutputMotionFaceEvent
+  | OutputMotionFaceDeltaEvent
+  | OutputMotionFaceDoneEvent
   | ResponseOutputImageDoneEvent
   | AvatarSegmentStartedEvent
   | AvatarSegmentCommittedEvent

@@ -33,7 +33,7 @@ import { AudioRecognition, type PauseTranscription, type UserTurn } from './audi
 import { ChatRecord } from './chat-record.js';
 import { type ClientEventOf, checkTransport, typedClientEvent } from './client-events.js';
 import { Conversation } from './conversation.js';
-import { motionEvent } from './avatar-output.js';
+import { MotionStream } from './motion-stream.js';
 import type { EngineDeps, EngineOptions } from './engine-ports.js';
 import { type MessageItem, checkItemImages, itemText, parseItem, userAudioItem } from './items.js';
 import { McpToolbox } from './mcp-toolbox.js';
@@ -56,6 +56,8 @@ export class RealtimeSessionEngine {
   private chain: Promise<void> = Promise.resolve();
   private readonly reader: MessageReader<ClientEventType>;
   private closed = false;
+  /** A face the client draws: its faces and frames (nothing when the server draws it). */
+  private readonly motion: MotionStream;
 
   /** The response in progress, and finished ones' audio for truncation. */
   private readonly responses = new ResponseSlot();
@@ -108,7 +110,7 @@ export class RealtimeSessionEngine {
     this.input.on('idle', (e) => (this.chain = this.chain.then(() => this.onIdleTimeout(e.startMs, e.idleMs))));
     // A run hears the avatar's audio and frames itself while it runs (response.ts); a face the
     // client draws is sent every frame, idle or speaking.
-    deps.avatar.on('motion', (frame) => this.emit(motionEvent(frame)));
+    this.motion = new MotionStream(deps.avatar, (e) => this.emit(e));
     deps.avatar.on('failed', (err) => {
       deps.log.error('avatar output failed', { sessionId: options.sessionId, err });
       this.responses.cancel('client_cancelled');
@@ -120,6 +122,7 @@ export class RealtimeSessionEngine {
   async start(): Promise<void> {
     await this.input.configure(this.settings.turnDetection); // the VAD and the idle timeout, as the settings say
     this.emit({ type: 'session.created', session: this.sessionObject() });
+    this.motion.start();
     this.preemptive.prepareSession();
     try {
       this.mcp.check(this.settings.mcp, 'session.tools', this.settings.raw.tools); // an ephemeral key's or a REST session's tools

@@ -25,6 +25,7 @@ const NS_PER_SAMPLE = 1e9 / PCM_RATE_HZ;
 export class TickingAvatar extends EventEmitter<AvatarOutputEvents> implements AvatarOutput {
   readonly fps = 25;
   readonly size = { width: 512, height: 512 };
+  readonly clientFace = null;
   private queue = new Int16Array(0);
   /** Session time of the next tick, ns. */
   private nowNs = 0;
