@@ -170,6 +170,8 @@ export interface ResponseDelivery {
   /** Older-form `video=true`: frames whatever the response's modalities. */
   legacyVideo: boolean;
   audioDelivery: ResponseSpec['audioDelivery'];
+  /** Audio deltas carry their pts (a face the client draws, which it times by them). */
+  audioPts: boolean;
 }
 
 /** The MCP side of a response: the tools offered from its servers, and the calls the client approved. */
@@ -204,6 +206,7 @@ export function responseSpec(
     speed: s.audio.output.speed,
     images: delivery.imagesWanted && (!r.modalitiesGiven || r.outputModalities.includes('image') || delivery.legacyVideo),
     audioDelivery: delivery.audioDelivery,
+    audioPts: delivery.audioPts,
     outputFormat: settings.outputFormat,
     mcp: mcp.offer,
     approvedCalls: mcp.approvedCalls,

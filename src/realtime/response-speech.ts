@@ -54,6 +54,8 @@ export interface MessageOutputOptions {
   images: boolean;
   /** 'deltas' (WebSocket events) or 'rtp' (a WebRTC call's track; output_audio_buffer.* events). */
   audioDelivery: AudioDelivery;
+  /** Audio deltas carry `pts_ms` (a face the client draws times its frames by them). */
+  audioPts: boolean;
   speed: number;
   /** Encodes audio deltas in the session's output format (WebSocket). */
   encoder: OutputAudioEncoder | null;
@@ -190,7 +192,8 @@ export class MessageOutput {
         if (this.options.audioDelivery !== 'rtp') {
           const pcm = chunk.data.subarray(a * BYTES_PER_SAMPLE, b * BYTES_PER_SAMPLE);
           const wire = this.options.encoder ? this.options.encoder.encode(pcm) : pcm;
-          if (wire.length > 0) this.deps.emit({ type: 'response.output_audio.delta', ...this.partRef(), delta: wire.toString('base64') });
+          const pts = this.options.audioPts ? { pts_ms: Math.round(from / 1e6) } : {};
+          if (wire.length > 0) this.deps.emit({ type: 'response.output_audio.delta', ...this.partRef(), delta: wire.toString('base64'), ...pts });
         }
         this.samplesSent += b - a;
         this.deps.addUsage({ audioSecondsOut: (b - a) / PCM_RATE_HZ });

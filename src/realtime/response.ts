@@ -113,6 +113,8 @@ export interface ResponseSpec {
    * stopped / cleared tell the client when it plays, as OpenAI's WebRTC does).
    */
   audioDelivery: AudioDelivery;
+  /** response.output_audio.delta carries `pts_ms`, its first sample's time on the avatar's clock (video_render: client). */
+  audioPts: boolean;
   /** The session's output audio format (audio deltas are encoded in it). */
   outputFormat: WireAudioFormat;
   /** The MCP tools offered (their definitions are in `request.tools`); NO_MCP when none. */
@@ -432,6 +434,7 @@ export class ResponseRun extends EventEmitter<{ done: [ResponseOutcome] }> {
         audio: this.audioOut,
         images: this.spec.images,
         audioDelivery: this.spec.audioDelivery,
+        audioPts: this.spec.audioPts,
         speed: this.spec.speed,
         encoder: this.spec.outputFormat.type === 'audio/pcm' ? null : new OutputAudioEncoder(this.spec.outputFormat),
       },

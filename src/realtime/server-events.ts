@@ -191,6 +191,19 @@ export interface OutputMotionFaceDeltaEvent {
   delta: string;
 }
 
+/**
+ * On a WebRTC call whose face the client draws, once after session.created: the audio track's
+ * RTP timestamp at pts_ms 0. The sound playing with RTP timestamp r is at pts_ms
+ * ((r - rtp_timestamp) mod 2^32) * 1000 / rtp_clock_hz, so a page draws each frame when its
+ * sound plays (RTCRtpReceiver.getSynchronizationSources gives r).
+ */
+export interface OutputMotionClockEvent {
+  event_id: string;
+  type: 'output_motion.clock';
+  rtp_timestamp: number;
+  rtp_clock_hz: number;
+}
+
 /** A client-drawn face is complete: its texture's parts are all sent. */
 export interface OutputMotionFaceDoneEvent {
   event_id: string;
@@ -241,6 +254,15 @@ export interface AvatarBufferClearedEvent {
   played_ms: number;
 }
 
+/**
+ * A response's audio in a session whose face the client draws (video_render: client): with the
+ * time of its first sample on the avatar's clock, by which the client draws each frame of
+ * output_motion.delta when its sound is heard.
+ */
+export interface StampedAudioDeltaEvent extends ResponseAudioDeltaEvent {
+  pts_ms: number;
+}
+
 /** The audio one frame interval played, silence included. */
 export interface AvatarAudioDeltaEvent {
   event_id: string;
@@ -289,6 +311,7 @@ export type ServerEvent =
   | ResponseTextDeltaEvent
   | ResponseTextDoneEvent
   | ResponseAudioDeltaEvent
+  | StampedAudioDeltaEvent
   | ResponseAudioDoneEvent
   | ResponseAudioTranscriptDeltaEvent
   | ResponseAudioTranscriptDoneEvent
@@ -307,6 +330,7 @@ export type ServerEvent =
   | OutputMotionFaceEvent
   | OutputMotionFaceDeltaEvent
   | OutputMotionFaceDoneEvent
+  | OutputMotionClockEvent
   | ResponseOutputImageDoneEvent
   | AvatarSegmentStartedEvent
   | AvatarSegmentCommittedEvent

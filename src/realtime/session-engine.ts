@@ -465,7 +465,7 @@ export class RealtimeSessionEngine {
     await this.mcp.settled(servers);
     if (this.closed) return;
     this.responses.refuseWhileActive();
-    const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: audioDeliveryOf(this.options) } as const;
+    const delivery = { imagesWanted: this.imagesWanted(), legacyVideo: this.options.legacyVideo, audioDelivery: audioDeliveryOf(this.options), audioPts: this.deps.avatar.clientFace !== null } as const;
     const offer = this.mcp.offer(servers, new Set(checked.request.tools.map((t) => t.name)));
     const approvedCalls = this.mcp.takeApproved(offer, (id) => this.conversation.get(id));
     const spec = { ...responseSpec(checked, { ...ctx, settings: this.settings }, delivery, clientEventId, { offer, approvedCalls }), fallbackLine: this.deps.llm.fallbackLine };

@@ -48,7 +48,7 @@ import { liveCallConfig } from '../realtime/live-dialect.js';
 import { isTranscriptionConfig } from '../realtime/transcription-session.js';
 import { MEDIA_FIELDS, type MediaOptions, parseMediaOptions, resolveMedia } from '../core/media-options.js';
 import type { SessionRecord } from '../store/store.js';
-import { CallPeer, releaseClosedPeers } from '../transport/call-peer.js';
+import { CallPeer, OPUS_CLOCK_HZ, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
 import type { ConnectionRegistry } from './connection-registry.js';
 import { runHereOrRelay } from './placement.js';
@@ -129,13 +129,15 @@ export class CallGateway {
   /** Answers an offer: the session is created pending and runs when the peer connects. */
   async create(principal: Principal, request: CallRequest): Promise<CallAnswer> {
     const { sessions, defaultModel } = this.deps.connection;
-    // 1. The config: the ephemeral key's session under the one sent with the offer.
+    // 1. The config: the ephemeral key's session under the one sent with the offer. Media fields
+    // (the key's, then the offer's) are the session record's settings, not realtime session fields.
     const sent = request.session ?? {};
-    const media = asBadRequest(() => parseMediaOptions(sent));
+    const minted: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
+    const media = asBadRequest(() => parseMediaOptions({ ...pick(minted, MEDIA_FIELDS), ...pick(sent, MEDIA_FIELDS) }));
     const { videoCodec } = resolveMedia(media);
-    // Media fields are the session record's settings, not realtime session fields.
-    const realtime: Json = Object.fromEntries(Object.entries(sent).filter(([k]) => !MEDIA_FIELDS.includes(k)));
-    const base: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
+    const withoutMedia = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([k]) => !MEDIA_FIELDS.includes(k)));
+    const realtime = withoutMedia(sent);
+    const base = withoutMedia(minted);
     if (base.type !== undefined && realtime.type !== undefined && base.type !== realtime.type) {
       throw new AppError('invalid_value', `This ephemeral key was minted for a '${String(base.type)}' session; the call cannot open a '${String(realtime.type)}' one.`, { status: 400, param: 'session.type' });
     }
@@ -367,7 +369,14 @@ export class CallGateway {
     peer.on('keyframe_request', () => avatar.requestKeyframe());
     peer.on('video_bitrate', (kbps) => avatar.setVideoBitrate(kbps));
     avatar.requestKeyframe(); // the video track may have opened before the avatar existed
+    // A face the client draws: the frames' pts_ms onto the audio track's RTP clock, so the page draws each frame as its sound plays.
+    if (avatar.clientFace) connection.send({ type: 'output_motion.clock', rtp_timestamp: peer.audioRtpOrigin, rtp_clock_hz: OPUS_CLOCK_HZ });
   }
+}
+
+/** The fields of `o` named in `names`. */
+function pick(o: Json, names: readonly string[]): Json {
+  return Object.fromEntries(Object.entries(o).filter(([k]) => names.includes(k)));
 }
 
 /**

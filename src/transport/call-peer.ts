@@ -45,7 +45,7 @@ import { negotiate, parseOffer, withExtmap, type Negotiated, type VideoCodec } f
 const GATHER_TIMEOUT_MS = 2000;
 /** RTP clock rates. */
 const VIDEO_CLOCK_HZ = 90_000;
-const OPUS_CLOCK_HZ = 48_000;
+export const OPUS_CLOCK_HZ = 48_000;
 /**
  * ICE 'disconnected' can heal (a network blip); a peer still disconnected after this long is gone
  * (its page was killed, its network dropped) and the call ends.
@@ -240,6 +240,11 @@ export class CallPeer extends EventEmitter<CallPeerEvents> {
 
   get videoCodec(): VideoCodec | null {
     return this.negotiated.video?.codec ?? null;
+  }
+
+  /** The audio track's RTP timestamp of session pts 0 (on OPUS_CLOCK_HZ): a client maps what it plays back onto the session clock with it. */
+  get audioRtpOrigin(): number {
+    return this.audioTsOffset;
   }
 
   /** An encoded video frame: an H.264 access unit, or a VP8 RTP packet. */

@@ -394,6 +394,9 @@ Voice('a face the client draws (video_render: client): the answer takes no video
   const parts = events.filter((e) => e.type === 'output_motion.face.delta' && e.face_id === face?.face_id);
   assert.ok(face && parts.length > 0 && events.some((e) => e.type === 'output_motion.face.done' && e.face_id === face.face_id));
   assert.is(Buffer.from(parts.map((p) => p.delta).join(''), 'base64').length, face.texture.bytes);
+  // And the audio track's RTP clock, by which the page times each frame.
+  const clock = events.find((e) => e.type === 'output_motion.clock');
+  assert.ok(clock && Number.isInteger(clock.rtp_timestamp) && clock.rtp_clock_hz === 48_000, JSON.stringify(clock));
   assert.not.ok(events.some((e) => e.type === 'response.output_image.delta'));
   const stats = await callIn<{ video: { framesDecoded: number } | null; audio: { samples: number } | null }>(page, 'stats');
   assert.ok((stats.audio?.samples ?? 0) > 0 && (stats.video?.framesDecoded ?? 0) === 0, JSON.stringify(stats));

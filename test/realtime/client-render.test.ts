@@ -119,6 +119,15 @@ ClientRender('video_render=client: every frame as output_motion.delta, idle and 
   const during = motion.filter((m) => at(m) > firstAudio && at(m) < types.indexOf('response.output_audio.done'));
   assert.ok(before.length > 3 && before.every((m) => m.params[MOUTH_OPEN]! < 50), `closed at rest: ${before.map((m) => m.params[MOUTH_OPEN]).join(',')}`);
   assert.ok(during.filter((m) => m.params[MOUTH_OPEN]! > 200).length > 3, `open while speaking: ${during.map((m) => m.params[MOUTH_OPEN]).join(',')}`);
+  // The reply's audio carries its pts, on the frames' clock: gapless, and its first sound during a frame the stream sent.
+  const audio = c.events.filter((e) => e.type === 'response.output_audio.delta');
+  assert.ok(audio.length > 5 && audio.every((a) => Number.isInteger(a.pts_ms)), 'audio deltas stamped');
+  for (let i = 1; i < audio.length; i++) {
+    const ms = (Buffer.from(audio[i - 1]!.delta, 'base64').length / 2 / 24);
+    assert.ok(Math.abs(audio[i]!.pts_ms - (audio[i - 1]!.pts_ms + ms)) <= 1, `gapless at ${i}`);
+  }
+  const start = audio[0]!.pts_ms;
+  assert.ok(motion.some((m) => m.pts_ms <= start && start < m.pts_ms + 40), `the first sound (${start} ms) is inside a frame's tick`);
   // A motion stream, not video: under 30 kb/s at 25 fps is under 150 bytes a frame.
   const bytes = events.reduce((n, m) => n + JSON.stringify(m).length, 0) / motion.length;
   assert.ok(bytes < 150, `${bytes.toFixed(0)} bytes a frame`);
@@ -168,6 +177,7 @@ ClientRender('a session without the option gets frames as today, and no motion e
   await c.waitFor('response.done', { timeoutMs: 60_000 });
   assert.ok(c.types().includes('response.output_image.delta'));
   assert.not.ok(c.types().some((t) => t.startsWith('output_motion')));
+  assert.not.ok(c.events.some((e) => e.type === 'response.output_audio.delta' && 'pts_ms' in e), "OpenAI's audio deltas, unstamped");
   await c.close();
 });
 
