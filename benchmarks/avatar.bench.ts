@@ -22,7 +22,11 @@
  *    all talking at once at 25 fps with no late frame, and CPU per call, beside full-agent calls
  *    (each asking for a long story again as soon as its reply is done: the embedded language model
  *    and voice, as `npm start` runs them) on the same server, the two stepped in turn; CPU of
- *    WebSocket avatar-only sessions talking, JPEG against I420.
+ *    WebSocket avatar-only sessions talking, JPEG against I420. Then full-agent calls with a
+ *    hosted model's stand-in (harness/servers/remote-stand-in.ts, first token at 200 ms) and the
+ *    embedded voice, the face drawn by the server (H.264) against drawn by the client
+ *    (video_render: client: the motion stream on the data channel, its events the frames), stepped
+ *    in turn on one server.
  *
  * Environment: AVATAR_BENCH_CAPACITY=0 skips capacity; AVATAR_BENCH_WEBRTC=0 skips the browser;
  * AVATAR_BENCH_LATENCY=0 skips the latency runs (capacity alone).
@@ -34,6 +38,7 @@ import type { ServerProcess } from '../harness/servers/process.js';
 import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../harness/clients/browser.js';
 import { speak, toPcm16 } from '../harness/measures/speech.js';
 import type { RtcCaller } from '../harness/clients/rtc-caller.js';
+import { describePacing, startRemoteStandIn, type RemotePacing } from '../harness/servers/remote-stand-in.js';
 import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, describeOnsets, idleMouth, mostCallsEach, pageOnsets, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
 import { greyOpening, lipOnsets, noOffsets, offsetsByKind, pcmBlocks, type OnsetOffsets, type OnsetPair, type SoundBlock } from '../harness/measures/onsets.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
@@ -488,8 +493,36 @@ async function measureCapacity(log: (line: string) => void): Promise<{ metrics: 
     },
     CAPACITY_SERVER_ENV,
   );
+  // A production deployment: the model hosted (its stand-in on loopback), the voice and the face here.
+  const remote = await startRemoteStandIn(REMOTE_PACING);
+  try {
+    await withServer(
+      { LLM_PROVIDER: 'openai', LLM_BASE_URL: remote.server.baseUrl },
+      async (server) => {
+        const drawnHere: CapacityLoad = { ...AGENT_TALKING, session: { ...AGENT_TALKING.session, video_render: 'client' } };
+        const both = await mostCallsEach(server, { 'server-drawn': AGENT_TALKING, 'client-drawn': drawnHere }, [1, 4, 8, 12, 16, 20, 24, 28, 32], WINDOW_S, (line) => log(`capacity (hosted model) ${line}`));
+        const server_ = both['server-drawn']!;
+        const client = both['client-drawn']!;
+        metrics.push(
+          summarise(`most full-agent calls talking at once in real time, hosted model (${describePacing(REMOTE_PACING)}) and embedded voice, face drawn by the server (H.264)`, 'calls', [server_.most]),
+          summarise('same, face drawn by the client (video_render: client, the motion stream)', 'calls', [client.most]),
+          summarise('server CPU per full-agent call talking, hosted model, face drawn by the server', '% of a core', server_.cpuPerCall === null ? [] : [server_.cpuPerCall]),
+          summarise('server CPU per full-agent call talking, hosted model, face drawn by the client', '% of a core', client.cpuPerCall === null ? [] : [client.cpuPerCall]),
+        );
+        notes.push(`Capacity with a hosted model (${describePacing(REMOTE_PACING)}), face drawn by the server: ${server_.steps.join('; ')}.`);
+        notes.push(`Capacity with a hosted model, face drawn by the client: ${client.steps.join('; ')}.`);
+        steps.push(...server_.points.map((p) => ({ ...p, load: 'hosted model, server-drawn' })), ...client.points.map((p) => ({ ...p, load: 'hosted model, client-drawn' })));
+      },
+      CAPACITY_SERVER_ENV,
+    );
+  } finally {
+    await remote.server.close();
+  }
   return { metrics, notes, steps };
 }
+
+/** The hosted model's stand-in in the capacity runs: the issue's 200 ms to the first token. */
+const REMOTE_PACING: RemotePacing = { firstTokenMs: 200, tokensPerS: 60 };
 
 /** Server CPU per WebSocket avatar-only session, `n` at once, all talking, over WINDOW_S. */
 async function wsCpuPerSession(server: ServerProcess, mode: Mode, n: number): Promise<number> {

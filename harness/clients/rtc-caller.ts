@@ -4,7 +4,9 @@
  * client. It does not decode: it records when each video frame's last RTP packet (marker bit)
  * arrived and its RTP timestamp, so that a run can count frames per second and frames that came
  * late against the stream's own clock, at the receiver, for many calls at once without a
- * browser's decoding cost on the same two cores as the server.
+ * browser's decoding cost on the same two cores as the server. A call whose face the client
+ * draws (video_render: client) has no video: its output_motion.delta events are its frames then
+ * (each as one arrival of its frames, timed by its last frame's pts).
  *
  * The channel gets an onClosed handler, the tracks do not: on this offerer, a track's native close
  * event never comes after pc.close() (node-datachannel 0.33.4), so a track onClosed handler held
@@ -23,6 +25,8 @@ export interface ReceivedFrame {
   rtpTs: number;
   /** performance.now() when its last packet arrived. */
   arrivedMs: number;
+  /** Frames that arrived together (a motion event's); 1 for video. */
+  count?: number;
 }
 
 export class RtcCaller {
@@ -41,7 +45,10 @@ export class RtcCaller {
   ) {
     this.opened = new Promise((resolve) => dc.onOpen(() => resolve()));
     dc.onMessage((msg) => {
-      if (typeof msg === 'string') this.events.push(JSON.parse(msg) as { type: string });
+      if (typeof msg !== 'string') return;
+      const event = JSON.parse(msg) as { type: string; [field: string]: unknown };
+      if (event.type === 'output_motion.delta') this.onMotion(event);
+      else this.events.push(event);
     });
     dc.onClosed(() => {});
     for (const track of tracks) {
@@ -95,6 +102,13 @@ export class RtcCaller {
     this.pc.close();
   }
 
+  /** A client-drawn face's frames: due at the event's last frame (it leaves when that frame is made). */
+  private onMotion(event: { [field: string]: unknown }): void {
+    const count = (event.params as number[]).length / 14;
+    const lastMs = Number(event.pts_ms) + (count - 1) * Number(event.frame_ms);
+    this.frames.push({ rtpTs: Math.round(lastMs * (VIDEO_CLOCK_HZ / 1000)), arrivedMs: performance.now(), count });
+  }
+
   private onPacket(kind: string, packet: Buffer): void {
     const rtp = parseRtp(packet);
     if (!rtp) return;
@@ -123,10 +137,11 @@ export function frameTiming(frames: ReceivedFrame[], fromMs: number, toMs: numbe
   const offsets = inWindow.map((f) => f.arrivedMs - (f.rtpTs / VIDEO_CLOCK_HZ) * 1000);
   const base = Math.min(...offsets);
   const lateness = offsets.map((o) => o - base);
+  const count = inWindow.reduce((n, f) => n + (f.count ?? 1), 0);
   return {
-    frames: inWindow.length,
-    late: lateness.filter((l) => l > toleranceMs).length,
-    fps: (inWindow.length / (toMs - fromMs)) * 1000,
+    frames: count,
+    late: inWindow.filter((_, i) => lateness[i]! > toleranceMs).reduce((n, f) => n + (f.count ?? 1), 0),
+    fps: (count / (toMs - fromMs)) * 1000,
     worstMs: Math.max(...lateness),
   };
 }
