@@ -86,6 +86,18 @@ export const MEDIA_DEFAULTS: Readonly<ResolvedMedia> = {
 /** The wire names of the media fields (a call's `session` keeps the others for the realtime config). */
 export const MEDIA_FIELDS: readonly string[] = Object.keys(MediaFields.properties);
 
+/**
+ * A session config's media fields apart from the rest (a call's `session`, an ephemeral key's
+ * session: the media fields are the session record's settings, the rest the realtime config's).
+ */
+export function splitMediaFields<T extends Record<string, unknown>>(config: T): { media: Record<string, unknown>; rest: Record<string, unknown> } {
+  const entries = Object.entries(config);
+  return {
+    media: Object.fromEntries(entries.filter(([k]) => MEDIA_FIELDS.includes(k))),
+    rest: Object.fromEntries(entries.filter(([k]) => !MEDIA_FIELDS.includes(k))),
+  };
+}
+
 const camelCase = (wire: string): string => wire.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
 /** The options of parsed media fields (or of any object holding them under their wire names, unchecked). */

@@ -46,7 +46,7 @@ import { MicrophoneDecoder } from '../media/opus-decoder.js';
 import { type Json, RealtimeError, binaryMessageRefused, isObject } from '../realtime/protocol.js';
 import { liveCallConfig } from '../realtime/live-dialect.js';
 import { isTranscriptionConfig } from '../realtime/transcription-session.js';
-import { MEDIA_FIELDS, type MediaOptions, parseMediaOptions, resolveMedia } from '../core/media-options.js';
+import { MEDIA_FIELDS, type MediaOptions, parseMediaOptions, resolveMedia, splitMediaFields } from '../core/media-options.js';
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer, OPUS_CLOCK_HZ, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
@@ -132,12 +132,12 @@ export class CallGateway {
     // 1. The config: the ephemeral key's session under the one sent with the offer. Media fields
     // (the key's, then the offer's) are the session record's settings, not realtime session fields.
     const sent = request.session ?? {};
-    const minted: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
-    const media = asBadRequest(() => parseMediaOptions({ ...pick(minted, MEDIA_FIELDS), ...pick(sent, MEDIA_FIELDS) }));
+    const minted = splitMediaFields(principal.kind === 'ephemeral' ? principal.session : {});
+    const offered = splitMediaFields(sent);
+    const media = asBadRequest(() => parseMediaOptions({ ...minted.media, ...offered.media }));
     const { videoCodec } = resolveMedia(media);
-    const withoutMedia = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([k]) => !MEDIA_FIELDS.includes(k)));
-    const realtime = withoutMedia(sent);
-    const base = withoutMedia(minted);
+    const realtime: Json = offered.rest;
+    const base: Json = minted.rest;
     if (base.type !== undefined && realtime.type !== undefined && base.type !== realtime.type) {
       throw new AppError('invalid_value', `This ephemeral key was minted for a '${String(base.type)}' session; the call cannot open a '${String(realtime.type)}' one.`, { status: 400, param: 'session.type' });
     }
@@ -372,11 +372,6 @@ export class CallGateway {
     // A face the client draws: the frames' pts_ms onto the audio track's RTP clock, so the page draws each frame as its sound plays.
     if (avatar.clientFace) connection.send({ type: 'output_motion.clock', rtp_timestamp: peer.audioRtpOrigin, rtp_clock_hz: OPUS_CLOCK_HZ });
   }
-}
-
-/** The fields of `o` named in `names`. */
-function pick(o: Json, names: readonly string[]): Json {
-  return Object.fromEntries(Object.entries(o).filter(([k]) => names.includes(k)));
 }
 
 /**

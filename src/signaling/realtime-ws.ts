@@ -48,7 +48,7 @@ import type { AuthThrottle } from '../auth/throttle.js';
 import { AppError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import { MEDIA_FIELDS, type MediaOptions, parseMediaOptions } from '../core/media-options.js';
+import { MEDIA_FIELDS, type MediaOptions, parseMediaOptions, splitMediaFields } from '../core/media-options.js';
 import { LIVE_INITIAL } from '../realtime/live-dialect.js';
 import { type Dialect, type Json, errorEvent, isObject, MAX_CLIENT_EVENT_BYTES } from '../realtime/protocol.js';
 import type { SessionRecord } from '../store/store.js';
@@ -307,7 +307,9 @@ export class RealtimeGateway {
       return { session, owns: false, initial, dialect: session.origin === 'legacy' ? 'legacy' : dialect };
     }
     // The engine's session.update rules drop the key's read-only fields (id, object, expires_at).
-    let initial: Json = principal.kind === 'ephemeral' ? { ...principal.session } : {};
+    // The key's media fields are the session record's (the URL's win), the rest its realtime config.
+    const minted = splitMediaFields(principal.kind === 'ephemeral' ? principal.session : {});
+    let initial: Json = minted.rest;
     if (transcriptionIntent(query, initial)) {
       // No model runs in a transcription session (OpenAI's socket for one names none): a `model` in the URL is not used.
       const { model: _model, ...fields } = initial;
@@ -323,7 +325,7 @@ export class RealtimeGateway {
     }
     const session = await sessions.create(
       principal.userId,
-      { ...sessionConfigFrom(initial, defaultModel), video: query.get('video') === 'true', media: mediaFromQuery(query) },
+      { ...sessionConfigFrom(initial, defaultModel), video: query.get('video') === 'true', media: mediaFromQuery(query, minted.media) },
       'realtime',
       {
         start: true,
@@ -391,12 +393,12 @@ export class RealtimeGateway {
 }
 
 /**
- * The media options in the URL of a socket that makes its session (`?video_render=client`,
- * `&output_size=`, ...: the media fields of a REST session, by their wire names); checked by
- * their schema (400 names the field).
+ * The media options of a socket that makes its session: its ephemeral key's, under those in its
+ * URL (`?video_render=client`, `&output_size=`, ...: the media fields of a REST session, by their
+ * wire names); checked by their schema (400 names the field).
  */
-function mediaFromQuery(query: URLSearchParams): MediaOptions {
-  return parseMediaOptions(Object.fromEntries(MEDIA_FIELDS.filter((name) => query.has(name)).map((name) => [name, query.get(name)])));
+function mediaFromQuery(query: URLSearchParams, minted: Record<string, unknown>): MediaOptions {
+  return parseMediaOptions({ ...minted, ...Object.fromEntries(MEDIA_FIELDS.filter((name) => query.has(name)).map((name) => [name, query.get(name)])) });
 }
 
 /** Thrown by authenticate() when the socket closed while waiting for credentials. */

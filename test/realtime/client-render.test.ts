@@ -161,6 +161,19 @@ ClientRender("an avatar-only session (an agent's own voice) gets the motion stre
   await c.close();
 });
 
+ClientRender("an ephemeral key minted with video_render: client opens a client-drawn session; a bad value is refused at minting", async (ctx) => {
+  const minted = await ctx.t.request('POST', '/v1/realtime/client_secrets', { json: { session: { type: 'realtime', video_render: 'client' } } });
+  assert.is(minted.status, 200, minted.text);
+  const { value } = minted.body as { value: string };
+  const c = await RealtimeTestClient.connect(ctx.t.url, { key: value, query: 'model=gpt-realtime' });
+  await c.waitFor('output_motion.face.done');
+  await c.waitFor('output_motion.delta');
+  await c.close();
+  const bad = await ctx.t.request('POST', '/v1/realtime/client_secrets', { json: { session: { type: 'realtime', video_render: 'browser' } } });
+  assert.is(bad.status, 400);
+  assert.is(bad.body.error.param, 'session.video_render');
+});
+
 ClientRender('a bad video_render is refused naming the field', async (ctx) => {
   const c = await RealtimeTestClient.connect(ctx.t.url, { key: ctx.t.key, query: 'model=gpt-realtime&video_render=browser' });
   const error = await c.waitFor('error');

@@ -12,6 +12,7 @@ import { applyAvatarSessionUpdate, avatarSessionObject } from '../../realtime/av
 import { applyTranscriptionUpdate, transcriptionSessionObject } from '../../realtime/transcription-session.js';
 import { DEFAULT_AVATAR_FPS } from '../../media/avatar-output.js';
 import { outputDimensions } from '../../core/video-size.js';
+import { parseMediaOptions, splitMediaFields } from '../../core/media-options.js';
 import type { Static } from '@sinclair/typebox';
 import { parseClientSecretRequest } from '../api/requests.js';
 import type { ClientSecret } from '../api/responses.js';
@@ -26,7 +27,14 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
     const { userId } = principal;
     const body = parseClientSecretRequest(ctx.state.body === undefined ? {} : ctx.state.body);
     const ttl = body.expires_after?.seconds ?? s.config.ephemeralKeyTtlSeconds;
-    const sessionIn: Record<string, unknown> = body.session ?? { type: 'realtime' };
+    // The media fields (video_render, output_size, ...) are checked here and kept with the key for the session it opens.
+    const { media, rest: sessionIn } = splitMediaFields(body.session ?? { type: 'realtime' });
+    try {
+      parseMediaOptions(media);
+    } catch (err) {
+      if (err instanceof AppError) throw new AppError(err.code, err.message, { status: 400, param: `session.${err.param ?? ''}`.replace(/\.$/, '') });
+      throw err;
+    }
     const session =
       sessionIn.type === 'avatar'
         ? avatarSessionFor(sessionIn, outputDimensions(s.config.avatarOutputSize))
@@ -42,7 +50,7 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
     if (mintedBy === null) throw new AppError('ephemeral_key_not_allowed', 'Client secrets are minted with an API key.', { status: 401 });
     // The session's id (OpenAI's RealtimeSessionCreateResponse requires one): the first connection
     // made with this key runs a session of this id; later ones, if the key is used again, get new ids.
-    const bound = { ...session, id: newSessionId() };
+    const bound = { ...session, ...media, id: newSessionId() };
     const { key, expiresAtUs } = await s.keys.createEphemeralKey(userId, mintedBy, bound, ttl);
     const expiresAt = unixSeconds(expiresAtUs);
     ctx.body = {
