@@ -61,9 +61,11 @@ function mouthBox(face: FaceLandmarks, width: number, height: number): [number, 
 /**
  * Chromium with the flags of this machine and a fake microphone (see FakeMicrophone). With
  * `askForMicrophone`, the page's microphone request is left to the (headless) browser, which
- * refuses it: a person who says no.
+ * refuses it: a person who says no. With `webgl`, WebGL2 works (software: SwiftShader through
+ * ANGLE), as on a person's machine; without it a page finds none (--disable-webgl), so the
+ * playground falls back to the server's video.
  */
-export async function launchChromium(options: { microphone?: FakeMicrophone; askForMicrophone?: boolean } = {}): Promise<{ browser: Browser; close(): Promise<void> }> {
+export async function launchChromium(options: { microphone?: FakeMicrophone; askForMicrophone?: boolean; webgl?: boolean } = {}): Promise<{ browser: Browser; close(): Promise<void> }> {
   const microphone = options.microphone ?? 'beeps';
   const args = [
     '--no-sandbox',
@@ -79,6 +81,8 @@ export async function launchChromium(options: { microphone?: FakeMicrophone; ask
     '--disable-features=WebRtcHideLocalIpsWithMdns',
   ];
   if (!options.askForMicrophone) args.push('--use-fake-ui-for-media-stream');
+  // Chromium 156 gives pages WebGL2 even with --disable-gpu; without `webgl` none is wanted.
+  args.push(...(options.webgl ? ['--use-angle=swiftshader', '--enable-unsafe-swiftshader'] : ['--disable-webgl']));
   let tempDir: string | null = null;
   if (microphone !== 'beeps') {
     tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'avatar-mic-'));
@@ -151,7 +155,7 @@ export async function regionMotion(page: Page, selector: string, box: number[], 
   return n ? total / n : 0;
 }
 
-export async function launchBrowser(options: { microphone?: FakeMicrophone } = {}): Promise<TestBrowser> {
+export async function launchBrowser(options: { microphone?: FakeMicrophone; webgl?: boolean } = {}): Promise<TestBrowser> {
   const { browser, close } = await launchChromium(options);
   const server = http.createServer((req, res) => {
     res.setHeader('content-type', 'text/html');
@@ -192,6 +196,13 @@ export interface CallStartOptions {
    * track that is silent until `window.call.speak()` plays speech into it at a known time.
    */
   microphone?: 'device' | 'synth';
+  /**
+   * The URL of the server's face module (`/playground/face.js`) for a call made with
+   * `video_render: "client"`: the page draws the face with it on a canvas of its own, timed by the
+   * audio track's playout (drawFaceOnCall), and takeSamples() hands over what it drew. Needs a
+   * browser launched with `webgl`.
+   */
+  faceModule?: string;
 }
 
 /** The result of `window.call.start()`. */
@@ -237,8 +248,10 @@ const HARNESS_PAGE = `<!doctype html>
 <script>
 const call = {
   pc: null, dc: null, events: [], audioTrack: null, stream: new MediaStream(), answeredAt: 0, firstFrameAt: 0,
-  synth: null, playout: null, samples: [], frames: [], loud: [], thumbs: [], sampler: null, audioClock: 'none',
+  synth: null, playout: null, samples: [], frames: [], loud: [], thumbs: [], sampler: null, audioClock: 'none', face: null,
   async start(o) {
+    // A face the page draws (the session's video_render: client): the server's own module, imported as a third party's page does.
+    const faceModule = o.faceModule ? await import(o.faceModule) : null;
     const pc = new RTCPeerConnection();
     this.pc = pc;
     if (o.audio) {
@@ -269,6 +282,12 @@ const call = {
       const dc = pc.createDataChannel(o.channel, { ordered: true });
       this.dc = dc;
       dc.onmessage = (e) => { try { this.events.push({ at: performance.now(), ...JSON.parse(e.data) }); } catch { this.events.push({ type: '!unparsed', data: String(e.data).slice(0, 200) }); } };
+    }
+    if (faceModule) {
+      const canvas = document.createElement('canvas');
+      canvas.id = 'face';
+      document.body.appendChild(canvas);
+      this.face = faceModule.drawFaceOnCall(pc, this.dc, canvas, (why) => this.events.push({ type: '!face', why }));
     }
     pc.ontrack = (e) => {
       this.stream.addTrack(e.track);
@@ -421,7 +440,8 @@ const call = {
     this.sampler = null;
   },
   takeSamples() {
-    const out = { samples: this.samples, frames: this.frames, loud: this.loud, thumbs: this.thumbs, firstFrameAt: this.firstFrameAt, answeredAt: this.answeredAt, audioClock: this.audioClock, now: performance.now() };
+    const drawn = this.face ? this.face.drawn.splice(0) : [];
+    const out = { samples: this.samples, frames: this.frames, loud: this.loud, thumbs: this.thumbs, drawn, firstFrameAt: this.firstFrameAt, answeredAt: this.answeredAt, audioClock: this.audioClock, now: performance.now() };
     this.samples = []; this.frames = []; this.loud = []; this.thumbs = [];
     return out;
   },
@@ -435,7 +455,7 @@ const call = {
     });
     return out;
   },
-  hangup() { this.stopSampling(); this.pc.close(); if (this.synth) this.synth.ctx.close(); if (this.playout) this.playout.close(); },
+  hangup() { this.stopSampling(); if (this.face) this.face.close(); this.pc.close(); if (this.synth) this.synth.ctx.close(); if (this.playout) this.playout.close(); },
 };
 window.call = call;
 </script></body></html>`;
@@ -480,6 +500,13 @@ export interface PageSamples {
   frames: Array<{ t: number; grey: number; receivedAt: number }>;
   /** JPEG data URLs of a box of the frame, when startSampling was given `thumbs` (`t` as in frames). */
   thumbs: Array<{ t: number; url: string }>;
+  /**
+   * A face the page draws (a call started with `faceModule`, the server's /playground/face.js):
+   * each frame drawn, when (the animation frame's performance.now()), its pts on the audio's clock,
+   * its mouth opening, and how late after its sound's playout it was drawn (NaN: not yet timed by
+   * the audio clock). Empty otherwise.
+   */
+  drawn: Array<{ at: number; ptsMs: number; mouthOpen: number; lateMs: number }>;
   /** When the first video frame was presented (0: none yet). */
   firstFrameAt: number;
   /** When the answer was applied. */

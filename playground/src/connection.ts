@@ -5,6 +5,8 @@
  * two implementations.
  */
 
+import type { FaceView } from './face-view.js';
+
 export type ServerEvent = { type: string; [field: string]: unknown };
 
 export interface ConnectionHandlers {
@@ -13,6 +15,8 @@ export interface ConnectionHandlers {
   firstFrame(): void;
   /** The avatar's first sound of a response is playing (WebSocket; WebRTC says it with output_audio_buffer.started). */
   audioStarted?(responseId: string): void;
+  /** Something the person should know that does not end the connection. */
+  notice(why: string): void;
   /** The connection ended without being asked to: `why` in words. */
   lost(why: string, kind: 'busy' | 'key' | 'network' | 'ended', retryAfterS?: number): void;
 }
@@ -20,6 +24,8 @@ export interface ConnectionHandlers {
 export interface MediaElements {
   video: HTMLVideoElement;
   canvas: HTMLCanvasElement;
+  /** Where the page draws the face itself (video_render: client), with WebGL2. */
+  face: HTMLCanvasElement;
   audio: HTMLAudioElement;
 }
 
@@ -36,6 +42,8 @@ export interface LiveStats {
 
 export interface Connection {
   readonly transport: 'webrtc' | 'websocket';
+  /** The face is drawn here from the motion stream (video_render: client), not sent as video. */
+  readonly face: FaceView | null;
   readonly sessionId: string | null;
   send(event: Record<string, unknown>): void;
   /** Push to talk: the microphone sends sound only while open (silence otherwise, as a muted microphone does). */

@@ -18,6 +18,8 @@
  *    again, since the last one of a reply ends mid-tick.
  *  - While that audio plays, a frame of pts P is due when the audio clock's P + offsetS is heard:
  *    `heardAt` maps an audio-clock time to performance.now() by the context's output timestamp.
+ *  - A face the client draws gets its frames as parameters (output_motion.delta) and its audio
+ *    deltas with their own pts_ms: each delta fixes the offset directly.
  *  - Otherwise (idle, listening, between replies) a frame is due when audio arriving with it would
  *    be heard: the lead and the output latency after now. The delay is then the same as in a
  *    reply, so the picture neither jumps nor stalls when speech starts or ends.
@@ -52,10 +54,17 @@ export class FrameClock {
 
   constructor(private readonly leadS: number) {}
 
-  /** A PCM delta was scheduled to end at `endS`; `restarted`: playback started again with it. */
-  audioScheduled(endS: number, restarted: boolean): void {
+  /**
+   * A PCM delta was scheduled to end at `endS`; `restarted`: playback started again with it.
+   * `ptsEndMs`: where it ends on the frames' clock, when the delta says (a face the client draws:
+   * its audio carries pts_ms), which fixes the offset exactly.
+   */
+  audioScheduled(endS: number, restarted: boolean, ptsEndMs?: number): void {
     this.#audioEndS = endS;
-    if (restarted) {
+    if (ptsEndMs !== undefined) {
+      this.#offsetS = endS - ptsEndMs / 1000;
+      this.#restartEndS = null;
+    } else if (restarted) {
       this.#offsetS = null;
       this.#restartEndS = endS;
     }

@@ -2,7 +2,8 @@
  * The playground page: a person enters an API key (kept in this browser's localStorage, never in a
  * URL; the server never serves a key), picks a face, voice and motion from the server's lists, and
  * talks to the avatar over WebRTC (video and voice as media) or WebSocket (JPEG frames on a
- * canvas, PCM through Web Audio). Each connection gets its own ephemeral key
+ * canvas, PCM through Web Audio). Where the browser has WebGL2 the face is drawn in the page by
+ * default (video_render: client; face-view.ts), from a motion stream instead of video. Each connection gets its own ephemeral key
  * (/v1/realtime/client_secrets) bound to the chosen session config. With "Demo tools" on, the
  * model is offered functions the page itself answers (demo-tools.ts); their calls and outputs show
  * in the transcript.
@@ -11,8 +12,9 @@
  * and for anyone curious in the console).
  */
 import { Api, Problem, type AssetEntry } from './api.js';
-import type { Connection, LiveStats, ServerEvent } from './connection.js';
+import { toBase64, type Connection, type LiveStats, type ServerEvent } from './connection.js';
 import { DEMO_TOOLS, runDemoTool } from './demo-tools.js';
+import { canDrawFaces } from './face-view.js';
 import { RtcConnection } from './rtc.js';
 import { WsConnection } from './ws.js';
 
@@ -33,6 +35,8 @@ const ui = {
   key: $<HTMLInputElement>('api-key'),
   video: $<HTMLVideoElement>('video'),
   canvas: $<HTMLCanvasElement>('canvas'),
+  face: $<HTMLCanvasElement>('face'),
+  render: $<HTMLSelectElement>('render'),
   audio: $<HTMLAudioElement>('audio'),
   placeholder: $('placeholder'),
   stats: $('stats'),
@@ -411,9 +415,14 @@ async function uploadFace(file: File): Promise<void> {
 // ------------------------------------------------------------------------------------------------
 // Connecting
 
+/** Whether this connection's face is drawn in the page (the Face setting, where WebGL2 works). */
+const drawsFace = (): boolean => ui.render.value === 'client' && canDrawFaces();
+
 function sessionConfig(transport: 'webrtc' | 'websocket'): Record<string, unknown> {
   return {
     type: 'realtime',
+    // A call's media options come with its key; a socket asks in its URL (ws.ts).
+    ...(transport === 'webrtc' && drawsFace() ? { video_render: 'client' } : {}),
     face: page.face,
     voice: ui.voice.value || 'default',
     driving: ui.driving.value || undefined,
@@ -460,7 +469,7 @@ async function connect(): Promise<void> {
     // first half second of a talking room was heard, and made a turn nobody asked for).
     for (const t of mic?.getAudioTracks() ?? []) t.enabled = ui.micMode.value !== 'ptt';
     const key = await api.clientSecret(sessionConfig(transport));
-    const media = { video: ui.video, canvas: ui.canvas, audio: ui.audio };
+    const media = { video: ui.video, canvas: ui.canvas, face: ui.face, audio: ui.audio };
     const handlers = {
       event: onServerEvent,
       firstFrame: () => {
@@ -469,9 +478,11 @@ async function connect(): Promise<void> {
         ui.placeholder.hidden = true;
       },
       audioStarted: () => firstAudio(),
+      notice: (why: string) => showError(why),
       lost: (why: string, kind: string) => lost(why, kind),
     };
-    page.conn = transport === 'webrtc' ? await RtcConnection.connect(api, key, mic, media, handlers) : await WsConnection.connect(key, mic, media, handlers);
+    const drawFace = drawsFace();
+    page.conn = transport === 'webrtc' ? await RtcConnection.connect(api, key, mic, media, handlers, drawFace) : await WsConnection.connect(key, mic, media, handlers, drawFace);
   } catch (err) {
     for (const t of mic?.getTracks() ?? []) t.stop();
     setState('error', 'Not connected');
@@ -493,11 +504,12 @@ async function connect(): Promise<void> {
   page.toolOutputs.clear();
   if (ui.demoTools.checked) offerTools();
   page.micTracks = mic?.getTracks() ?? [];
-  ui.video.hidden = conn.transport !== 'webrtc';
-  ui.canvas.hidden = conn.transport !== 'websocket';
+  ui.face.hidden = conn.face === null;
+  ui.video.hidden = conn.transport !== 'webrtc' || conn.face !== null;
+  ui.canvas.hidden = conn.transport !== 'websocket' || conn.face !== null;
   ui.stats.hidden = false;
   // Over WebSocket, frames come only while the avatar speaks: until then the face's photo stands in.
-  if (conn.transport === 'websocket') drawStill();
+  if (conn.transport === 'websocket' && !conn.face) drawStill();
   ui.sessionId.textContent = conn.sessionId ?? '';
   setState('connected', `Connected over ${conn.transport === 'webrtc' ? 'WebRTC' : 'WebSocket'}`);
   page.statsTimer = window.setInterval(() => void refreshStats(), 1000);
@@ -646,6 +658,9 @@ Object.defineProperty(window, 'playground', {
     snapshot: () => ({
       state: page.state,
       transport: page.conn?.transport ?? null,
+      /** Where the face is drawn, and the frames this page drew (video_render: client). */
+      render: page.conn ? (page.conn.face ? 'client' : 'server') : null,
+      drawn: page.conn?.face?.drawn.map((d) => ({ ...d })) ?? [],
       sessionId: page.conn?.sessionId ?? page.endedSession?.id ?? null,
       firstFrameMs: page.firstFrameMs,
       firstAudioMs: [...page.firstAudioMs],
@@ -658,6 +673,11 @@ Object.defineProperty(window, 'playground', {
     }),
     events: () => page.events.map((e) => ({ ...e, delta: typeof e.delta === 'string' && e.delta.length > 200 ? '(base64)' : e.delta })),
     refreshStats: () => refreshStats(),
+    /** The last frame the page drew itself: its parameters and the canvas's RGB pixels (null: none). */
+    drawnFace: () => {
+      const face = page.conn?.face;
+      return face?.last ? { ptsMs: face.last.ptsMs, frame: { ...face.last.frame }, rgb: toBase64(face.pixels()) } : null;
+    },
   }),
 });
 
@@ -678,5 +698,10 @@ async function watchWarmUp(): Promise<void> {
 }
 
 setState('idle', 'Not connected');
+if (!canDrawFaces()) {
+  // No WebGL2: the server draws the face and sends it as video.
+  ui.render.value = 'server';
+  ui.render.options[0]!.disabled = true;
+}
 void loadAssets();
 void watchWarmUp();

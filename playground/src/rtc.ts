@@ -3,9 +3,14 @@
  * data channel), posts the offer as `application/sdp` to /v1/realtime/calls with the ephemeral
  * key, and applies the answer. The avatar's video plays in <video>, its voice in <audio>; events
  * travel on the data channel. Statistics come from getStats().
+ *
+ * A face the page draws (video_render: client; the answer takes no video): the motion stream
+ * comes on the data channel and each frame is drawn when its sound is heard, by the audio track's
+ * own playout clock (face-view.ts, RtpPlayoutClock).
  */
 import { Problem, problemOf, type Api } from './api.js';
-import type { Connection, ConnectionHandlers, LiveStats, MediaElements } from './connection.js';
+import type { Connection, ConnectionHandlers, LiveStats, MediaElements, ServerEvent } from './connection.js';
+import { FaceView, RtpPlayoutClock } from './face-view.js';
 
 /** ICE gathering on a direct connection takes milliseconds; past this the offer goes as it is. */
 const GATHER_TIMEOUT_MS = 2000;
@@ -28,6 +33,8 @@ export class RtcConnection implements Connection {
   private lastSample: Sample | null = null;
   private frames = 0;
   private disconnectTimer: number | undefined;
+  face: FaceView | null = null;
+  private playout: RtpPlayoutClock | null = null;
 
   private constructor(
     private readonly pc: RTCPeerConnection,
@@ -40,11 +47,13 @@ export class RtcConnection implements Connection {
       for (const text of this.queue.splice(0)) this.channel.send(text);
     };
     this.channel.onmessage = (m) => {
+      let event: ServerEvent;
       try {
-        this.handlers.event(JSON.parse(String(m.data)));
+        event = JSON.parse(String(m.data)) as ServerEvent;
       } catch {
-        // not JSON: nothing the page can show
+        return; // not JSON: nothing the page can show
       }
+      if (!this.playout?.event(event) && !this.face?.event(event)) this.handlers.event(event);
     };
     this.channel.onclose = () => this.lostIfUnexpected('The connection to the avatar was lost.');
     pc.onconnectionstatechange = () => {
@@ -57,13 +66,18 @@ export class RtcConnection implements Connection {
     };
   }
 
-  static async connect(api: Api, ephemeralKey: string, mic: MediaStream | null, media: MediaElements, handlers: ConnectionHandlers): Promise<RtcConnection> {
+  /** `drawFace`: the key's session draws the face in the client (video_render: client). */
+  static async connect(api: Api, ephemeralKey: string, mic: MediaStream | null, media: MediaElements, handlers: ConnectionHandlers, drawFace = false): Promise<RtcConnection> {
     const pc = new RTCPeerConnection();
     const micTrack = mic?.getAudioTracks()[0] ?? null;
     const audio = pc.addTransceiver('audio', { direction: 'sendrecv' });
     if (micTrack) await audio.sender.replaceTrack(micTrack);
     pc.addTransceiver('video', { direction: 'recvonly' });
     const conn = new RtcConnection(pc, micTrack, api, handlers);
+    if (drawFace) {
+      conn.playout = new RtpPlayoutClock(pc, audio.receiver);
+      conn.face = new FaceView(media.face, conn.playout.due, handlers.firstFrame, handlers.notice);
+    }
     pc.ontrack = (e) => {
       const stream = new MediaStream([e.track]);
       if (e.track.kind === 'video') {
@@ -111,6 +125,8 @@ export class RtcConnection implements Connection {
   private lostIfUnexpected(why: string): void {
     if (this.closing) return;
     this.closing = true;
+    this.face?.close();
+    this.playout?.close();
     this.pc.close();
     this.handlers.lost(why, 'network');
   }
@@ -135,12 +151,16 @@ export class RtcConnection implements Connection {
     try {
       if (this.callPath) await this.api.hangup(this.callPath);
     } finally {
+      this.face?.close();
+      this.playout?.close();
       this.pc.close();
     }
   }
 
   close(): void {
     this.closing = true;
+    this.face?.close();
+    this.playout?.close();
     this.pc.close();
   }
 
@@ -169,6 +189,7 @@ export class RtcConnection implements Connection {
     const kbps = previous && at > previous.at ? ((bytes - previous.bytes) * 8) / (at - previous.at) : null;
     // The sound heard now was captured outputDelayMs before the audio being played out; the
     // picture shows what the video is playing out. Positive: the picture is behind its sound.
+    if (this.face) return { fps: this.face.fps(), kbps, avOffsetMs: this.face.lateness(), frames: this.face.frames, audioEnergy };
     const avOffsetMs = playing.audio !== undefined && playing.video !== undefined ? playing.audio - outputDelayMs - playing.video : null;
     return { fps, kbps, avOffsetMs, frames: this.frames, audioEnergy };
   }

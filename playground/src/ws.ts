@@ -6,9 +6,14 @@
  * their own sound is heard (frame-clock.ts: the audio's lead and the output device's latency
  * later than they came). The microphone goes the other way as PCM16 24 kHz
  * `input_audio_buffer.append`, silence while push to talk is released.
+ *
+ * A face the page draws (`?video_render=client`): no images come; the motion stream does, and
+ * each frame is drawn when its sound is heard by the same clock, the audio deltas then carrying
+ * their pts (face-view.ts).
  */
 import { Problem } from './api.js';
 import { fromBase64, toBase64, type Connection, type ConnectionHandlers, type LiveStats, type MediaElements, type ServerEvent } from './connection.js';
+import { FaceView } from './face-view.js';
 import { FrameClock, heardAt, type AudioClock } from './frame-clock.js';
 
 const RATE_HZ = 24000;
@@ -118,6 +123,7 @@ export class WsConnection implements Connection {
   private lateness: number[] = [];
   /** The item being spoken and how much of it has been scheduled, for truncate on interrupt. */
   private speaking: { itemId: string; responseId: string; scheduledMs: number; started: boolean } | null = null;
+  face: FaceView | null = null;
 
   private constructor(
     private readonly ws: WebSocket,
@@ -143,10 +149,12 @@ export class WsConnection implements Connection {
     };
   }
 
-  static async connect(ephemeralKey: string, mic: MediaStream | null, media: MediaElements, handlers: ConnectionHandlers): Promise<WsConnection> {
-    const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/realtime?model=gpt-realtime`;
+  /** `drawFace`: the page draws the face from the motion stream (video_render=client). */
+  static async connect(ephemeralKey: string, mic: MediaStream | null, media: MediaElements, handlers: ConnectionHandlers, drawFace = false): Promise<WsConnection> {
+    const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/realtime?model=gpt-realtime${drawFace ? '&video_render=client' : ''}`;
     const ws = new WebSocket(url, ['realtime', `openai-insecure-api-key.${ephemeralKey}`]);
     const conn = new WsConnection(ws, media, handlers);
+    if (drawFace) conn.face = new FaceView(media.face, (pts, arrived) => conn.frameClock.due(pts, arrived, conn.player.clock()), handlers.firstFrame, handlers.notice);
     await new Promise<void>((resolve, reject) => {
       const created = (m: MessageEvent): void => {
         const event = JSON.parse(String(m.data)) as ServerEvent;
@@ -170,12 +178,14 @@ export class WsConnection implements Connection {
   }
 
   private onEvent(event: ServerEvent): void {
+    if (this.face?.event(event)) return;
     if (event.type === 'response.output_image.delta') this.decode(String(event.delta), typeof event.pts_ms === 'number' ? event.pts_ms : null);
     else if (event.type === 'response.output_audio.delta') {
       const bytes = fromBase64(String(event.delta));
       const pcm = new Int16Array(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / 2));
       const { endS, restarted } = this.player.play(pcm);
-      this.frameClock.audioScheduled(endS, restarted);
+      const ptsEndMs = typeof event.pts_ms === 'number' ? event.pts_ms + (pcm.length / RATE_HZ) * 1000 : undefined;
+      this.frameClock.audioScheduled(endS, restarted, ptsEndMs);
       const itemId = String(event.item_id ?? '');
       const responseId = String(event.response_id ?? '');
       if (this.speaking?.itemId !== itemId) this.speaking = { itemId, responseId, scheduledMs: 0, started: false };
@@ -292,6 +302,7 @@ export class WsConnection implements Connection {
   }
 
   private stopMedia(): void {
+    this.face?.close();
     this.player.close();
     if (this.drawLoop !== null) cancelAnimationFrame(this.drawLoop);
     this.drawLoop = null;
@@ -315,6 +326,7 @@ export class WsConnection implements Connection {
     this.lastBytes = { at, bytes: this.bytes };
     const kbps = previous && at > previous.at ? ((this.bytes - previous.bytes) * 8) / (at - previous.at) : null;
     // Each frame is drawn when its sound is heard; what is left is how late the drawing came (a display frame at most, unless the page is starved).
+    if (this.face) return { fps: this.face.fps(), kbps, avOffsetMs: this.face.lateness(), frames: this.face.frames, audioEnergy: this.player.energy };
     const late = [...this.lateness].sort((a, b) => a - b);
     const avOffsetMs = late.length === 0 ? null : late[Math.floor(late.length / 2)]!;
     return { fps, kbps, avOffsetMs, frames: this.frames, audioEnergy: this.player.energy };

@@ -4,6 +4,8 @@
  * server never puts a key in a page). Outside the REST router and its OpenAPI document on
  * purpose: it is a page, not API. A strict Content-Security-Policy allows only this origin (the
  * page talks to this server's REST API, WebSocket and WebRTC calls and nothing else).
+ * `/playground/face.js`, the face renderer for pages of their own (playground/src/face-embed.ts),
+ * may be imported from any origin.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -14,11 +16,13 @@ import type { AppContext, AppState } from './context.js';
 /** Where src/cli/build-playground.ts writes the page (build output, not in git). */
 export const PLAYGROUND_DIR = path.resolve(import.meta.dirname, '../../target/playground');
 
-const FILES: Record<string, { file: string; type: string }> = {
+const FILES: Record<string, { file: string; type: string; anyOrigin?: boolean }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/playground/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/playground/app.js.map': { file: 'app.js.map', type: 'application/json' },
   '/playground/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
+  '/playground/face.js': { file: 'face.js', type: 'text/javascript; charset=utf-8', anyOrigin: true },
+  '/playground/face.js.map': { file: 'face.js.map', type: 'application/json', anyOrigin: true },
 };
 
 const CSP = [
@@ -48,6 +52,8 @@ export function playgroundMiddleware(dir: string): Koa.Middleware<AppState, AppC
     ctx.set('Content-Security-Policy', CSP);
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Referrer-Policy', 'no-referrer');
+    // A module script is fetched with CORS: another origin's page may import the renderer.
+    if (entry.anyOrigin) ctx.set('Access-Control-Allow-Origin', '*');
     ctx.body = body;
   };
 }

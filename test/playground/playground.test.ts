@@ -470,7 +470,8 @@ async function startAsNpmStart(ctx: FirstCtx, microphone: NonNullable<Parameters
   ctx.dataDir = tempDir();
   ctx.proc = await spawnAsNpmStart(ctx.dataDir);
   ctx.t = asTestServer(ctx.proc);
-  ctx.chromium = await launchChromium({ microphone });
+  // A newcomer's browser has WebGL2: the page draws the face itself (the default).
+  ctx.chromium = await launchChromium({ microphone, webgl: true });
 }
 
 async function stopNpmStart(ctx: FirstCtx): Promise<void> {
