@@ -48,8 +48,11 @@ export type DueClock = (ptsMs: number, arrivedMs: number) => { atMs: number; syn
 const UNSYNCED_DELAY_MS = 80;
 /** A source timestamp this far from now is on another clock than the page's (see RtpPlayoutClock.pageTime). */
 const FOREIGN_CLOCK_MS = 10_000;
-/** How often the audio output's delay is read from getStats. */
-const OUTPUT_DELAY_POLL_MS = 2000;
+/**
+ * How often the audio output's delay is read from getStats: from the start and often, since a
+ * call's first reply may begin a second in, and a frame timed without it comes that much early.
+ */
+const OUTPUT_DELAY_POLL_MS = 500;
 
 /** Whether this browser can draw the face (WebGL2). */
 export function canDrawFaces(): boolean {
@@ -141,7 +144,7 @@ export class FaceView {
   private incoming: { head: ServerEvent; parts: string[] } | null = null;
   /** Faces decode in order. */
   private decoding: Promise<void> = Promise.resolve();
-  private queued: Array<MotionFrame & { dueMs: number; synced: boolean }> = [];
+  private queued: Array<MotionFrame & { arrivedMs: number }> = [];
   private loop: number | null = null;
   private closed = false;
   readonly drawn: DrawnFrame[] = [];
@@ -201,11 +204,8 @@ export class FaceView {
   }
 
   private frameEvent(event: ServerEvent): void {
-    const arrived = performance.now();
-    for (const f of framesOf(event)) {
-      const { atMs, synced } = this.due(f.ptsMs, arrived);
-      this.queued.push({ ...f, dueMs: atMs, synced });
-    }
+    const arrivedMs = performance.now();
+    for (const f of framesOf(event)) this.queued.push({ ...f, arrivedMs });
     while (this.queued.length > MAX_QUEUED) this.queued.shift();
     this.schedule();
   }
@@ -214,12 +214,22 @@ export class FaceView {
     if (this.renderer && !this.closed && this.queued.length > 0) this.loop ??= requestAnimationFrame(() => this.draw());
   }
 
-  /** Each display frame: the latest due frame drawn, older due ones dropped. */
+  /**
+   * Each display frame: the latest due frame drawn, older due ones dropped. When a frame is due is
+   * asked now, not when it arrived: the receiver's jitter buffer stretches and shrinks the audio
+   * while frames wait, and the frame follows its sound, not the guess made on its arrival.
+   */
   private draw(): void {
     this.loop = null;
     const now = performance.now();
-    let shown: (typeof this.queued)[number] | null = null;
-    while (this.queued.length > 0 && this.queued[0]!.dueMs <= now) shown = this.queued.shift()!;
+    let shown: (MotionFrame & { dueMs: number; synced: boolean }) | null = null;
+    while (this.queued.length > 0) {
+      const head = this.queued[0]!;
+      const { atMs, synced } = this.due(head.ptsMs, head.arrivedMs);
+      if (atMs > now) break;
+      this.queued.shift();
+      shown = { ...head, dueMs: atMs, synced };
+    }
     if (shown && this.renderer) {
       this.renderer.draw(shown.frame);
       this.last = shown;
@@ -262,8 +272,9 @@ export class FaceView {
 export class RtpPlayoutClock {
   /** output_motion.clock: the audio's RTP timestamp at pts 0 and its clock rate. */
   private rtp: { origin: number; hz: number } | null = null;
-  /** The audio output's delay after a sample is delivered, ms (media-playout). */
+  /** The audio output's delay after a sample is delivered, ms (media-playout), and the totals it was last read from. */
   private outputDelayMs = 0;
+  private playout = { delayS: 0, samples: 0 };
   private readonly poll: number;
   /** The source timestamps' clock less performance.now() when the page's clock is not the browser's (see pageTime). */
   private foreignOffset = -Infinity;
@@ -273,6 +284,7 @@ export class RtpPlayoutClock {
     private readonly receiver: RTCRtpReceiver,
   ) {
     this.poll = window.setInterval(() => void this.readOutputDelay(), OUTPUT_DELAY_POLL_MS);
+    void this.readOutputDelay();
   }
 
   /** Takes output_motion.clock; false for any other event. */
@@ -306,10 +318,15 @@ export class RtpPlayoutClock {
     return timestamp - this.foreignOffset;
   }
 
+  /** The output's delay over the samples played since the last reading (the whole call's mean would lag a change). */
   private async readOutputDelay(): Promise<void> {
     if (this.pc.connectionState === 'closed') return this.close();
     (await this.pc.getStats()).forEach((s: Record<string, unknown>) => {
-      if (s.type === 'media-playout' && s.kind === 'audio' && Number(s.totalSamplesCount) > 0) this.outputDelayMs = (Number(s.totalPlayoutDelay ?? 0) / Number(s.totalSamplesCount)) * 1000;
+      if (s.type !== 'media-playout' || s.kind !== 'audio') return;
+      const total = { delayS: Number(s.totalPlayoutDelay ?? 0), samples: Number(s.totalSamplesCount ?? 0) };
+      const samples = total.samples - this.playout.samples;
+      if (samples > 0) this.outputDelayMs = ((total.delayS - this.playout.delayS) / samples) * 1000;
+      this.playout = total;
     });
   }
 
