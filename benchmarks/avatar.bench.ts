@@ -18,6 +18,11 @@
  *    frames; mouth onset − speech onset at the receiver (A/V offset, per speech onset as above,
  *    the audio timed on the page's audio thread at its output); a clear → the receiver's audio
  *    silent, → the mouth still.
+ *  - WebRTC with the face drawn by the page (video_render: client; headless Chromium, software
+ *    WebGL): full-agent calls with the embedded models, two text turns each, the page drawing with
+ *    the server's /playground/face.js on the audio track's playout clock; mouth onset in the drawn
+ *    frames' mouth_open − the reply's first sound played (the call's first reply apart), and each
+ *    phrase after a pause; how late frames were drawn against their sound's playout.
  *  - Capacity with light WebRTC callers (harness/clients/rtc-caller.ts): the most avatar-only calls
  *    all talking at once at 25 fps with no late frame, and CPU per call, beside full-agent calls
  *    (each asking for a long story again as soon as its reply is done: the embedded language model
@@ -28,19 +33,20 @@
  *    (video_render: client: the motion stream on the data channel, its events the frames), stepped
  *    in turn on one server.
  *
- * Environment: AVATAR_BENCH_CAPACITY=0 skips capacity; AVATAR_BENCH_WEBRTC=0 skips the browser;
+ * Environment: AVATAR_BENCH_CAPACITY=0 skips capacity (=embedded or =hosted runs only that server's); AVATAR_BENCH_WEBRTC=0 skips the browser;
  * AVATAR_BENCH_LATENCY=0 skips the latency runs (capacity alone).
  */
 import sharp from 'sharp';
 import WebSocket from 'ws';
 import type { Page } from 'playwright-core';
 import type { ServerProcess } from '../harness/servers/process.js';
-import { DEFAULT_FACE_MOUTH_BOX, callIn, chromiumAvailable, launchBrowser, type PageSamples, type TestBrowser } from '../harness/clients/browser.js';
+import { DEFAULT_FACE_MOUTH_BOX, PLAYOUT_BLOCK_MS, callIn, chromiumAvailable, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../harness/clients/browser.js';
 import { speak, toPcm16 } from '../harness/measures/speech.js';
 import type { RtcCaller } from '../harness/clients/rtc-caller.js';
 import { describePacing, startRemoteStandIn, type RemotePacing } from '../harness/servers/remote-stand-in.js';
-import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, cpuSeconds, describeOnsets, idleMouth, mostCallsEach, pageOnsets, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
+import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, startAvatarCall, cpuSeconds, describeOnsets, idleMouth, mostCallsEach, pageOnsets, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
 import { greyOpening, lipOnsets, noOffsets, offsetsByKind, pcmBlocks, type OnsetOffsets, type OnsetPair, type SoundBlock } from '../harness/measures/onsets.js';
+import { MOTION_PARAMS } from '../src/realtime/server-events.js';
 import { median, summarise, type Benchmark, type Metric } from './lib/harness.js';
 
 const AGENT_RATE = 16_000;
@@ -86,6 +92,8 @@ const bench: Benchmark = {
     const wire: Record<Mode, number[]> = { jpeg: [], i420: [] };
     const decode: Record<Mode, number[]> = { jpeg: [], i420: [] };
     const rtc: RtcFigures = { heard: [], mouth: [], onsets: noOffsets(), started: [], silent: [], rest: [] };
+    const drawnStream: number[] = [];
+    const drawn: DrawnFigures = { firstReply: [], laterReplies: [], afterPause: [], missing: 0, lateMs: [], fps: [], idleFps: [] };
     const webrtc = process.env.AVATAR_BENCH_WEBRTC !== '0';
     if (webrtc && !chromiumAvailable()) throw new Error('/usr/bin/chromium is missing (bash src/cli/setup.sh installs it)');
     const latency = process.env.AVATAR_BENCH_LATENCY !== '0';
@@ -112,6 +120,13 @@ const bench: Benchmark = {
             await browser.close();
           }
           ctx.log(`run ${run + 1} webrtc: heard ${median(rtc.heard).toFixed(0)} ms, mouth ${median(rtc.mouth).toFixed(0)} ms, A/V at the first sound ${median(rtc.onsets.firstSound).toFixed(0)} ms, after a pause ${median(rtc.onsets.afterPause).toFixed(0)} ms`);
+          await wsDrawnStream(server, drawnStream, ctx.log);
+          const drawing = await launchBrowser({ microphone: 'silence', webgl: true });
+          try {
+            for (let c = 0; c < WEBRTC_CALLS_PER_RUN; c++) await rtcDrawnCall(drawing, server, drawn, ctx.log);
+          } finally {
+            await drawing.close();
+          }
         }
       });
     }
@@ -142,7 +157,15 @@ const bench: Benchmark = {
         summarise("[webrtc] A/V offset at the receiver: mouth opening onset − a phrase's first sound after a pause", 'ms', rtc.onsets.afterPause),
         summarise('[webrtc] clear sent → receiver audio silent', 'ms', rtc.silent),
         summarise('[webrtc] clear sent → mouth still in the presented frames', 'ms', rtc.rest),
+        summarise("[webrtc, face drawn by the page] A/V at the receiver: mouth onset in the drawn frames − a call's first reply's first sound played", 'ms', drawn.firstReply),
+        summarise("[websocket, face drawn by the client] the same turns in the stream: mouth onset − sound onset (pts, every onset)", 'ms', drawnStream),
+        summarise("[webrtc, face drawn by the page] same, a later reply's first sound", 'ms', drawn.laterReplies),
+        summarise("[webrtc, face drawn by the page] same, a phrase's first sound after a pause", 'ms', drawn.afterPause),
+        summarise('[webrtc, face drawn by the page] a frame drawn after its sound was due (the audio playout clock)', 'ms', drawn.lateMs),
+        summarise('[webrtc, face drawn by the page] frames drawn a second while talking (software WebGL on the server\'s 2 cores)', 'fps', drawn.fps),
+        summarise('[webrtc, face drawn by the page] same, idle before the first turn (no model running)', 'fps', drawn.idleFps),
       );
+      notes.push(`[webrtc, face drawn by the page] full-agent calls with the embedded models, ${DRAWN_TURNS.length} text turns each; speech onsets without a mouth onset from 400 ms before to 600 ms after: ${drawn.missing}. The drawn frame's time is its animation frame's (the canvas is composited on the next); the sound's is the page's AudioWorklet at the output.`);
     }
     let capacitySteps: CapacityPoint[] | undefined;
     if (process.env.AVATAR_BENCH_CAPACITY !== '0') {
@@ -433,6 +456,130 @@ async function rtcCall(browser: TestBrowser, server: ServerProcess, rtc: RtcFigu
   }
 }
 
+/** A face the page draws: its mouth_open at or under this is closed, and an onset reaches half of DRAWN_OPEN_MIN within a few frames (onsets.ts). */
+const DRAWN_CLOSED_MAX = 0.05;
+const DRAWN_OPEN_MIN = 0.2;
+const DRAWN_TURNS = ['Hello there, how are you today?', 'Tell me about the weather where you are.'];
+
+interface DrawnFigures {
+  /** Mouth onset − sound onset at the page, the call's first reply apart from its later ones. */
+  firstReply: number[];
+  laterReplies: number[];
+  afterPause: number[];
+  missing: number;
+  /** How late after its due time (its sound's playout) each drawn frame was drawn, ms. */
+  lateMs: number[];
+  /** Frames drawn a second while the avatar talked, and while it was idle before the first turn (the server's models not running). */
+  fps: number[];
+  idleFps: number[];
+}
+
+/**
+ * A full-agent call (the embedded models, as `npm start` runs them) whose face the page draws:
+ * `video_render: "client"`, no video track, the page importing the server's /playground/face.js
+ * and drawing with drawFaceOnCall on the audio track's playout clock. Each of DRAWN_TURNS is a text
+ * turn on the data channel; its reply's played audio (the page's AudioWorklet, at the output) is
+ * paired with the drawn frames' mouth_open (harness/measures/onsets.ts): the reply's first sound
+ * and each phrase after a pause.
+ */
+async function rtcDrawnCall(browser: TestBrowser, server: ServerProcess, drawn: DrawnFigures, log: (line: string) => void): Promise<void> {
+  const page: Page = await browser.newPage();
+  try {
+    await startAvatarCall(page, server, { video_render: 'client' }, { video: false, microphone: 'synth', faceModule: `${server.url}/playground/face.js` });
+    await waitForEvent(page, 'session.created', 0);
+    await until(() => page.evaluate(() => (globalThis as unknown as { call: { face: { frames: number } | null } }).call.face?.frames ?? 0), (n) => n > 10, 'the face drawn by the page');
+    await callIn(page, 'startSampling', null, null, true);
+    await callIn<PageSamples>(page, 'takeSamples');
+    await sleep(IDLE_MS);
+    const idle = (await callIn<PageSamples>(page, 'takeSamples')).drawn;
+    if (idle.length > 1) drawn.idleFps.push(((idle.length - 1) * 1000) / (idle.at(-1)!.at - idle[0]!.at));
+    for (const [turn, text] of DRAWN_TURNS.entries()) {
+      await callIn<PageSamples>(page, 'takeSamples');
+      const from = (await eventsIn(page)).length;
+      await callIn(page, 'send', { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+      const t0 = await callIn<number>(page, 'send', { type: 'response.create' });
+      await waitForEvent(page, 'output_audio_buffer.stopped', from, 60_000);
+      await sleep(300);
+      const s = await callIn<PageSamples>(page, 'takeSamples');
+      const series = s.drawn.filter((d) => d.at >= t0 - REST_MS_DRAWN).map((d) => ({ t: d.at, opening: d.mouthOpen }));
+      const pairs = lipOnsets(s.loud.filter((b) => b.t >= t0), PLAYOUT_BLOCK_MS, t0, series, DRAWN_CLOSED_MAX, DRAWN_OPEN_MIN);
+      log(`  webrtc, face drawn by the page, reply ${turn + 1} (mouth − sound, ${s.audioClock} clock): ${describeOnsets(pairs)}`);
+      for (const p of pairs) {
+        if (p.offsetMs === null) drawn.missing++;
+        else if (p.kind === 'first sound') (turn === 0 ? drawn.firstReply : drawn.laterReplies).push(Math.round(p.offsetMs));
+        else drawn.afterPause.push(Math.round(p.offsetMs));
+      }
+      const talking = s.drawn.filter((d) => d.at >= (pairs[0]?.soundAt ?? Infinity) && !Number.isNaN(d.lateMs));
+      drawn.lateMs.push(...talking.map((d) => d.lateMs));
+      if (talking.length > 1) drawn.fps.push(((talking.length - 1) * 1000) / (talking.at(-1)!.at - talking[0]!.at));
+    }
+    await callIn(page, 'hangup');
+  } finally {
+    await page.close();
+  }
+}
+/** Drawn frames this long before a turn is asked for are its mouth's rest. */
+const REST_MS_DRAWN = 500;
+
+/**
+ * The same turns over WebSocket (video_render: client), measured in the stream itself: the motion
+ * frames' mouth_open against the reply audio's PCM, both on pts (the audio deltas carry pts_ms
+ * in such a session). What the page adds or takes away is the page's figure less this one.
+ */
+async function wsDrawnStream(server: ServerProcess, into: number[], log: (line: string) => void): Promise<void> {
+  const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}/v1/realtime?model=gpt-realtime&video_render=client`, { headers: { Authorization: `Bearer ${server.bootstrapKey}` } });
+  const events: Array<{ type: string; [field: string]: any }> = [];
+  const waiters: Array<() => void> = [];
+  ws.on('message', (data) => {
+    events.push(JSON.parse(String(data)) as { type: string });
+    for (const w of waiters.splice(0)) w();
+  });
+  const waitFor = async (type: string, from: number): Promise<void> => {
+    const deadline = Date.now() + 60_000;
+    while (!events.slice(from).some((e) => e.type === type)) {
+      if (Date.now() > deadline) throw new Error(`websocket, face drawn by the client: no ${type}`);
+      await new Promise<void>((resolve) => {
+        waiters.push(resolve);
+        setTimeout(resolve, 500);
+      });
+    }
+  };
+  try {
+    await waitFor('session.created', 0);
+    await sleep(IDLE_MS);
+    for (const [turn, text] of DRAWN_TURNS.entries()) {
+      const from = events.length;
+      ws.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } }));
+      ws.send(JSON.stringify({ type: 'response.create' }));
+      await waitFor('response.done', from);
+      // The frames up to the reply's audio's end (the stream runs ahead of real time).
+      await sleep(1000);
+      const audio = events.slice(from).filter((e) => e.type === 'response.output_audio.delta');
+      if (audio.length === 0) continue;
+      const blocks = audio.flatMap((e) => {
+        const pcm = Buffer.from(String(e.delta), 'base64');
+        return pcmBlocks(new Int16Array(pcm.buffer, pcm.byteOffset, pcm.byteLength / 2), OUTPUT_RATE, Number(e.pts_ms), STREAM_BLOCK_MS);
+      });
+      const firstPts = Number(audio[0]!.pts_ms);
+      const series = events
+        .slice(from)
+        .filter((e) => e.type === 'output_motion.delta' && Number(e.pts_ms) >= firstPts - REST_MS_DRAWN)
+        .flatMap((e) => {
+          const params = e.params as number[];
+          return Array.from({ length: params.length / MOTION_PARAM_COUNT }, (_, k) => ({ t: Number(e.pts_ms) + k * Number(e.frame_ms), opening: params[k * MOTION_PARAM_COUNT + MOUTH_OPEN_INDEX]! / 1000 }));
+        });
+      const pairs = lipOnsets(blocks, STREAM_BLOCK_MS, firstPts - REST_MS_DRAWN, series, DRAWN_CLOSED_MAX, DRAWN_OPEN_MIN);
+      log(`  websocket, face drawn by the client, reply ${turn + 1} (mouth − sound in the stream, pts): ${describeOnsets(pairs)}`);
+      into.push(...pairs.filter((p) => p.offsetMs !== null).map((p) => Math.round(p.offsetMs!)));
+    }
+  } finally {
+    ws.close();
+  }
+}
+/** A motion frame's numbers (the server's MOTION_PARAMS), and where mouth_open is among them. */
+const MOTION_PARAM_COUNT = MOTION_PARAMS.length;
+const MOUTH_OPEN_INDEX = MOTION_PARAMS.indexOf('mouth_open');
+
 function joinBase64(parts: string[]): string {
   return Buffer.concat(parts.map((p) => Buffer.from(p, 'base64'))).toString('base64');
 }
@@ -470,8 +617,9 @@ async function measureCapacity(log: (line: string) => void): Promise<{ metrics: 
   const metrics: Metric[] = [];
   const notes: string[] = [];
   const steps: CapacityPoint[] = [];
+  const which = process.env.AVATAR_BENCH_CAPACITY ?? 'both';
   // As `npm start` runs: the full agents' replies come from the embedded language model and voice.
-  await withServer(
+  if (which !== 'hosted') await withServer(
     {},
     async (server) => {
       // Stepped in turn, so that a drift in this VM's speed (a third between two runs here) hits both alike.
@@ -494,13 +642,14 @@ async function measureCapacity(log: (line: string) => void): Promise<{ metrics: 
     CAPACITY_SERVER_ENV,
   );
   // A production deployment: the model hosted (its stand-in on loopback), the voice and the face here.
+  if (which === 'embedded') return { metrics, notes, steps };
   const remote = await startRemoteStandIn(REMOTE_PACING);
   try {
     await withServer(
       { LLM_PROVIDER: 'openai', LLM_BASE_URL: remote.server.baseUrl },
       async (server) => {
         const drawnHere: CapacityLoad = { ...AGENT_TALKING, session: { ...AGENT_TALKING.session, video_render: 'client' } };
-        const both = await mostCallsEach(server, { 'server-drawn': AGENT_TALKING, 'client-drawn': drawnHere }, [1, 4, 8, 12, 16, 20, 24, 28, 32], WINDOW_S, (line) => log(`capacity (hosted model) ${line}`));
+        const both = await mostCallsEach(server, { 'server-drawn': AGENT_TALKING, 'client-drawn': drawnHere }, [1, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48], WINDOW_S, (line) => log(`capacity (hosted model) ${line}`), 2);
         const server_ = both['server-drawn']!;
         const client = both['client-drawn']!;
         metrics.push(

@@ -376,12 +376,15 @@ const call = {
    * every presented video frame the mouth box's mean grey level; with thumbs ({ everyMs, box:
    * [x, y, w, h], side, quality? }), a JPEG of that box of the frame at most every everyMs (a
    * strip of frames for a report; the whole frame every frame for a lip-sync measure: everyMs 0,
-   * box 0,0,512,512). takeSamples() hands them over and clears them.
+   * box 0,0,512,512). takeSamples() hands them over and clears them. With audioOnly, only the
+   * played-out audio (a face the page draws has no video to sample, and the 10 ms getStats would
+   * take the main thread it draws on).
    */
-  startSampling(mouthBox, thumbs) {
+  startSampling(mouthBox, thumbs, audioOnly) {
     this.stopSampling();
     const v = document.getElementById('video'), c = document.getElementById('canvas'), g = c.getContext('2d', { willReadFrequently: true });
     const on = { stopped: false };
+    if (audioOnly) { this.sampler = { on, timer: null }; return; }
     let lastThumb = -Infinity;
     const onFrame = (now, meta) => {
       if (on.stopped) return;

@@ -130,6 +130,7 @@ ClientRender('video_render=client: every frame as output_motion.delta, idle and 
   assert.ok(motion.some((m) => m.pts_ms <= start && start < m.pts_ms + 40), `the first sound (${start} ms) is inside a frame's tick`);
   // A motion stream, not video: under 30 kb/s at 25 fps is under 150 bytes a frame.
   const bytes = events.reduce((n, m) => n + JSON.stringify(m).length, 0) / motion.length;
+  console.log(`  the motion stream: ${bytes.toFixed(0)} bytes a frame, ${((bytes * 8 * 25) / 1000).toFixed(1)} kb/s at 25 fps`);
   assert.ok(bytes < 150, `${bytes.toFixed(0)} bytes a frame`);
   await c.close();
 });
