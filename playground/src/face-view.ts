@@ -41,8 +41,14 @@ export interface DrawnFrame {
   lateMs: number;
 }
 
-/** When a frame of `ptsMs`, arrived at `arrivedMs`, is to be seen (performance.now() ms), and whether its sound placed it. */
-export type DueClock = (ptsMs: number, arrivedMs: number) => { atMs: number; synced: boolean };
+/**
+ * When a frame of `ptsMs`, arrived at `arrivedMs`, is to be seen (performance.now() ms), and
+ * whether its sound placed it. A `live` clock follows the audio as it plays (a call's playout: the
+ * receiver's jitter buffer stretches and shrinks the sound while frames wait) and is asked again
+ * at every display frame; any other is asked once, when the frame arrives (a socket's Web Audio
+ * schedule, fixed by then).
+ */
+export type DueClock = ((ptsMs: number, arrivedMs: number) => { atMs: number; synced: boolean }) & { live?: boolean };
 
 /** Before the audio clock is known, a drawn frame waits this long after it arrived (about a jitter buffer's delay). */
 const UNSYNCED_DELAY_MS = 80;
@@ -144,7 +150,7 @@ export class FaceView {
   private incoming: { head: ServerEvent; parts: string[] } | null = null;
   /** Faces decode in order. */
   private decoding: Promise<void> = Promise.resolve();
-  private queued: Array<MotionFrame & { arrivedMs: number }> = [];
+  private queued: Array<MotionFrame & { arrivedMs: number; dueMs: number; synced: boolean }> = [];
   private loop: number | null = null;
   private closed = false;
   readonly drawn: DrawnFrame[] = [];
@@ -205,7 +211,10 @@ export class FaceView {
 
   private frameEvent(event: ServerEvent): void {
     const arrivedMs = performance.now();
-    for (const f of framesOf(event)) this.queued.push({ ...f, arrivedMs });
+    for (const f of framesOf(event)) {
+      const { atMs, synced } = this.due(f.ptsMs, arrivedMs);
+      this.queued.push({ ...f, arrivedMs, dueMs: atMs, synced });
+    }
     while (this.queued.length > MAX_QUEUED) this.queued.shift();
     this.schedule();
   }
@@ -214,21 +223,20 @@ export class FaceView {
     if (this.renderer && !this.closed && this.queued.length > 0) this.loop ??= requestAnimationFrame(() => this.draw());
   }
 
-  /**
-   * Each display frame: the latest due frame drawn, older due ones dropped. When a frame is due is
-   * asked now, not when it arrived: the receiver's jitter buffer stretches and shrinks the audio
-   * while frames wait, and the frame follows its sound, not the guess made on its arrival.
-   */
+  /** Each display frame: the latest due frame drawn, older due ones dropped (a live clock asked again now: see DueClock). */
   private draw(): void {
     this.loop = null;
     const now = performance.now();
-    let shown: (MotionFrame & { dueMs: number; synced: boolean }) | null = null;
+    let shown: (typeof this.queued)[number] | null = null;
     while (this.queued.length > 0) {
       const head = this.queued[0]!;
-      const { atMs, synced } = this.due(head.ptsMs, head.arrivedMs);
-      if (atMs > now) break;
-      this.queued.shift();
-      shown = { ...head, dueMs: atMs, synced };
+      if (this.due.live) {
+        const { atMs, synced } = this.due(head.ptsMs, head.arrivedMs);
+        head.dueMs = atMs;
+        head.synced = synced;
+      }
+      if (head.dueMs > now) break;
+      shown = this.queued.shift()!;
     }
     if (shown && this.renderer) {
       this.renderer.draw(shown.frame);
@@ -294,14 +302,14 @@ export class RtpPlayoutClock {
     return true;
   }
 
-  readonly due: DueClock = (ptsMs, arrivedMs) => {
+  readonly due: DueClock = Object.assign((ptsMs: number, arrivedMs: number) => {
     const played = this.receiver.getSynchronizationSources()[0];
     const rtp = this.rtp;
     if (!played || !rtp) return { atMs: arrivedMs + UNSYNCED_DELAY_MS, synced: false };
     // The sound delivered at `played.timestamp` had this pts; it is heard outputDelayMs later.
     const deliveredPts = (((played.rtpTimestamp - rtp.origin) >>> 0) * 1000) / rtp.hz;
     return { atMs: Math.max(arrivedMs, this.pageTime(played.timestamp) + (ptsMs - deliveredPts) + this.outputDelayMs), synced: true };
-  };
+  }, { live: true });
 
   /**
    * A synchronisation source's timestamp (the browser's wall clock, ms since the epoch) on the
