@@ -26,7 +26,8 @@ async function main(): Promise<void> {
   const dataDir = tempDir();
   const proc = await spawnAsNpmStart(dataDir);
   const key = proc.bootstrapKey!;
-  const chromium = await launchChromium({ microphone: 'silence' });
+  // A newcomer's browser has WebGL2: the page draws the face itself, as it does by default.
+  const chromium = await launchChromium({ microphone: 'silence', webgl: true });
   try {
     const page = await chromium.browser.newPage({ viewport: VIEWPORT });
     await page.goto(`${proc.url}/`);
