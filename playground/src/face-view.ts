@@ -16,7 +16,7 @@
  *
  * Invariants: frames are drawn in pts order, each at most once, the latest due one per display
  * frame (older due ones are skipped, never drawn late); at most MAX_QUEUED frames wait (a hidden
- * tab draws nothing). `drawn` keeps the last frames drawn, for the page's own figures and tests.
+ * tab, or a lost GL context until the browser gives it back, draws nothing). `drawn` keeps the last frames drawn, for the page's own figures and tests.
  */
 import { createFaceRenderer, type ClientFace, type FaceFrame, type FaceRenderer } from './face/renderer.js';
 import { fromBase64, type ServerEvent } from './connection.js';
@@ -159,12 +159,38 @@ export class FaceView {
   /** The latest frame drawn (null before the first). */
   last: MotionFrame | null = null;
 
+  /** The face shown (decoded), kept to draw it again on a restored context. */
+  private face: ClientFace | null = null;
+  /** The browser took the GL context away (a GPU reset, too many contexts); frames wait for it back. */
+  private contextLost = false;
+
   constructor(
     private readonly canvas: HTMLCanvasElement,
     private readonly due: DueClock,
     private readonly onFirstFrame: () => void,
     private readonly onError: (why: string) => void,
-  ) {}
+  ) {
+    // A lost context is asked back (preventDefault), and the face drawn again on the new one.
+    canvas.addEventListener('webglcontextlost', this.onContextLost);
+    canvas.addEventListener('webglcontextrestored', this.onContextRestored);
+  }
+
+  private readonly onContextLost = (e: Event): void => {
+    e.preventDefault();
+    this.contextLost = true;
+    this.renderer = null; // its GL objects went with the context
+  };
+
+  private readonly onContextRestored = (): void => {
+    this.contextLost = false;
+    if (this.closed || !this.face) return;
+    try {
+      this.renderer = createFaceRenderer(this.canvas, this.face);
+      this.schedule();
+    } catch (err) {
+      this.onError(`The face could not be drawn again: ${(err as Error).message}`);
+    }
+  };
 
   /** Takes the output_motion events; false for any other event. */
   event(event: ServerEvent): boolean {
@@ -196,8 +222,9 @@ export class FaceView {
       try {
         const face = await decodeFace(incoming.head, fromBase64(incoming.parts.join('')));
         if (this.closed) return;
+        this.face = face;
         if (this.renderer) this.renderer.setFace(face);
-        else {
+        else if (!this.contextLost) {
           this.canvas.width = face.width;
           this.canvas.height = face.height;
           this.renderer = createFaceRenderer(this.canvas, face);
@@ -268,6 +295,8 @@ export class FaceView {
 
   close(): void {
     this.closed = true;
+    this.canvas.removeEventListener('webglcontextlost', this.onContextLost);
+    this.canvas.removeEventListener('webglcontextrestored', this.onContextRestored);
     if (this.loop !== null) cancelAnimationFrame(this.loop);
     this.loop = null;
     this.queued = [];

@@ -200,11 +200,19 @@ Drawn('by default over WebRTC: no video, the face drawn on the page in step with
   await page.close();
 });
 
-Drawn('over WebSocket: the face drawn from the socket\'s motion stream, its frames placed by the audio deltas\' pts; mid-reply frames as the CPU renderer draws them', async (ctx) => {
+Drawn('over WebSocket: the face drawn from the socket\'s motion stream, its frames placed by the audio deltas\' pts; mid-reply frames as the CPU renderer draws them, and again after a lost GL context', async (ctx) => {
   ctx.t.llm.options = { ...ctx.t.llm.options, reply: LONG_REPLY };
   const page = await openPage(ctx);
   const worst = await compareMidReply(ctx.reference, page, 'websocket, the default face');
   assert.ok(worst.face <= 3 && worst.mouth <= 6, JSON.stringify(worst));
+  // The browser takes the GL context away (a GPU reset) and gives it back: the face is drawn again, as before.
+  await page.evaluate(`window.__lose = document.getElementById('face').getContext('webgl2').getExtension('WEBGL_lose_context'); window.__lose.loseContext()`);
+  await new Promise((r) => setTimeout(r, 300));
+  const restoredAt = (await page.evaluate(`(window.__lose.restoreContext(), performance.now())`)) as number;
+  await until(page, (x) => x.drawn.filter((d) => d.at > restoredAt).length > 10, 'frames drawn after the context came back');
+  const again = await compareDrawn(ctx.reference, page);
+  assert.ok(again.face <= 3 && again.mouth <= 6, `after a lost context: ${JSON.stringify(again)}`);
+  assert.is((await snapshot(page)).lastError, null);
   await page.close();
 });
 
