@@ -372,6 +372,27 @@ export class RtpPlayoutClock {
   }
 }
 
+/** A call's face: the view and the audio playout clock that times it, taking the call's events together. */
+export class CallFace {
+  readonly view: FaceView;
+  private readonly clock: RtpPlayoutClock;
+
+  constructor(pc: RTCPeerConnection, audio: RTCRtpReceiver, canvas: HTMLCanvasElement, onFirstFrame: () => void, onError: (why: string) => void) {
+    this.clock = new RtpPlayoutClock(pc, audio);
+    this.view = new FaceView(canvas, this.clock.due, onFirstFrame, onError);
+  }
+
+  /** Takes output_motion.clock and the face's events; false for any other event. */
+  event(event: ServerEvent): boolean {
+    return this.clock.event(event) || this.view.event(event);
+  }
+
+  close(): void {
+    this.clock.close();
+    this.view.close();
+  }
+}
+
 /**
  * Draws the face of a call made with `session.video_render: "client"` on `canvas`, in step with
  * the call's audio: give it the peer connection (its audio receiver plays the avatar's voice) and
@@ -380,21 +401,16 @@ export class RtpPlayoutClock {
 export function drawFaceOnCall(pc: RTCPeerConnection, channel: RTCDataChannel, canvas: HTMLCanvasElement, onError: (why: string) => void = console.warn): FaceView {
   const audio = pc.getTransceivers().find((t) => t.receiver.track.kind === 'audio');
   if (!audio) throw new Error('the call has no audio to time the face by');
-  const clock = new RtpPlayoutClock(pc, audio.receiver);
-  const view = new FaceView(canvas, clock.due, () => undefined, onError);
+  const face = new CallFace(pc, audio.receiver, canvas, () => undefined, onError);
   channel.addEventListener('message', (m: MessageEvent) => {
     try {
-      const event = JSON.parse(String(m.data)) as ServerEvent;
-      if (!clock.event(event)) view.event(event);
+      face.event(JSON.parse(String(m.data)) as ServerEvent);
     } catch {
       // not JSON: not the face's
     }
   });
   pc.addEventListener('connectionstatechange', () => {
-    if (pc.connectionState === 'closed' || pc.connectionState === 'failed') {
-      clock.close();
-      view.close();
-    }
+    if (pc.connectionState === 'closed' || pc.connectionState === 'failed') face.close();
   });
-  return view;
+  return face.view;
 }

@@ -10,7 +10,7 @@
  */
 import { Problem, problemOf, type Api } from './api.js';
 import type { Connection, ConnectionHandlers, LiveStats, MediaElements, ServerEvent } from './connection.js';
-import { FaceView, RtpPlayoutClock } from './face-view.js';
+import { CallFace, type FaceView } from './face-view.js';
 
 /** ICE gathering on a direct connection takes milliseconds; past this the offer goes as it is. */
 const GATHER_TIMEOUT_MS = 2000;
@@ -33,8 +33,7 @@ export class RtcConnection implements Connection {
   private lastSample: Sample | null = null;
   private frames = 0;
   private disconnectTimer: number | undefined;
-  face: FaceView | null = null;
-  private playout: RtpPlayoutClock | null = null;
+  private callFace: CallFace | null = null;
 
   private constructor(
     private readonly pc: RTCPeerConnection,
@@ -53,7 +52,7 @@ export class RtcConnection implements Connection {
       } catch {
         return; // not JSON: nothing the page can show
       }
-      if (!this.playout?.event(event) && !this.face?.event(event)) this.handlers.event(event);
+      if (!this.callFace?.event(event)) this.handlers.event(event);
     };
     this.channel.onclose = () => this.lostIfUnexpected('The connection to the avatar was lost.');
     pc.onconnectionstatechange = () => {
@@ -74,10 +73,7 @@ export class RtcConnection implements Connection {
     if (micTrack) await audio.sender.replaceTrack(micTrack);
     pc.addTransceiver('video', { direction: 'recvonly' });
     const conn = new RtcConnection(pc, micTrack, api, handlers);
-    if (drawFace) {
-      conn.playout = new RtpPlayoutClock(pc, audio.receiver);
-      conn.face = new FaceView(media.face, conn.playout.due, handlers.firstFrame, handlers.notice);
-    }
+    if (drawFace) conn.callFace = new CallFace(pc, audio.receiver, media.face, handlers.firstFrame, handlers.notice);
     pc.ontrack = (e) => {
       const stream = new MediaStream([e.track]);
       if (e.track.kind === 'video') {
@@ -125,9 +121,7 @@ export class RtcConnection implements Connection {
   private lostIfUnexpected(why: string): void {
     if (this.closing) return;
     this.closing = true;
-    this.face?.close();
-    this.playout?.close();
-    this.pc.close();
+    this.closePeer();
     this.handlers.lost(why, 'network');
   }
 
@@ -151,16 +145,22 @@ export class RtcConnection implements Connection {
     try {
       if (this.callPath) await this.api.hangup(this.callPath);
     } finally {
-      this.face?.close();
-      this.playout?.close();
-      this.pc.close();
+      this.closePeer();
     }
   }
 
   close(): void {
     this.closing = true;
-    this.face?.close();
-    this.playout?.close();
+    this.closePeer();
+  }
+
+  /** The face drawn here (video_render: client), null when the call brings video. */
+  get face(): FaceView | null {
+    return this.callFace?.view ?? null;
+  }
+
+  private closePeer(): void {
+    this.callFace?.close();
     this.pc.close();
   }
 
