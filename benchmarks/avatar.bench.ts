@@ -42,6 +42,7 @@ import type { Page } from 'playwright-core';
 import type { ServerProcess } from '../harness/servers/process.js';
 import { DEFAULT_FACE_MOUTH_BOX, PLAYOUT_BLOCK_MS, callIn, chromiumAvailable, eventsIn, launchBrowser, type PageSamples, type TestBrowser } from '../harness/clients/browser.js';
 import { speak, toPcm16 } from '../harness/measures/speech.js';
+import { motionFrames, RealtimeTestClient, type MotionEvent } from '../harness/clients/realtime-client.js';
 import type { RtcCaller } from '../harness/clients/rtc-caller.js';
 import { describePacing, startRemoteStandIn, type RemotePacing } from '../harness/servers/remote-stand-in.js';
 import { AGENT_TALKING, CAPACITY_SERVER_ENV, audioOnset, startAvatarCall, cpuSeconds, describeOnsets, idleMouth, mostCallsEach, pageOnsets, sleep, startSampledCall, until, waitForEvent, withServer, type CapacityLoad, type CapacityPoint, type MouthFrame } from './lib/call-measures.js';
@@ -492,7 +493,7 @@ async function rtcDrawnCall(browser: TestBrowser, server: ServerProcess, drawn: 
     await callIn<PageSamples>(page, 'takeSamples');
     await sleep(IDLE_MS);
     const idle = (await callIn<PageSamples>(page, 'takeSamples')).drawn;
-    if (idle.length > 1) drawn.idleFps.push(((idle.length - 1) * 1000) / (idle.at(-1)!.at - idle[0]!.at));
+    if (idle.length > 1) drawn.idleFps.push(drawnPerSecond(idle));
     for (const [turn, text] of DRAWN_TURNS.entries()) {
       await callIn<PageSamples>(page, 'takeSamples');
       const from = (await eventsIn(page)).length;
@@ -511,13 +512,18 @@ async function rtcDrawnCall(browser: TestBrowser, server: ServerProcess, drawn: 
       }
       const talking = s.drawn.filter((d) => d.at >= (pairs[0]?.soundAt ?? Infinity) && !Number.isNaN(d.lateMs));
       drawn.lateMs.push(...talking.map((d) => d.lateMs));
-      if (talking.length > 1) drawn.fps.push(((talking.length - 1) * 1000) / (talking.at(-1)!.at - talking[0]!.at));
+      if (talking.length > 1) drawn.fps.push(drawnPerSecond(talking));
     }
     await callIn(page, 'hangup');
   } finally {
     await page.close();
   }
 }
+/** Frames drawn a second over two or more drawn frames (their times, ms). */
+function drawnPerSecond(frames: ReadonlyArray<{ at: number }>): number {
+  return ((frames.length - 1) * 1000) / (frames.at(-1)!.at - frames[0]!.at);
+}
+
 /** Drawn frames this long before a turn is asked for are its mouth's rest. */
 const REST_MS_DRAWN = 500;
 
@@ -527,57 +533,37 @@ const REST_MS_DRAWN = 500;
  * in such a session). What the page adds or takes away is the page's figure less this one.
  */
 async function wsDrawnStream(server: ServerProcess, into: number[], log: (line: string) => void): Promise<void> {
-  const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}/v1/realtime?model=gpt-realtime&video_render=client`, { headers: { Authorization: `Bearer ${server.bootstrapKey}` } });
-  const events: Array<{ type: string; [field: string]: any }> = [];
-  const waiters: Array<() => void> = [];
-  ws.on('message', (data) => {
-    events.push(JSON.parse(String(data)) as { type: string });
-    for (const w of waiters.splice(0)) w();
-  });
-  const waitFor = async (type: string, from: number): Promise<void> => {
-    const deadline = Date.now() + 60_000;
-    while (!events.slice(from).some((e) => e.type === type)) {
-      if (Date.now() > deadline) throw new Error(`websocket, face drawn by the client: no ${type}`);
-      await new Promise<void>((resolve) => {
-        waiters.push(resolve);
-        setTimeout(resolve, 500);
-      });
-    }
-  };
+  const c = await RealtimeTestClient.connect(server.url, { key: server.bootstrapKey, query: 'model=gpt-realtime&video_render=client' });
   try {
-    await waitFor('session.created', 0);
+    await c.waitFor('session.created');
     await sleep(IDLE_MS);
     for (const [turn, text] of DRAWN_TURNS.entries()) {
-      const from = events.length;
-      ws.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } }));
-      ws.send(JSON.stringify({ type: 'response.create' }));
-      await waitFor('response.done', from);
+      const from = c.events.length;
+      c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+      c.send({ type: 'response.create' });
+      await c.waitFor('response.done', { from, timeoutMs: 60_000 });
       // The frames up to the reply's audio's end (the stream runs ahead of real time).
       await sleep(1000);
-      const audio = events.slice(from).filter((e) => e.type === 'response.output_audio.delta');
+      const audio = c.events.slice(from).filter((e) => e.type === 'response.output_audio.delta');
       if (audio.length === 0) continue;
       const blocks = audio.flatMap((e) => {
         const pcm = Buffer.from(String(e.delta), 'base64');
         return pcmBlocks(new Int16Array(pcm.buffer, pcm.byteOffset, pcm.byteLength / 2), OUTPUT_RATE, Number(e.pts_ms), STREAM_BLOCK_MS);
       });
       const firstPts = Number(audio[0]!.pts_ms);
-      const series = events
-        .slice(from)
-        .filter((e) => e.type === 'output_motion.delta' && Number(e.pts_ms) >= firstPts - REST_MS_DRAWN)
-        .flatMap((e) => {
-          const params = e.params as number[];
-          return Array.from({ length: params.length / MOTION_PARAM_COUNT }, (_, k) => ({ t: Number(e.pts_ms) + k * Number(e.frame_ms), opening: params[k * MOTION_PARAM_COUNT + MOUTH_OPEN_INDEX]! / 1000 }));
-        });
+      const motion = c.events.slice(from).filter((e) => e.type === 'output_motion.delta') as unknown as MotionEvent[];
+      const series = motionFrames(motion)
+        .filter((f) => f.pts_ms >= firstPts - REST_MS_DRAWN)
+        .map((f) => ({ t: f.pts_ms, opening: f.params[MOUTH_OPEN_INDEX]! / 1000 }));
       const pairs = lipOnsets(blocks, STREAM_BLOCK_MS, firstPts - REST_MS_DRAWN, series, DRAWN_CLOSED_MAX, DRAWN_OPEN_MIN);
       log(`  websocket, face drawn by the client, reply ${turn + 1} (mouth − sound in the stream, pts): ${describeOnsets(pairs)}`);
       into.push(...pairs.filter((p) => p.offsetMs !== null).map((p) => Math.round(p.offsetMs!)));
     }
   } finally {
-    ws.close();
+    await c.close();
   }
 }
-/** A motion frame's numbers (the server's MOTION_PARAMS), and where mouth_open is among them. */
-const MOTION_PARAM_COUNT = MOTION_PARAMS.length;
+/** Where mouth_open is among a motion frame's numbers (the server's MOTION_PARAMS). */
 const MOUTH_OPEN_INDEX = MOTION_PARAMS.indexOf('mouth_open');
 
 function joinBase64(parts: string[]): string {

@@ -4,6 +4,7 @@
  * was waiting for and what did arrive).
  */
 import WebSocket from 'ws';
+import { MOTION_PARAMS } from '../../src/realtime/server-events.js';
 
 export interface ServerEvent {
   type: string;
@@ -116,4 +117,21 @@ export class RealtimeTestClient {
     this.waiters = [];
     for (const w of waiters) w();
   }
+}
+
+/** An output_motion.delta as it arrives (a face the client draws): several frames' MOTION_PARAMS, in thousandths. */
+export type MotionEvent = { frame_index: number; pts_ms: number; frame_ms: number; params: number[]; listening: boolean; event_id: string };
+/** One frame of it: its index, time and parameters (MOTION_PARAMS order), and the event it came in. */
+export type MotionFrame = { frame_index: number; pts_ms: number; params: number[]; event: MotionEvent };
+
+/** The frames of output_motion.delta events, one by one. */
+export function motionFrames(events: MotionEvent[]): MotionFrame[] {
+  return events.flatMap((e) =>
+    Array.from({ length: e.params.length / MOTION_PARAMS.length }, (_, k) => ({
+      frame_index: e.frame_index + k,
+      pts_ms: e.pts_ms + k * e.frame_ms,
+      params: e.params.slice(k * MOTION_PARAMS.length, (k + 1) * MOTION_PARAMS.length),
+      event: e,
+    })),
+  );
 }

@@ -14,7 +14,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import sharp from 'sharp';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { RealtimeTestClient } from '../../harness/clients/realtime-client.js';
+import { motionFrames, RealtimeTestClient, type MotionEvent, type MotionFrame } from '../../harness/clients/realtime-client.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/servers/realtime-server.js';
 import { MOTION_PARAMS } from '../../src/realtime/server-events.js';
 
@@ -26,26 +26,12 @@ ClientRender.after(async (ctx) => {
   await ctx.t.close();
 });
 
-type Motion = { frame_index: number; pts_ms: number; frame_ms: number; params: number[]; listening: boolean; event_id: string };
-type Frame = { frame_index: number; pts_ms: number; params: number[]; event: Motion };
 const MOUTH_OPEN = MOTION_PARAMS.indexOf('mouth_open');
 const schema = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../../docs/realtime-events.schema.json'), 'utf8')) as { $id: string };
 const ajv = new Ajv2020({ strict: true });
 ajv.addSchema(schema);
 const motionSchema = ajv.getSchema(`${schema.$id}#/$defs/output_motion.delta`)!;
 const faceSchema = ajv.getSchema(`${schema.$id}#/$defs/output_motion.face`)!;
-
-/** The frames of output_motion.delta events, one by one. */
-function framesOf(events: Motion[]): Frame[] {
-  return events.flatMap((e) =>
-    Array.from({ length: e.params.length / MOTION_PARAMS.length }, (_, k) => ({
-      frame_index: e.frame_index + k,
-      pts_ms: e.pts_ms + k * e.frame_ms,
-      params: e.params.slice(k * MOTION_PARAMS.length, (k + 1) * MOTION_PARAMS.length),
-      event: e,
-    })),
-  );
-}
 
 const floats = (b64: string): Float32Array => {
   const b = Buffer.from(b64, 'base64');
@@ -101,8 +87,8 @@ ClientRender('video_render=client: every frame as output_motion.delta, idle and 
   assert.is(done.response.status, 'completed');
   const types = c.types();
   assert.not.ok(types.includes('response.output_image.delta'), 'no frames are drawn for a client-drawn face');
-  const events = c.events.filter((e) => e.type === 'output_motion.delta') as unknown as Motion[];
-  const motion = framesOf(events);
+  const events = c.events.filter((e) => e.type === 'output_motion.delta') as unknown as MotionEvent[];
+  const motion = motionFrames(events);
   // Numbered and timed per frame (25 fps), none missing; two frames an event.
   for (let i = 1; i < motion.length; i++) {
     assert.is(motion[i]!.frame_index, motion[i - 1]!.frame_index + 1);
@@ -114,7 +100,7 @@ ClientRender('video_render=client: every frame as output_motion.delta, idle and 
   assert.is(invalid, undefined, `as the event schema describes it: ${ajv.errorsText(motionSchema.errors)}`);
   // At rest the mouth is closed (the lips lead the sound a little: the last frames before it may open); while the reply plays it opens.
   const firstAudio = types.indexOf('response.output_audio.delta');
-  const at = (m: Frame): number => c.events.indexOf(m.event as never);
+  const at = (m: MotionFrame): number => c.events.indexOf(m.event as never);
   const before = motion.filter((m) => at(m) < firstAudio).slice(0, -5);
   const during = motion.filter((m) => at(m) > firstAudio && at(m) < types.indexOf('response.output_audio.done'));
   assert.ok(before.length > 3 && before.every((m) => m.params[MOUTH_OPEN]! < 50), `closed at rest: ${before.map((m) => m.params[MOUTH_OPEN]).join(',')}`);
@@ -146,7 +132,7 @@ ClientRender('a new face mid-session: its face events before the frames that sho
   assert.ok(!second.texels.equals(first.texels), 'another photo');
   // The frames go on, numbered without a gap, across the change.
   await c.waitFor((e) => e.type === 'output_motion.delta' && c.events.indexOf(e) > second.end);
-  const frames = framesOf(c.events.filter((e) => e.type === 'output_motion.delta') as unknown as Motion[]);
+  const frames = motionFrames(c.events.filter((e) => e.type === 'output_motion.delta') as unknown as MotionEvent[]);
   assert.ok(frames.every((m, i) => i === 0 || m.frame_index === frames[i - 1]!.frame_index + 1));
   assert.not.ok(c.events.some((e) => e.type === 'error'), JSON.stringify(c.events.find((e) => e.type === 'error')));
   await c.close();
