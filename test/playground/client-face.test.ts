@@ -26,6 +26,8 @@ import { startRealtimeTestServer, type RealtimeTestServer } from '../../harness/
 import { faceInputFromImage } from '../../src/media/face-input.js';
 import { FaceRegistry, type FaceLandmarks } from '../../src/media/face-registration.js';
 import { prepareFace, type PreparedFace } from '../../src/media/media-session.js';
+import { openPlayground, snapshot, until, type PlaygroundSnapshot as Snapshot } from '../helpers/playground-page.js';
+import { meanAbsDiff } from '../helpers/images.js';
 import { suiteNeeding } from '../helpers/skip.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -51,41 +53,6 @@ interface Drawn {
   frame: Frame;
   rgb: string;
 }
-interface Snapshot {
-  state: string;
-  render: 'client' | 'server' | null;
-  transport: string | null;
-  firstFrameMs: number | null;
-  eventTypes: string[];
-  drawn: Array<{ at: number; ptsMs: number; mouthOpen: number; lateMs: number | null }>;
-  lastError: string | null;
-}
-
-const snapshot = (page: Page): Promise<Snapshot> => page.evaluate('window.playground.snapshot()') as Promise<Snapshot>;
-
-async function until(page: Page, done: (s: Snapshot) => boolean, what: string, timeoutMs = 30_000): Promise<Snapshot> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const s = await snapshot(page);
-    if (done(s)) return s;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify({ ...s, drawn: s.drawn.length, eventTypes: s.eventTypes.slice(-15) })}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
-
-/** Mean absolute difference of two RGB images over a box. */
-function mad(a: Buffer, b: Buffer, box: Box): number {
-  let sum = 0;
-  let n = 0;
-  for (let y = Math.max(0, Math.floor(box.y0)); y < Math.min(SIZE, Math.ceil(box.y1)); y++) {
-    for (let x = Math.max(0, Math.floor(box.x0)); x < Math.min(SIZE, Math.ceil(box.x1)); x++) {
-      for (let k = 0; k < 3; k++) sum += Math.abs(a[(y * SIZE + x) * 3 + k]! - b[(y * SIZE + x) * 3 + k]!);
-      n += 3;
-    }
-  }
-  return sum / n;
-}
-
 /** What the page drew last, against the CPU renderer's frame for the same parameters. */
 async function compareDrawn(ref: Reference, page: Page): Promise<{ face: number; mouth: number; frame: Frame }> {
   const drawn = (await page.evaluate('window.playground.drawnFace()')) as Drawn | null;
@@ -99,17 +66,11 @@ async function compareDrawn(ref: Reference, page: Page): Promise<{ face: number;
     SIZE,
     1,
   );
-  return { face: mad(pixels, reference, ref.regions.face), mouth: mad(pixels, reference, ref.regions.mouth), frame: f };
+  const mad = ({ x0, y0, x1, y1 }: Box): number => meanAbsDiff(pixels, reference, SIZE, SIZE, [x0, y0, x1, y1]);
+  return { face: mad(ref.regions.face), mouth: mad(ref.regions.mouth), frame: f };
 }
 
-async function openPage(ctx: Ctx): Promise<Page> {
-  const page = await ctx.chromium.browser.newPage({ viewport: { width: 1280, height: 820 } });
-  await page.goto(`${ctx.t.url}/`);
-  await page.fill('#api-key', ctx.t.key);
-  await page.click('#key-form button');
-  await page.selectOption('#mic-mode', 'off');
-  return page;
-}
+const openPage = (ctx: Ctx): Promise<Page> => openPlayground(ctx.chromium.browser, ctx.t, 'off');
 
 /** Says something and waits until the page has drawn the reply's open mouth and the reply is done. */
 async function talk(page: Page, text: string): Promise<Snapshot> {

@@ -23,6 +23,7 @@ import { FaceGeometry, type ClientFace, type FaceFrame } from '../../playground/
 import { faceInputFromImage } from '../../src/media/face-input.js';
 import type { FaceLandmarks } from '../../src/media/face-registration.js';
 import { prepareFace } from '../../src/media/media-session.js';
+import { meanAbsDiff } from '../helpers/images.js';
 import { suiteNeeding } from '../helpers/skip.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -87,15 +88,6 @@ function mouthBox(face: ClientFace, geometry: FaceGeometry, frame: FaceFrame): B
   const o = face.mouth.opening;
   const pts = [...Array.from(o.upper), ...Array.from(o.lower)].flatMap((v) => [positions[2 * v] as number, positions[2 * v + 1] as number]);
   return outputBox(face, pts, 0.25 * face.mouth.width * (face.fit[0] as number) * (face.width / face.canvasWidth));
-}
-
-/** Mean absolute difference of two RGB frames over a box, levels per channel. */
-function mad(a: Uint8Array, b: Uint8Array, width: number, [x0, y0, x1, y1]: Box): number {
-  let sum = 0;
-  for (let y = y0; y < y1; y++) {
-    for (let i = (y * width + x0) * 3; i < (y * width + x1) * 3; i++) sum += Math.abs((a[i] as number) - (b[i] as number));
-  }
-  return sum / ((x1 - x0) * (y1 - y0) * 3);
 }
 
 /** The face with its typed arrays as base64 (what `PAGE` decodes). */
@@ -213,7 +205,7 @@ for (const [name, factor] of [
     assert.is(frames[0]!.gpu.length, face.width * face.height * 3);
     const failures: string[] = [];
     for (const { label, gpu, cpu, mouth } of frames) {
-      const [m, mm] = [mad(gpu, cpu, face.width, box), mad(gpu, cpu, face.width, mouth)];
+      const [m, mm] = [meanAbsDiff(gpu, cpu, face.width, face.height, box), meanAbsDiff(gpu, cpu, face.width, face.height, mouth)];
       console.log(`  ${name} x${factor} ${label.padEnd(16)} MAD face ${m.toFixed(3)}  mouth ${mm.toFixed(3)}  (pixels differing in the frame: ${differing(gpu, cpu)})`);
       if (m > FACE_MAD || mm > MOUTH_MAD) failures.push(`${label}: face ${m.toFixed(2)}, mouth ${mm.toFixed(2)}`);
     }
@@ -225,7 +217,7 @@ Parity('the bounds can fail: an open mouth differs from the rest frame in the mo
   const { face, frames } = await drawn(ctx, 'default', 1);
   const rest = frames.find((f) => f.label === 'rest')!;
   const open = frames.find((f) => f.label === 'mouth open')!;
-  const [cpu, gpu] = [mad(open.cpu, rest.cpu, face.width, open.mouth), mad(open.gpu, rest.cpu, face.width, open.mouth)];
+  const [cpu, gpu] = [meanAbsDiff(open.cpu, rest.cpu, face.width, face.height, open.mouth), meanAbsDiff(open.gpu, rest.cpu, face.width, face.height, open.mouth)];
   console.log(`  default x1 mouth open vs rest: MAD mouth ${cpu.toFixed(2)} (renderStill), ${gpu.toFixed(2)} (WebGL2)`);
   assert.ok(cpu > 4 * MOUTH_MAD && gpu > 4 * MOUTH_MAD, `open vs rest: ${cpu.toFixed(2)}, ${gpu.toFixed(2)}`);
 });

@@ -22,25 +22,11 @@ import { DEFAULT_TRANSCRIPT, startRealtimeTestServer, type RealtimeTestServer } 
 import { speechPcm24k } from '../../harness/measures/speech.js';
 import { spawnAsNpmStart, type ServerProcess } from '../../harness/servers/process.js';
 import { REPO_ROOT, tempDir } from '../../harness/servers/server.js';
+import { openPlayground, snapshot, until, type PlaygroundSnapshot as Snapshot } from '../helpers/playground-page.js';
 import { modelPath } from '../../src/models/manifest.js';
 import { DEFAULT_LLM_MODEL_NAME } from '../../src/providers/llm/index.js';
 
 type Transport = 'webrtc' | 'websocket';
-
-interface Snapshot {
-  state: string;
-  transport: Transport | null;
-  sessionId: string | null;
-  firstFrameMs: number | null;
-  firstAudioMs: number[];
-  stats: { fps: number | null; kbps: number | null; avOffsetMs: number | null; frames: number; audioEnergy: number } | null;
-  eventTypes: string[];
-  lastError: string | null;
-  endedSession: { id: string; status: string; durationSeconds: number | null } | null;
-  toolCalls: { callId: string; name: string; arguments: string; output: string | null }[];
-  /** The page's computed background colour. */
-  background: string;
-}
 
 interface Ctx {
   t: RealtimeTestServer;
@@ -50,30 +36,10 @@ interface Ctx {
 /** A reply long enough to be watched, and talked over. */
 const LONG_REPLY = 'The weather is bright and mild today, with a light breeze from the west. '.repeat(6);
 
-const snapshot = (page: Page): Promise<Snapshot> => page.evaluate('window.playground.snapshot()') as Promise<Snapshot>;
-
-async function until(page: Page, done: (s: Snapshot) => boolean, what: string, timeoutMs = 30_000): Promise<Snapshot> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    await page.evaluate('window.playground.refreshStats()');
-    const s = await snapshot(page);
-    if (done(s)) return s;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify({ ...s, eventTypes: s.eventTypes.slice(-15) })}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
-
 const screenOf = (transport: Transport) => (transport === 'webrtc' ? '#video' : '#canvas');
 
 /** Opens the page with the key saved and the microphone mode chosen. */
-async function openPage(ctx: Ctx, mic: 'off' | 'ptt' | 'vad', key = ctx.t.key): Promise<Page> {
-  const page = await ctx.chromium.browser.newPage({ viewport: { width: 1280, height: 820 } });
-  await page.goto(`${ctx.t.url}/`);
-  await page.fill('#api-key', key);
-  await page.click('#key-form button');
-  await page.selectOption('#mic-mode', mic);
-  return page;
-}
+const openPage = (ctx: Ctx, mic: 'off' | 'ptt' | 'vad', key = ctx.t.key): Promise<Page> => openPlayground(ctx.chromium.browser, ctx.t, mic, key);
 
 async function connect(page: Page, transport: Transport): Promise<Snapshot> {
   await page.click(`label:has(input[name=transport][value=${transport}])`);
