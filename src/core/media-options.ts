@@ -20,6 +20,7 @@
  * source names live here for that reason (providers/tts/base.ts re-exports them).
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { AppError } from './errors.js';
 import { anyCaseEnum, compileRequest, numericField } from './schema.js';
 import { DEFAULT_OUTPUT_SIZE, OUTPUT_SIZES } from './video-size.js';
 
@@ -113,6 +114,19 @@ const readMedia = compileRequest(MediaFields);
 /** The media fields of a request body (either creation form, a call's session), checked by MediaFields; throws AppError (400). */
 export function parseMediaOptions(body: unknown): MediaOptions {
   return mediaOptionsOf(readMedia(body));
+}
+
+/**
+ * The media fields of a session config (a call's `session`, an ephemeral key's session), as
+ * parseMediaOptions reads them; a bad one is a 400 naming `session.<field>`.
+ */
+export function parseSessionMedia(fields: Record<string, unknown>): MediaOptions {
+  try {
+    return parseMediaOptions(fields);
+  } catch (err) {
+    if (err instanceof AppError) throw new AppError(err.code, err.message, { status: 400, param: err.param === null ? 'session' : `session.${err.param}` });
+    throw err;
+  }
 }
 
 /** The options with the defaults applied; `serverDefaults` replaces MEDIA_DEFAULTS' (the server's AVATAR_OUTPUT_SIZE). */

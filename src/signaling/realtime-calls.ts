@@ -46,7 +46,7 @@ import { MicrophoneDecoder } from '../media/opus-decoder.js';
 import { type Json, RealtimeError, binaryMessageRefused, isObject } from '../realtime/protocol.js';
 import { liveCallConfig } from '../realtime/live-dialect.js';
 import { isTranscriptionConfig } from '../realtime/transcription-session.js';
-import { MEDIA_FIELDS, type MediaOptions, parseMediaOptions, resolveMedia, splitMediaFields } from '../core/media-options.js';
+import { MEDIA_FIELDS, type MediaOptions, parseSessionMedia, resolveMedia, splitMediaFields } from '../core/media-options.js';
 import type { SessionRecord } from '../store/store.js';
 import { CallPeer, OPUS_CLOCK_HZ, releaseClosedPeers } from '../transport/call-peer.js';
 import { negotiate, parseOffer, MAX_OFFER_BYTES, type Negotiated } from '../transport/sdp.js';
@@ -134,7 +134,7 @@ export class CallGateway {
     const sent = request.session ?? {};
     const minted = splitMediaFields(principal.kind === 'ephemeral' ? principal.session : {});
     const offered = splitMediaFields(sent);
-    const media = asBadRequest(() => parseMediaOptions({ ...minted.media, ...offered.media }));
+    const media = parseSessionMedia({ ...minted.media, ...offered.media });
     const { videoCodec } = resolveMedia(media);
     const realtime: Json = offered.rest;
     const base: Json = minted.rest;

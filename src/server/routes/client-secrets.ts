@@ -12,7 +12,7 @@ import { applyAvatarSessionUpdate, avatarSessionObject } from '../../realtime/av
 import { applyTranscriptionUpdate, transcriptionSessionObject } from '../../realtime/transcription-session.js';
 import { DEFAULT_AVATAR_FPS } from '../../media/avatar-output.js';
 import { outputDimensions } from '../../core/video-size.js';
-import { parseMediaOptions, splitMediaFields } from '../../core/media-options.js';
+import { parseSessionMedia, splitMediaFields } from '../../core/media-options.js';
 import type { Static } from '@sinclair/typebox';
 import { parseClientSecretRequest } from '../api/requests.js';
 import type { ClientSecret } from '../api/responses.js';
@@ -29,12 +29,7 @@ export function clientSecretRoutes(router: AppRouter, s: Services, g: RouteGuard
     const ttl = body.expires_after?.seconds ?? s.config.ephemeralKeyTtlSeconds;
     // The media fields (video_render, output_size, ...) are checked here and kept with the key for the session it opens.
     const { media, rest: sessionIn } = splitMediaFields(body.session ?? { type: 'realtime' });
-    try {
-      parseMediaOptions(media);
-    } catch (err) {
-      if (err instanceof AppError) throw new AppError(err.code, err.message, { status: 400, param: `session.${err.param ?? ''}`.replace(/\.$/, '') });
-      throw err;
-    }
+    parseSessionMedia(media);
     const session =
       sessionIn.type === 'avatar'
         ? avatarSessionFor(sessionIn, outputDimensions(s.config.avatarOutputSize))
